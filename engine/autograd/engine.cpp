@@ -1,0 +1,261 @@
+#include "engine/autograd/engine.hpp"
+
+#include <map>
+#include <optional>
+#include <queue>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/autograd/grad_mode.hpp"
+#include "engine/ops/kernels.hpp"
+
+namespace ckpt {
+
+namespace {
+
+thread_local std::vector<GraphTaskInfo> t_tasks;
+
+struct TaskGuard {
+  explicit TaskGuard(bool is_grad) { t_tasks.push_back({is_grad}); }
+  ~TaskGuard() { t_tasks.pop_back(); }
+  TaskGuard(const TaskGuard&) = delete;
+  TaskGuard& operator=(const TaskGuard&) = delete;
+};
+
+struct ReadyOrder {
+  bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+};
+
+struct Task {
+  std::unordered_map<Node*, int> dependencies;
+  std::unordered_map<Node*, TensorList> buffers;
+  std::unordered_set<Node*> needed;  // empty: every reachable node
+  std::map<std::pair<Node*, std::uint32_t>, std::size_t> captures;
+  TensorList captured;
+  bool is_grad = false;
+  bool retain_graph = false;
+};
+
+void accumulate(TensorList& buffer, std::uint32_t slot, Tensor g) {
+  if (buffer.size() <= slot) buffer.resize(slot + 1);
+  if (!buffer[slot].defined()) {
+    buffer[slot] = std::move(g);
+  } else {
+    buffer[slot] = add_raw(buffer[slot], g);
+  }
+}
+
+// Every node reachable from the roots, with how many edges point at it. Iterative: graphs
+// can be 100,000 nodes deep.
+std::vector<Node*> discover(const std::vector<Edge>& roots, Task& task) {
+  std::vector<Node*> order;
+  std::vector<Node*> stack;
+  std::unordered_set<Node*> seen;
+  for (const auto& e : roots)
+    if (e.valid() && seen.insert(e.function.get()).second) stack.push_back(e.function.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    order.push_back(n);
+    for (const auto& e : n->next_edges()) {
+      if (!e.valid()) continue;
+      ++task.dependencies[e.function.get()];
+      if (seen.insert(e.function.get()).second) stack.push_back(e.function.get());
+    }
+  }
+  return order;
+}
+
+// For grad(): the nodes from which a captured input is reachable (only they run).
+void mark_needed(const std::vector<Node*>& nodes, Task& task) {
+  // Reverse post-order via an explicit stack.
+  std::unordered_map<Node*, bool> memo;
+  for (Node* start : nodes) {
+    if (memo.count(start)) continue;
+    std::vector<std::pair<Node*, std::size_t>> stack{{start, 0}};
+    memo[start] = false;
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->next_edges().size()) {
+        const Edge& e = n->next_edges()[i++];
+        if (!e.valid()) continue;
+        if (task.captures.count({e.function.get(), e.input_nr})) memo[n] = true;
+        Node* c = e.function.get();
+        auto it = memo.find(c);
+        if (it == memo.end()) {
+          memo[c] = false;
+          stack.push_back({c, 0});
+        }
+        continue;
+      }
+      Node* done = n;
+      stack.pop_back();
+      if (memo[done]) task.needed.insert(done);
+      if (!stack.empty()) {
+        Node* parent = stack.back().first;
+        if (memo[done]) memo[parent] = true;
+      }
+    }
+  }
+  // Children finished before parents in DFS only along tree edges; propagate to a fixpoint
+  // across cross edges.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Node* n : nodes) {
+      if (task.needed.count(n)) continue;
+      for (const auto& e : n->next_edges()) {
+        if (e.valid() && (task.needed.count(e.function.get()) ||
+                          task.captures.count({e.function.get(), e.input_nr}))) {
+          task.needed.insert(n);
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+}
+
+void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
+  std::vector<Edge> root_edges;
+  TensorList root_grads;
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    if (!r.requires_grad())
+      throw std::runtime_error("element " + std::to_string(i) +
+                               " of tensors does not require grad and does not have a grad_fn");
+    Tensor g = i < grad_roots.size() ? grad_roots[i] : Tensor();
+    if (!g.defined()) {
+      if (r.numel() != 1)
+        throw std::runtime_error("grad can be implicitly created only for scalar outputs");
+      g = Tensor::ones(r.shape(), r.dtype());
+    } else if (g.shape() != r.shape()) {
+      throw std::runtime_error("Mismatch in shape: grad_output[" + std::to_string(i) +
+                               "] has a shape of " + shape_str(g.shape()) + " and output[" +
+                               std::to_string(i) + "] has a shape of " + shape_str(r.shape()) +
+                               ".");
+    }
+    root_edges.push_back(gradient_edge(r));
+    root_grads.push_back(std::move(g));
+  }
+
+  const auto nodes = discover(root_edges, task);
+  if (task.is_grad) mark_needed(nodes, task);
+  auto needed = [&](Node* n) { return !task.is_grad || task.needed.count(n) > 0; };
+  if (task.is_grad) {
+    // Dependencies only count edges from nodes that will run.
+    task.dependencies.clear();
+    for (Node* n : nodes) {
+      if (!needed(n)) continue;
+      for (const auto& e : n->next_edges())
+        if (e.valid()) ++task.dependencies[e.function.get()];
+    }
+  }
+
+  std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
+  std::unordered_map<Node*, std::shared_ptr<Node>> keep_alive;
+  auto deliver = [&](const Edge& e, Tensor g, bool counts) {
+    Node* target = e.function.get();
+    keep_alive.emplace(target, e.function);
+    if (g.defined()) accumulate(task.buffers[target], e.input_nr, std::move(g));
+    if (counts && --task.dependencies[target] > 0) return;
+    if (!counts && task.dependencies[target] > 0) return;
+    ready.push(target);
+  };
+  for (std::size_t i = 0; i < root_edges.size(); ++i) {
+    if (!root_edges[i].valid()) continue;
+    deliver(root_edges[i], root_grads[i], false);
+  }
+  root_grads.clear();
+
+  PhaseScope phase(Phase::backward);
+  NoGradGuard no_grad;
+  std::unordered_set<Node*> queued_roots;
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    if (!queued_roots.insert(n).second) continue;
+    TensorList inputs = std::move(task.buffers[n]);
+    task.buffers.erase(n);
+    // Captures for grad(): the gradient flowing into (n, slot).
+    if (!task.captures.empty()) {
+      for (std::uint32_t slot = 0; slot < std::max<std::size_t>(inputs.size(), 1); ++slot) {
+        auto it = task.captures.find({n, slot});
+        if (it != task.captures.end() && slot < inputs.size())
+          task.captured[it->second] = inputs[slot];
+      }
+    }
+    if (!needed(n) || (task.is_grad && dynamic_cast<AccumulateGrad*>(n))) {
+      keep_alive.erase(n);
+      continue;
+    }
+    auto& meta = n->output_meta();
+    if (inputs.size() < meta.size()) inputs.resize(meta.size());
+    for (std::size_t k = 0; k < meta.size(); ++k)
+      if (!inputs[k].defined()) inputs[k] = Tensor::zeros(meta[k].shape, meta[k].dtype);
+
+    TensorList outputs;
+    {
+      std::optional<OpScope> step;
+      if (n->opens_step()) step.emplace(*n->ledger(), n->name(), n->node_label());
+      outputs = n->apply(std::move(inputs));
+      if (!task.retain_graph) n->release_saved_tensors();
+    }
+    const auto& edges = n->next_edges();
+    for (std::size_t k = 0; k < edges.size(); ++k) {
+      if (!edges[k].valid() || !needed(edges[k].function.get())) {
+        if (edges[k].valid() && task.is_grad) {
+          // Still capture gradients that reach an input through an unneeded node.
+          auto it = task.captures.find({edges[k].function.get(), edges[k].input_nr});
+          if (it != task.captures.end() && k < outputs.size() && outputs[k].defined()) {
+            auto& c = task.captured[it->second];
+            c = c.defined() ? add_raw(c, outputs[k]) : outputs[k];
+          }
+        }
+        continue;
+      }
+      deliver(edges[k], k < outputs.size() ? std::move(outputs[k]) : Tensor(), true);
+    }
+    outputs.clear();
+    keep_alive.erase(n);
+  }
+}
+
+}  // namespace
+
+const GraphTaskInfo* current_graph_task() {
+  return t_tasks.empty() ? nullptr : &t_tasks.back();
+}
+
+void backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph) {
+  Task task;
+  task.retain_graph = retain_graph;
+  TaskGuard guard(false);
+  run(roots, grad_roots, task);
+}
+
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
+                bool retain_graph, bool allow_unused) {
+  Task task;
+  task.is_grad = true;
+  task.retain_graph = retain_graph;
+  task.captured.resize(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].requires_grad())
+      throw std::runtime_error("One of the differentiated Tensors does not require grad");
+    Edge e = gradient_edge(inputs[i]);
+    task.captures[{e.function.get(), e.input_nr}] = i;
+  }
+  TaskGuard guard(true);
+  run(outputs, grad_outputs, task);
+  if (!allow_unused)
+    for (const auto& c : task.captured)
+      if (!c.defined())
+        throw std::runtime_error(
+            "One of the differentiated Tensors appears to not have been used in the graph. Set "
+            "allow_unused=True if this is the desired behavior.");
+  return task.captured;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,160 @@
+#include "engine/ops/elementwise.hpp"
+
+#include <cmath>
+
+#include "engine/autograd/grad_mode.hpp"
+#include "engine/autograd/node.hpp"
+#include "engine/ops/kernels.hpp"
+
+namespace ckpt {
+
+bool needs_grad(const Tensor& t) {
+  return GradMode::is_enabled() && t.requires_grad();
+}
+
+namespace {
+Tensor maybe(bool keep, const Tensor& t) {
+  return keep ? t : Tensor();
+}
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  OpScope op("add");
+  Tensor out = add_raw(a, b);
+  record("AddBackward0", {a, b}, {out}, {},
+         [sa = a.shape(), sb = b.shape()](BackwardContext& c) -> TensorList {
+           return {c.needs_input_grad[0] ? sum_to_raw(c.grads[0], sa) : Tensor(),
+                   c.needs_input_grad[1] ? sum_to_raw(c.grads[0], sb) : Tensor()};
+         });
+  return out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  OpScope op("sub");
+  Tensor out = sub_raw(a, b);
+  record("SubBackward0", {a, b}, {out}, {},
+         [sa = a.shape(), sb = b.shape()](BackwardContext& c) -> TensorList {
+           return {
+               c.needs_input_grad[0] ? sum_to_raw(c.grads[0], sa) : Tensor(),
+               c.needs_input_grad[1] ? sum_to_raw(mul_scalar_raw(c.grads[0], -1.0), sb) : Tensor()};
+         });
+  return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  OpScope op("mul");
+  Tensor out = mul_raw(a, b);
+  record("MulBackward0", {a, b}, {out}, {maybe(needs_grad(b), a), maybe(needs_grad(a), b)},
+         [sa = a.shape(), sb = b.shape()](BackwardContext& c) -> TensorList {
+           const Tensor& g = c.grads[0];
+           return {c.needs_input_grad[0] ? sum_to_raw(mul_raw(g, c.saved[1]), sa) : Tensor(),
+                   c.needs_input_grad[1] ? sum_to_raw(mul_raw(g, c.saved[0]), sb) : Tensor()};
+         });
+  return out;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  OpScope op("div");
+  Tensor out = div_raw(a, b);
+  record("DivBackward0", {a, b}, {out}, {maybe(needs_grad(b), a), b},
+         [sa = a.shape(), sb = b.shape()](BackwardContext& c) -> TensorList {
+           const Tensor& g = c.grads[0];
+           const Tensor& bb = c.saved[1];
+           Tensor ga, gb;
+           if (c.needs_input_grad[0]) ga = sum_to_raw(div_raw(g, bb), sa);
+           if (c.needs_input_grad[1])
+             gb = sum_to_raw(mul_scalar_raw(div_raw(mul_raw(g, c.saved[0]), mul_raw(bb, bb)), -1.0),
+                             sb);
+           return {ga, gb};
+         });
+  return out;
+}
+
+Tensor add(const Tensor& a, double b) {
+  OpScope op("add");
+  Tensor out = add_scalar_raw(a, b);
+  record("AddBackward1", {a}, {out}, {},
+         [](BackwardContext& c) -> TensorList { return {c.grads[0]}; });
+  return out;
+}
+
+Tensor sub(const Tensor& a, double b) {
+  OpScope op("sub");
+  Tensor out = add_scalar_raw(a, -b);
+  record("SubBackward1", {a}, {out}, {},
+         [](BackwardContext& c) -> TensorList { return {c.grads[0]}; });
+  return out;
+}
+
+Tensor mul(const Tensor& a, double b) {
+  OpScope op("mul");
+  Tensor out = mul_scalar_raw(a, b);
+  // PyTorch wraps the Python scalar in a 0-d tensor and saves it: 8 bytes.
+  const bool keep = needs_grad(a);
+  record("MulBackward0", {a}, {out}, {keep ? Tensor::scalar(b, DType::f64) : Tensor()},
+         [b](BackwardContext& c) -> TensorList { return {mul_scalar_raw(c.grads[0], b)}; });
+  return out;
+}
+
+Tensor div(const Tensor& a, double b) {
+  OpScope op("div");
+  Tensor out = mul_scalar_raw(a, 1.0 / b);
+  const bool keep = needs_grad(a);
+  record("DivBackward0", {a}, {out}, {keep ? Tensor::scalar(b, DType::f64) : Tensor()},
+         [b](BackwardContext& c) -> TensorList { return {mul_scalar_raw(c.grads[0], 1.0 / b)}; });
+  return out;
+}
+
+Tensor neg(const Tensor& a) {
+  OpScope op("neg");
+  Tensor out = mul_scalar_raw(a, -1.0);
+  record("NegBackward0", {a}, {out}, {},
+         [](BackwardContext& c) -> TensorList { return {mul_scalar_raw(c.grads[0], -1.0)}; });
+  return out;
+}
+
+Tensor pow(const Tensor& a, double e) {
+  OpScope op("pow");
+  Tensor out = dispatch_floating(a.dtype(), "pow", [&]<typename T>() {
+    return unary_map<T>(a, [e](T x) { return static_cast<T>(std::pow(x, e)); });
+  });
+  record("PowBackward0", {a}, {out}, {a}, [e](BackwardContext& c) -> TensorList {
+    const Tensor& x = c.saved[0];
+    Tensor d = dispatch_floating(x.dtype(), "pow", [&]<typename T>() {
+      return unary_map<T>(
+          x, [e](T v) { return e == 0 ? T(0) : static_cast<T>(e * std::pow(v, e - 1)); });
+    });
+    return {mul_raw(c.grads[0], d)};
+  });
+  return out;
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  return sub(a, b);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  return div(a, b);
+}
+Tensor operator+(const Tensor& a, double b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, double b) {
+  return sub(a, b);
+}
+Tensor operator*(const Tensor& a, double b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, double b) {
+  return div(a, b);
+}
+Tensor operator-(const Tensor& a) {
+  return neg(a);
+}
+
+}  // namespace ckpt

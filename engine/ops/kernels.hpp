@@ -1,0 +1,143 @@
+#pragma once
+
+// Raw CPU kernels: no autograd, no steps. The autograd ops and backward functions are built on
+// these. Outputs come from the current ledger.
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor/tensor.hpp"
+
+namespace ckpt {
+
+// Loops longer than this are split across OpenMP threads.
+inline constexpr std::int64_t kParallelGrain = 32768;
+
+Tensor contiguous_copy(const Tensor& t);
+// t itself when already contiguous, else a contiguous copy.
+Tensor as_contiguous(const Tensor& t);
+Tensor cast_raw(const Tensor& t, DType to);
+Tensor add_raw(const Tensor& a, const Tensor& b);
+Tensor sub_raw(const Tensor& a, const Tensor& b);
+Tensor mul_raw(const Tensor& a, const Tensor& b);
+Tensor div_raw(const Tensor& a, const Tensor& b);
+Tensor mul_scalar_raw(const Tensor& a, double s);
+Tensor add_scalar_raw(const Tensor& a, double s);
+void add_inplace_raw(Tensor& acc, const Tensor& g);
+void fill_raw(Tensor& t, double value);
+void copy_into_raw(Tensor& dst, const Tensor& src);  // same shape; dst may be a view
+// Sums `t` down to `shape` (the reverse of broadcasting).
+Tensor sum_to_raw(const Tensor& t, const Shape& shape);
+// Sum over `dims` (empty: all), keeping reduced dims as size 1 when keepdim.
+Tensor sum_dims_raw(const Tensor& t, const std::vector<std::int64_t>& dims, bool keepdim);
+Tensor expand_raw(const Tensor& t, const Shape& shape);  // a broadcast view (stride 0)
+// C = A @ B for 2-D tensors (any strides), with optional accumulation into C.
+void gemm_raw(const Tensor& a, const Tensor& b, Tensor& c, bool accumulate = false);
+Tensor matmul2d_raw(const Tensor& a, const Tensor& b);
+Tensor transpose_raw(const Tensor& t, std::int64_t d0, std::int64_t d1);  // a view
+
+// Visits every element of a (possibly strided) tensor in row-major order: f(offset, i).
+template <typename F>
+void for_each_offset(const Tensor& t, F&& f) {
+  const auto& s = t.shape();
+  const auto& st = t.strides();
+  const std::int64_t n = t.numel();
+  if (n == 0) return;
+  if (t.is_contiguous()) {
+    for (std::int64_t i = 0; i < n; ++i) f(i, i);
+    return;
+  }
+  const std::size_t nd = s.size();
+  std::vector<std::int64_t> idx(nd, 0);
+  std::int64_t off = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    f(off, i);
+    for (auto d = static_cast<std::int64_t>(nd) - 1; d >= 0; --d) {
+      const auto k = static_cast<std::size_t>(d);
+      if (++idx[k] < s[k]) {
+        off += st[k];
+        break;
+      }
+      off -= st[k] * (s[k] - 1);
+      idx[k] = 0;
+    }
+  }
+}
+
+// out = f(x) elementwise; out is a new contiguous tensor of x's shape and dtype.
+template <typename T, typename F>
+Tensor unary_map(const Tensor& x, F&& f) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  T* o = out.data<T>();
+  const T* p = x.data<T>();
+  const std::int64_t n = x.numel();
+  if (x.is_contiguous()) {
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) o[i] = f(p[i]);
+  } else {
+    for_each_offset(x, [&](std::int64_t off, std::int64_t i) { o[i] = f(p[off]); });
+  }
+  return out;
+}
+
+// out = f(a, b) with NumPy broadcasting; a and b have the same dtype.
+template <typename T, typename F>
+Tensor binary_map(const Tensor& a, const Tensor& b, F&& f, const char* op) {
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = Tensor::empty(shape, a.dtype());
+  T* o = out.data<T>();
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  const std::int64_t n = out.numel();
+  if (n == 0) return out;
+  if (a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous()) {
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) o[i] = f(pa[i], pb[i]);
+    return out;
+  }
+  if (b.numel() == 1 && a.shape() == shape && a.is_contiguous()) {
+    const T vb = pb[0];
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) o[i] = f(pa[i], vb);
+    return out;
+  }
+  if (a.numel() == 1 && b.shape() == shape && b.is_contiguous()) {
+    const T va = pa[0];
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) o[i] = f(va, pb[i]);
+    return out;
+  }
+  // General broadcast: strides aligned to the output, 0 on broadcast dimensions.
+  const std::size_t nd = shape.size();
+  auto aligned = [&](const Tensor& t) {
+    std::vector<std::int64_t> st(nd, 0);
+    const std::size_t lead = nd - t.shape().size();
+    for (std::size_t d = 0; d < t.shape().size(); ++d)
+      st[lead + d] = t.shape()[d] == 1 ? 0 : t.strides()[d];
+    return st;
+  };
+  const auto sa = aligned(a);
+  const auto sb = aligned(b);
+  const std::int64_t inner = nd ? shape[nd - 1] : 1;
+  const std::int64_t ia = nd ? sa[nd - 1] : 0;
+  const std::int64_t ib = nd ? sb[nd - 1] : 0;
+  const std::int64_t outer = n / inner;
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+  for (std::int64_t r = 0; r < outer; ++r) {
+    std::int64_t rem = r;
+    std::int64_t offa = 0, offb = 0;
+    for (auto d = static_cast<std::int64_t>(nd) - 2; d >= 0; --d) {
+      const auto k = static_cast<std::size_t>(d);
+      const std::int64_t i = rem % shape[k];
+      rem /= shape[k];
+      offa += i * sa[k];
+      offb += i * sb[k];
+    }
+    T* orow = o + r * inner;
+    for (std::int64_t j = 0; j < inner; ++j) orow[j] = f(pa[offa + j * ia], pb[offb + j * ib]);
+  }
+  return out;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,10 @@
+#pragma once
+
+// Every op of the engine, for callers that want them all.
+#include "engine/autograd/engine.hpp"
+#include "engine/autograd/grad_mode.hpp"
+#include "engine/ops/elementwise.hpp"
+#include "engine/ops/matmul.hpp"
+#include "engine/ops/reduce.hpp"
+#include "engine/ops/shape_ops.hpp"
+#include "engine/ops/unary.hpp"

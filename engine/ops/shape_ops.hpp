@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor/tensor.hpp"
+
+namespace ckpt {
+
+// Views share storage and save nothing for backward. A -1 in a shape is inferred.
+Tensor view(const Tensor& x, const Shape& shape);     // needs a compatible layout
+Tensor reshape(const Tensor& x, const Shape& shape);  // a view when possible, else a copy
+Tensor flatten(const Tensor& x, std::int64_t start_dim = 0, std::int64_t end_dim = -1);
+Tensor transpose(const Tensor& x, std::int64_t d0, std::int64_t d1);
+Tensor permute(const Tensor& x, const std::vector<std::int64_t>& dims);
+Tensor slice(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t end,
+             std::int64_t step = 1);
+Tensor unsqueeze(const Tensor& x, std::int64_t dim);
+Tensor squeeze(const Tensor& x, std::int64_t dim);
+Tensor expand(const Tensor& x, const Shape& shape);
+Tensor clone(const Tensor& x);                                // a copy; saves nothing
+Tensor contiguous(const Tensor& x);                           // x itself, or a clone
+Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim);  // saves nothing
+
+}  // namespace ckpt

@@ -1,0 +1,89 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace ckpt {
+
+// f32 is what models run in; f64 exists for finite-difference gradient checks; i64 carries
+// indices, targets and ONNX shape arithmetic.
+enum class DType : std::uint8_t { f32, f64, i64 };
+
+enum class Device : std::uint8_t { cpu, cuda };
+
+constexpr std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32:
+      return 4;
+    case DType::f64:
+    case DType::i64:
+      return 8;
+  }
+  return 0;
+}
+
+constexpr const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::i64:
+      return "int64";
+  }
+  return "?";
+}
+
+constexpr bool is_floating(DType t) {
+  return t == DType::f32 || t == DType::f64;
+}
+
+constexpr const char* device_name(Device d) {
+  return d == Device::cpu ? "cpu" : "cuda";
+}
+
+template <typename T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
+template <>
+constexpr DType dtype_of<std::int64_t>() {
+  return DType::i64;
+}
+
+// Calls f.template operator()<T>() with T the C++ type of a floating dtype.
+template <typename F>
+decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::f32:
+      return f.template operator()<float>();
+    case DType::f64:
+      return f.template operator()<double>();
+    case DType::i64:
+      break;
+  }
+  throw std::invalid_argument(std::string(op) + ": expected a floating-point tensor, got int64");
+}
+
+template <typename F>
+decltype(auto) dispatch_all(DType t, F&& f) {
+  switch (t) {
+    case DType::f32:
+      return f.template operator()<float>();
+    case DType::f64:
+      return f.template operator()<double>();
+    case DType::i64:
+      return f.template operator()<std::int64_t>();
+  }
+  return f.template operator()<float>();
+}
+
+}  // namespace ckpt

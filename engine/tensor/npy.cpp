@@ -1,0 +1,120 @@
+#include "engine/tensor/npy.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+namespace ckpt {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error(path + ": " + what);
+}
+
+std::string descr_of(DType d) {
+  switch (d) {
+    case DType::f32:
+      return "<f4";
+    case DType::f64:
+      return "<f8";
+    case DType::i64:
+      return "<i8";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Tensor load_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open file");
+  char magic[8];
+  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+    fail(path, "not a .npy file (bad magic)");
+  std::uint32_t header_len = 0;
+  if (magic[6] == 1) {
+    unsigned char b[2];
+    if (!in.read(reinterpret_cast<char*>(b), 2)) fail(path, "truncated header");
+    header_len = b[0] | (b[1] << 8);
+  } else if (magic[6] == 2 || magic[6] == 3) {
+    unsigned char b[4];
+    if (!in.read(reinterpret_cast<char*>(b), 4)) fail(path, "truncated header");
+    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24);
+  } else {
+    fail(path, "unsupported .npy version " + std::to_string(magic[6]));
+  }
+  if (header_len > (1u << 20)) fail(path, "header too large");
+  std::string header(header_len, '\0');
+  if (!in.read(header.data(), header_len)) fail(path, "truncated header");
+
+  std::smatch m;
+  if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'")))
+    fail(path, "header has no 'descr'");
+  const std::string descr = m[1];
+  DType dtype;
+  if (descr == "<f4")
+    dtype = DType::f32;
+  else if (descr == "<f8")
+    dtype = DType::f64;
+  else if (descr == "<i8")
+    dtype = DType::i64;
+  else
+    fail(path, "unsupported dtype '" + descr + "' (supported: <f4, <f8, <i8)");
+  if (std::regex_search(header, m, std::regex("'fortran_order':\\s*True")))
+    fail(path, "Fortran-ordered arrays are not supported");
+  if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))
+    fail(path, "header has no 'shape'");
+  Shape shape;
+  std::stringstream ss(m[1].str());
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    if (item.empty()) continue;
+    try {
+      shape.push_back(std::stoll(item));
+    } catch (const std::exception&) {
+      fail(path, "bad shape entry '" + item + "'");
+    }
+  }
+  Tensor t;
+  try {
+    t = Tensor::empty(shape, dtype);
+  } catch (const std::invalid_argument& e) {
+    fail(path, e.what());
+  }
+  if (t.nbytes() && !in.read(static_cast<char*>(t.storage()->data()), t.nbytes()))
+    fail(path, "file is shorter than its shape " + shape_str(shape) + " needs");
+  return t;
+}
+
+void save_npy(const std::string& path, const Tensor& t) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail(path, "cannot write file");
+  std::string shape = "(";
+  for (std::size_t i = 0; i < t.shape().size(); ++i)
+    shape += std::to_string(t.shape()[i]) +
+             (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
+  shape += ")";
+  std::string header =
+      "{'descr': '" + descr_of(t.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  const std::size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+  out.write("\x93NUMPY\x01\x00", 8);
+  const auto len = static_cast<std::uint16_t>(header.size());
+  const char lb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  out.write(lb, 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  const std::vector<double> values = t.to_vector();
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    std::vector<T> v(values.begin(), values.end());
+    out.write(reinterpret_cast<const char*>(v.data()),
+              static_cast<std::streamsize>(v.size() * sizeof(T)));
+  });
+  if (!out) fail(path, "write failed");
+}
+
+}  // namespace ckpt

@@ -1,0 +1,14 @@
+#pragma once
+
+#include <string>
+
+#include "engine/tensor/tensor.hpp"
+
+namespace ckpt {
+
+// NumPy .npy files (format 1.0/2.0; little-endian <f4, <f8, <i8; C order; 0-d allowed), so that
+// weights, inputs and gradients cross to and from numpy and PyTorch. Errors name the file.
+Tensor load_npy(const std::string& path);
+void save_npy(const std::string& path, const Tensor& t);
+
+}  // namespace ckpt

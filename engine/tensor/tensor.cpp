@@ -1,0 +1,187 @@
+#include "engine/tensor/tensor.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/autograd/engine.hpp"
+
+namespace ckpt {
+
+namespace {
+
+Tensor make_contiguous(const Shape& shape, DType dtype) {
+  const std::int64_t n = shape_numel(shape);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(MemoryLedger::current(),
+                                            n * static_cast<std::int64_t>(dtype_size(dtype)));
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+template <typename T>
+Tensor from_values(const std::vector<T>& values, const Shape& shape) {
+  if (static_cast<std::int64_t>(values.size()) != shape_numel(shape))
+    throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
+                                " values do not fill shape " + shape_str(shape));
+  Tensor t = make_contiguous(shape, dtype_of<T>());
+  if (!values.empty()) std::memcpy(t.data<T>(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+
+}  // namespace
+
+TensorImpl& Tensor::ref() const {
+  if (!impl_) throw std::logic_error("use of an undefined tensor");
+  return *impl_;
+}
+
+void Tensor::check_dtype(DType expected) const {
+  if (dtype() != expected)
+    throw std::invalid_argument(std::string("tensor data requested as ") + dtype_name(expected) +
+                                " but the tensor is " + dtype_name(dtype()));
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  return make_contiguous(shape, dtype);
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+  Tensor t = make_contiguous(shape, dtype);
+  std::memset(t.storage()->data(), 0, static_cast<std::size_t>(t.nbytes()));
+  return t;
+}
+
+Tensor Tensor::ones(const Shape& shape, DType dtype) {
+  return full(shape, 1.0, dtype);
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  Tensor t = make_contiguous(shape, dtype);
+  dispatch_all(dtype, [&]<typename T>() {
+    T* p = t.data<T>();
+    const std::int64_t n = t.numel();
+    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value);
+  });
+  return t;
+}
+
+Tensor Tensor::scalar(double value, DType dtype) {
+  return full({}, value, dtype);
+}
+
+Tensor Tensor::from_vector(const std::vector<float>& v, const Shape& s) {
+  return from_values(v, s);
+}
+Tensor Tensor::from_vector(const std::vector<double>& v, const Shape& s) {
+  return from_values(v, s);
+}
+Tensor Tensor::from_vector(const std::vector<std::int64_t>& v, const Shape& s) {
+  return from_values(v, s);
+}
+
+Tensor Tensor::arange(std::int64_t n, DType dtype) {
+  Tensor t = make_contiguous({n}, dtype);
+  dispatch_all(dtype, [&]<typename T>() {
+    T* p = t.data<T>();
+    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(i);
+  });
+  return t;
+}
+
+std::int64_t Tensor::size(std::int64_t d) const {
+  return ref().shape[static_cast<std::size_t>(wrap_dim(d, dim(), "size"))];
+}
+
+bool Tensor::is_contiguous() const {
+  const auto& s = ref().shape;
+  const auto& st = ref().strides;
+  std::int64_t expected = 1;
+  for (auto i = static_cast<std::int64_t>(s.size()) - 1; i >= 0; --i) {
+    const auto k = static_cast<std::size_t>(i);
+    if (s[k] == 1) continue;
+    if (st[k] != expected) return false;
+    expected *= s[k];
+  }
+  return true;
+}
+
+bool Tensor::shares_storage(const Tensor& other) const {
+  return defined() && other.defined() && storage() == other.storage();
+}
+
+std::string Tensor::str() const {
+  return std::string(dtype_name(dtype())) + shape_str(shape());
+}
+
+double Tensor::item() const {
+  if (numel() != 1)
+    throw std::invalid_argument("item(): tensor of shape " + shape_str(shape()) +
+                                " has more than one element");
+  return to_vector()[0];
+}
+
+std::vector<double> Tensor::to_vector() const {
+  const std::int64_t n = numel();
+  std::vector<double> out(static_cast<std::size_t>(n));
+  if (n == 0) return out;
+  const auto& s = shape();
+  const auto& st = strides();
+  const std::size_t nd = s.size();
+  std::vector<std::int64_t> idx(nd, 0);
+  dispatch_all(dtype(), [&]<typename T>() {
+    const T* base = data<T>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::int64_t off = 0;
+      for (std::size_t d = 0; d < nd; ++d) off += idx[d] * st[d];
+      out[static_cast<std::size_t>(i)] = static_cast<double>(base[off]);
+      for (auto d = static_cast<std::int64_t>(nd) - 1; d >= 0; --d) {
+        const auto k = static_cast<std::size_t>(d);
+        if (++idx[k] < s[k]) break;
+        idx[k] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+Tensor Tensor::alias(const Shape& shape, const Strides& strides, std::int64_t offset) const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = storage();
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->offset = offset;
+  impl->dtype = dtype();
+  impl->version = this->ref().version;
+  return Tensor(std::move(impl));
+}
+
+Tensor& Tensor::set_requires_grad(bool value) {
+  if (!is_leaf())
+    throw std::runtime_error(
+        "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+        "variable in a subgraph that doesn't require differentiation use var_no_grad = "
+        "var.detach().");
+  if (value && !is_floating(dtype()))
+    throw std::runtime_error("only Tensors of floating point dtype can require gradients");
+  ref().requires_grad = value;
+  return *this;
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  ckpt::backward({*this}, {gradient}, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  Tensor t = alias(shape(), strides(), offset());
+  t.impl()->name = ref().name;
+  return t;
+}
+
+Tensor& Tensor::set_name(std::string name) {
+  ref().name = std::move(name);
+  return *this;
+}
+
+}  // namespace ckpt
