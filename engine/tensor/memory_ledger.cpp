@@ -1,6 +1,7 @@
 #include "engine/tensor/memory_ledger.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 namespace ckpt {
@@ -11,6 +12,12 @@ thread_local std::shared_ptr<MemoryLedger> t_current;
 std::shared_ptr<MemoryLedger> default_ledger() {
   static auto ledger = std::make_shared<MemoryLedger>();
   return ledger;
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string human_bytes(std::int64_t b) {
@@ -230,12 +237,14 @@ void MemoryLedger::begin_step(LabelId op, LabelId node) {
   step_node_ = node;
   ++next_step_;
   auto e = make(LedgerEvent::Kind::step_begin);
+  e.time_ns = now_ns();
   publish(e);
 }
 
 void MemoryLedger::end_step() {
   std::lock_guard lock(mutex_);
   auto e = make(LedgerEvent::Kind::step_end);
+  e.time_ns = now_ns();
   publish(e);
   step_open_ = false;
 }
@@ -243,6 +252,13 @@ void MemoryLedger::end_step() {
 void MemoryLedger::mark_recompute(bool begin, std::string_view segment) {
   std::lock_guard lock(mutex_);
   auto e = make(begin ? LedgerEvent::Kind::recompute_begin : LedgerEvent::Kind::recompute_end);
+  e.text = intern(segment);
+  publish(e);
+}
+
+void MemoryLedger::mark_checkpoint(bool begin, std::string_view segment) {
+  std::lock_guard lock(mutex_);
+  auto e = make(begin ? LedgerEvent::Kind::checkpoint_begin : LedgerEvent::Kind::checkpoint_end);
   e.text = intern(segment);
   publish(e);
 }

@@ -47,8 +47,10 @@ struct LedgerEvent {
     free,             // allocation, bytes, category
     recategorize,     // allocation, bytes, category (new), previous
     tag,              // allocation, text: names the tensor an allocation holds
-    recompute_begin,  // text: the segment
-    recompute_end,    // text: the segment
+    checkpoint_begin,  // text: the segment (its forward, which keeps only its inputs)
+    checkpoint_end,    // text: the segment
+    recompute_begin,   // text: the segment
+    recompute_end,     // text: the segment
     message,          // severity, text
   };
   Kind kind{};
@@ -62,6 +64,7 @@ struct LedgerEvent {
   LabelId op = 0;
   LabelId node = 0;
   LabelId text = 0;
+  std::int64_t time_ns = 0;  // steady clock, on step_begin and step_end
 };
 
 class LedgerListener {
@@ -118,6 +121,7 @@ class MemoryLedger {
   void pop_category() { category_stack_.pop_back(); }
   MemoryCategory default_category() const;
   void mark_recompute(bool begin, std::string_view segment);
+  void mark_checkpoint(bool begin, std::string_view segment);
   void message(Severity severity, std::string_view text);
   std::vector<std::pair<Severity, std::string>> messages() const { return messages_; }
 

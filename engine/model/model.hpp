@@ -1,0 +1,107 @@
+#pragma once
+
+// A model: a Graph of ops over named values plus a Module tree of named scopes over it
+// (DESIGN.md "model"). Loaders (native JSON, ONNX) produce it; the Runner executes it; ui/
+// draws it.
+//
+// CONTRACT shared by engine/model, engine/run, ui/ and app/cli. Additions are fine;
+// changing or removing a member needs every user updated in the same change.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/tensor/tensor.hpp"
+
+namespace ckpt {
+
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>,
+                               std::vector<double>>;
+using Attributes = std::map<std::string, AttrValue>;
+
+// A named value of the graph: a model input, a parameter or buffer, a constant, or an op output.
+struct ValueInfo {
+  std::string name;
+  Shape shape;  // as loaded (batch dimension resolved by the Runner); empty if unknown
+  DType dtype = DType::f32;
+};
+
+struct OpNode {
+  std::string name;     // unique in the graph, e.g. "features.denseblock1.denselayer1.conv1"
+  std::string op_type;  // engine op kind: "conv2d", "relu", "add", "linear", ...
+  std::vector<std::string> inputs;   // value names; "" for an absent optional input
+  std::vector<std::string> outputs;  // value names
+  Attributes attrs;
+  std::string module;  // path of the innermost module instance it belongs to ("" for the root)
+};
+
+struct ParameterInfo {
+  std::string name;  // original name, e.g. "features.conv0.weight"
+  Tensor initial;    // initial value (f32), made once by the loader
+  bool requires_grad = true;
+  bool is_buffer = false;  // running_mean, running_var, num_batches_tracked
+};
+
+struct InputInfo {
+  std::string name;
+  Shape shape;  // dims of -1 or a "batch" dim are filled from the batch size
+  DType dtype = DType::f32;
+  bool requires_grad = false;
+  bool batched = true;  // whether dim 0 is the batch dimension
+};
+
+// A named scope: what a user can checkpoint. Each call of a module is its own instance
+// ("cell", "cell_1"); `definition` names the module they are instances of.
+struct Module {
+  std::string path;        // instance path, "" for the root
+  std::string name;        // last path component
+  std::string kind;        // display type: "DenseLayer", "Sequential", "Linear", ...
+  std::string definition;  // path of the module definition (same for all its instances)
+  std::int64_t first_op = 0;  // range of its ops in execution order: [first_op, end_op)
+  std::int64_t end_op = 0;
+  bool checkpointable = false;
+  std::string not_checkpointable_reason;  // why not, when it is not
+  std::vector<std::string> inputs;   // values made outside and used inside (the function's args)
+  std::vector<std::string> outputs;  // values made inside and used outside (or model outputs)
+  std::vector<std::unique_ptr<Module>> children;
+};
+
+enum class LossKind : std::uint8_t { sum, mean, model };
+
+// What a sample brings besides the network: how to run it and what to teach with it.
+struct Scenario {
+  std::int64_t batch = 1;
+  std::uint64_t seed = 0;
+  LossKind loss = LossKind::sum;     // `model`: the graph computes its own loss (loss_value)
+  std::string loss_value;            // name of the scalar loss value when loss == model
+  std::vector<std::string> default_checkpoints;  // module paths checkpointed when opened
+  bool use_reentrant = true;
+  std::string notes;  // teaching notes (Markdown): what to click, what to look at
+  std::string title;
+};
+
+class Model {
+ public:
+  std::string name;
+  std::string source;  // the file it came from, or ":/samples/..." for an embedded one
+  std::string format;  // "json" or "onnx"
+  std::vector<InputInfo> inputs;
+  std::vector<ParameterInfo> parameters;
+  std::map<std::string, Tensor> constants;
+  std::vector<OpNode> ops;  // in execution order
+  std::vector<std::string> outputs;
+  std::map<std::string, ValueInfo> values;  // every value by name (shape inference results)
+  Module root;
+  Scenario scenario;
+
+  // Lookups; null/-1 when absent.
+  const Module* find_module(const std::string& path) const;
+  std::vector<const Module*> all_modules() const;  // pre-order, root excluded
+  std::vector<const Module*> instances_of(const std::string& definition) const;
+  std::int64_t op_index(const std::string& op_name) const;
+};
+
+}  // namespace ckpt

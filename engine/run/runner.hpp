@@ -1,0 +1,72 @@
+#pragma once
+
+// The Runner: Model + CheckpointConfig -> one real forward, loss and backward -> Trace,
+// outputs and gradients (DESIGN.md "run").
+//
+// CONTRACT shared by engine/run, ui/ and app/cli. Additions are fine; changing or removing a
+// member needs every user updated in the same change.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/model/model.hpp"
+#include "engine/trace/trace.hpp"
+
+namespace ckpt {
+
+enum class SelectivePolicy : std::uint8_t { none, save_matmul };
+
+struct CheckpointConfig {
+  std::set<std::string> modules;  // module instance paths to checkpoint (nesting allowed)
+  int segments = 0;               // > 0: checkpoint_sequential over the top-level modules
+  bool use_reentrant = true;      // PyTorch 1.13's default
+  bool preserve_rng_state = true;
+  bool early_stop = false;
+  bool check_recompute = true;  // compare recomputed values with the forward's (checksums)
+  SelectivePolicy policy = SelectivePolicy::none;
+  std::uint64_t seed = 0;
+  std::int64_t batch = 0;  // 0: the scenario's
+  std::optional<bool> input_requires_grad;  // unset: each input's own setting
+  std::optional<LossKind> loss;             // unset: the scenario's
+  int threads = 0;                          // 0: leave as is
+  std::int64_t max_memory = 0;              // the ledger's cap, 0 for none
+  std::vector<Tensor> inputs;               // explicit inputs (in model input order), or empty
+};
+
+struct PhaseTimes {
+  double forward_ms = 0;
+  double backward_ms = 0;  // includes recomputation
+  double recompute_ms = 0;
+  double total_ms = 0;
+};
+
+struct RunResult {
+  Trace trace;
+  bool ok = false;
+  std::string error;  // the engine's message when the run failed (the trace goes up to it)
+  std::vector<Tensor> outputs;
+  Tensor loss;
+  std::map<std::string, Tensor> gradients;  // by parameter name (absent: no gradient)
+  std::map<std::string, Tensor> input_gradients;
+  PhaseTimes times;
+};
+
+class Runner {
+ public:
+  explicit Runner(std::shared_ptr<const Model> model);
+  // Thread-safe for distinct Runner objects; `cancel` is polled between ops (a cancelled run
+  // returns ok = false with error "cancelled").
+  RunResult run(const CheckpointConfig& config, const std::atomic<bool>* cancel = nullptr) const;
+  const Model& model() const { return *model_; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+};
+
+}  // namespace ckpt

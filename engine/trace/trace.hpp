@@ -1,0 +1,126 @@
+#pragma once
+
+// The single record of a run (see DESIGN.md "trace"): an ordered list of steps and events with
+// fast queries at any step. Views in ui/ are pure functions of (Trace, cursor, selection).
+//
+// CONTRACT shared by engine/checkpoint, engine/run, ui/ and app/cli. Additions are fine;
+// changing or removing a member needs every user updated in the same change.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/tensor/memory_ledger.hpp"
+
+namespace ckpt {
+
+// The state of one activation (a tagged tensor) at a step, for the graph view.
+enum class ActivationState : std::uint8_t {
+  pending,           // not produced yet
+  kept,              // alive, produced by the forward
+  dropped,           // made inside a checkpointed segment in the forward, released before it ended
+  checkpoint_input,  // kept at a segment boundary (category checkpoint input)
+  recomputed,        // alive again, produced by a recompute
+  freed,             // released (after its last use, or never needed for backward)
+};
+const char* activation_state_name(ActivationState s);
+
+// One op execution: forward, recompute or backward.
+struct TraceStep {
+  Phase phase = Phase::forward;
+  std::string op;       // engine op or backward node: "conv2d", "ConvolutionBackward0"
+  std::string node;     // model node it belongs to ("features.conv0"), may be empty
+  std::string segment;  // checkpoint segment being run or recomputed, empty outside one
+  std::int64_t duration_ns = 0;
+};
+
+// A named tensor of the model (a tagged allocation) and its life.
+struct TensorLife {
+  std::string name;  // the graph value name given by the tag
+  std::string node;  // model node that produced it
+  std::int64_t bytes = 0;
+  // State changes in step order; before the first one the state is pending.
+  std::vector<std::pair<std::int64_t, ActivationState>> transitions;
+  // The step whose op saved it for backward (-1 if never saved).
+  std::int64_t saved_at_step = -1;
+  std::string saved_by_op;
+};
+
+struct TraceMessage {
+  std::int64_t step = -1;
+  Severity severity = Severity::info;
+  std::string text;
+};
+
+struct RecomputeSpan {
+  std::string segment;
+  std::int64_t begin_step = 0;  // first step of the recompute
+  std::int64_t end_step = 0;    // one past the last
+};
+
+struct PeakInfo {
+  std::int64_t bytes = 0;
+  std::int64_t step = -1;
+  CategoryBytes by_category{};
+};
+
+struct PhaseCounts {
+  std::int64_t forward = 0;
+  std::int64_t recompute = 0;
+  std::int64_t backward = 0;
+};
+
+class Trace {
+ public:
+  Trace();
+  ~Trace();
+  Trace(Trace&&) noexcept;
+  Trace& operator=(Trace&&) noexcept;
+
+  std::int64_t step_count() const;
+  const TraceStep& step(std::int64_t k) const;
+  // Live bytes by category after step k's events; k = -1 is the state before the first step.
+  CategoryBytes memory_at(std::int64_t k) const;
+  std::int64_t total_at(std::int64_t k) const;
+  PeakInfo peak() const;
+  // The last forward step (the end of the forward pass), -1 if none.
+  std::int64_t forward_end() const;
+  PhaseCounts counts() const;
+
+  const std::vector<TensorLife>& tensors() const;
+  // Index into tensors() by name, -1 if unknown.
+  std::int64_t tensor_index(const std::string& name) const;
+  ActivationState state_at(std::int64_t tensor, std::int64_t k) const;
+
+  const std::vector<TraceMessage>& messages() const;
+  const std::vector<RecomputeSpan>& recomputes() const;
+  // Bytes this Trace object itself holds in memory (the trace must stay compact).
+  std::int64_t memory_footprint() const;
+
+  struct Data;  // built by Recorder
+
+ private:
+  friend class Recorder;
+  std::unique_ptr<Data> d_;
+};
+
+// Listens to a ledger and builds a Trace. Attach before the run; finish() after.
+class Recorder final : public LedgerListener {
+ public:
+  explicit Recorder(MemoryLedger& ledger);
+  ~Recorder() override;
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+  void on_event(const LedgerEvent& e) override;
+  // Detaches from the ledger and returns the trace (usable also after a failed run).
+  Trace finish();
+
+ private:
+  MemoryLedger& ledger_;
+  std::unique_ptr<Trace::Data> d_;
+  bool attached_ = true;
+};
+
+}  // namespace ckpt
