@@ -20,6 +20,7 @@ import traceback
 
 import torch
 
+sys.dont_write_bytecode = True  # keep the source tree clean
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 
