@@ -34,6 +34,22 @@ struct TraceStep {
   std::string node;     // model node it belongs to ("features.conv0"), may be empty
   std::string segment;  // checkpoint segment being run or recomputed, empty outside one
   std::int64_t duration_ns = 0;
+  std::int64_t start_ns = 0;  // since the first step of the trace began
+};
+
+// A memory event of the run. Events outside any step (a tensor released by the caller between
+// two ops) belong to the step before them; those before the first step have step -1.
+enum class TraceEventKind : std::uint8_t { alloc, free, recategorize };
+const char* trace_event_kind_name(TraceEventKind k);
+
+struct TraceEvent {
+  std::int64_t step = -1;
+  TraceEventKind kind = TraceEventKind::alloc;
+  MemoryCategory category = MemoryCategory::temporary;  // the new one for recategorize
+  MemoryCategory previous = MemoryCategory::temporary;  // recategorize only
+  std::int64_t bytes = 0;
+  std::uint32_t allocation = 0;  // the ledger's allocation id (low 32 bits)
+  std::int64_t tensor = -1;      // index into Trace::tensors() of the first name it got, or -1
 };
 
 // A named tensor of the model (a tagged allocation) and its life.
@@ -60,6 +76,13 @@ struct RecomputeSpan {
   std::int64_t end_step = 0;    // one past the last
 };
 
+// The forward of a checkpointed segment (between its checkpoint_begin and checkpoint_end).
+struct CheckpointSpan {
+  std::string segment;
+  std::int64_t begin_step = 0;  // first step inside the segment
+  std::int64_t end_step = 0;    // one past the last
+};
+
 struct PeakInfo {
   std::int64_t bytes = 0;
   std::int64_t step = -1;
@@ -80,10 +103,13 @@ class Trace {
   Trace& operator=(Trace&&) noexcept;
 
   std::int64_t step_count() const;
-  const TraceStep& step(std::int64_t k) const;
+  // By value: steps are stored compactly (interned labels), not as TraceStep objects.
+  TraceStep step(std::int64_t k) const;
   // Live bytes by category after step k's events; k = -1 is the state before the first step.
   CategoryBytes memory_at(std::int64_t k) const;
   std::int64_t total_at(std::int64_t k) const;
+  // The highest live total of the run, within a step included (an op's output allocated before
+  // its inputs are released counts), as the ledger's peak_bytes() does.
   PeakInfo peak() const;
   // The last forward step (the end of the forward pass), -1 if none.
   std::int64_t forward_end() const;
@@ -96,6 +122,15 @@ class Trace {
 
   const std::vector<TraceMessage>& messages() const;
   const std::vector<RecomputeSpan>& recomputes() const;
+  const std::vector<CheckpointSpan>& checkpoints() const;
+
+  // Memory events in order; the events of step k are [first_event(k), first_event(k + 1)),
+  // with first_event(-1) = 0 for the events before the first step.
+  std::int64_t event_count() const;
+  TraceEvent event(std::int64_t i) const;
+  std::int64_t first_event(std::int64_t k) const;
+  // Live bytes by category before the recorder attached (already-made parameters, inputs).
+  CategoryBytes initial_memory() const;
   // Bytes this Trace object itself holds in memory (the trace must stay compact).
   std::int64_t memory_footprint() const;
 
@@ -117,9 +152,13 @@ class Recorder final : public LedgerListener {
   // Detaches from the ledger and returns the trace (usable also after a failed run).
   Trace finish();
 
+  struct State;  // what only recording needs (live allocations, name lookup)
+
  private:
+  void detach();
   MemoryLedger& ledger_;
   std::unique_ptr<Trace::Data> d_;
+  std::unique_ptr<State> s_;
   bool attached_ = true;
 };
 

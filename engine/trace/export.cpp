@@ -1,0 +1,301 @@
+#include "engine/trace/export.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <ostream>
+#include <stdexcept>
+
+namespace ckpt {
+
+namespace {
+
+// A JSON string literal (RFC 8259 escaping; UTF-8 passes through).
+void json_string(std::ostream& out, std::string_view s) {
+  out << '"';
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out << "\\\"";
+        break;
+      case '\\':
+        out << "\\\\";
+        break;
+      case '\n':
+        out << "\\n";
+        break;
+      case '\r':
+        out << "\\r";
+        break;
+      case '\t':
+        out << "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out << buf;
+        } else {
+          out << ch;
+        }
+    }
+  }
+  out << '"';
+}
+
+void json_bytes(std::ostream& out, const CategoryBytes& b) {
+  out << '[';
+  for (std::size_t i = 0; i < b.size(); ++i) out << (i ? "," : "") << b[i];
+  out << ']';
+}
+
+// Replays the events step by step, so that exporting is linear in the trace's size.
+class MemoryReplay {
+ public:
+  explicit MemoryReplay(const Trace& t) : trace_(t), bytes_(t.initial_memory()) { advance_to(-1); }
+  const CategoryBytes& advance_to(std::int64_t k) {
+    const auto end = trace_.first_event(k + 1);
+    for (; next_ < end; ++next_) {
+      const TraceEvent e = trace_.event(next_);
+      auto& cat = bytes_[static_cast<std::size_t>(e.category)];
+      if (e.kind == TraceEventKind::alloc) cat += e.bytes;
+      if (e.kind == TraceEventKind::free) cat -= e.bytes;
+      if (e.kind == TraceEventKind::recategorize) {
+        bytes_[static_cast<std::size_t>(e.previous)] -= e.bytes;
+        cat += e.bytes;
+      }
+    }
+    return bytes_;
+  }
+
+ private:
+  const Trace& trace_;
+  CategoryBytes bytes_;
+  std::int64_t next_ = 0;
+};
+
+std::int64_t sum(const CategoryBytes& b) {
+  std::int64_t s = 0;
+  for (auto v : b) s += v;
+  return s;
+}
+
+void csv_field(std::ostream& out, const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) {
+    out << s;
+    return;
+  }
+  out << '"';
+  for (char c : s) out << (c == '"' ? "\"\"" : std::string(1, c));
+  out << '"';
+}
+
+void spans_json(std::ostream& out, const char* key, const auto& spans) {
+  out << ",\n\"" << key << "\":[";
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    out << (i ? ",\n" : "\n") << "{\"segment\":";
+    json_string(out, spans[i].segment);
+    out << ",\"begin_step\":" << spans[i].begin_step << ",\"end_step\":" << spans[i].end_step
+        << '}';
+  }
+  out << ']';
+}
+
+}  // namespace
+
+TraceFormat trace_format_from_name(const std::string& name) {
+  if (name == "json") return TraceFormat::json;
+  if (name == "csv") return TraceFormat::csv;
+  if (name == "chrome" || name == "perfetto") return TraceFormat::chrome;
+  throw std::invalid_argument("unknown trace format '" + name + "' (expected json, csv or chrome)");
+}
+
+void write_trace_json(const Trace& t, std::ostream& out) {
+  out << "{\"format\":\"ckptlab-trace\",\"version\":1,\n\"categories\":[";
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+    out << (c ? "," : "") << '"' << category_name(static_cast<MemoryCategory>(c)) << '"';
+  out << "],\n\"states\":[";
+  for (int s = 0; s <= static_cast<int>(ActivationState::freed); ++s)
+    out << (s ? "," : "") << '"' << activation_state_name(static_cast<ActivationState>(s)) << '"';
+  const auto counts = t.counts();
+  const auto peak = t.peak();
+  out << "],\n\"summary\":{\"steps\":" << t.step_count() << ",\"events\":" << t.event_count()
+      << ",\"forward_end\":" << t.forward_end() << ",\"counts\":{\"forward\":" << counts.forward
+      << ",\"recompute\":" << counts.recompute << ",\"backward\":" << counts.backward
+      << "},\"peak\":{\"bytes\":" << peak.bytes << ",\"step\":" << peak.step << ",\"by_category\":";
+  json_bytes(out, peak.by_category);
+  out << "}},\n\"initial_memory\":";
+  json_bytes(out, t.initial_memory());
+
+  out << ",\n\"steps\":[";
+  MemoryReplay replay(t);
+  for (std::int64_t k = 0; k < t.step_count(); ++k) {
+    const TraceStep s = t.step(k);
+    const auto& mem = replay.advance_to(k);
+    out << (k ? ",\n" : "\n") << "{\"phase\":\"" << phase_name(s.phase) << "\",\"op\":";
+    json_string(out, s.op);
+    out << ",\"node\":";
+    json_string(out, s.node);
+    out << ",\"segment\":";
+    json_string(out, s.segment);
+    out << ",\"start_ns\":" << s.start_ns << ",\"duration_ns\":" << s.duration_ns
+        << ",\"total\":" << sum(mem) << ",\"memory\":";
+    json_bytes(out, mem);
+    out << '}';
+  }
+  out << "],\n\"events\":[";
+  for (std::int64_t i = 0; i < t.event_count(); ++i) {
+    const TraceEvent e = t.event(i);
+    out << (i ? ",\n" : "\n") << '[' << e.step << ",\"" << trace_event_kind_name(e.kind) << "\",\""
+        << category_name(e.category) << "\",\"" << category_name(e.previous) << "\"," << e.bytes
+        << ',' << e.allocation << ',' << e.tensor << ']';
+  }
+  out << "],\n\"tensors\":[";
+  const auto& tensors = t.tensors();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const TensorLife& l = tensors[i];
+    out << (i ? ",\n" : "\n") << "{\"name\":";
+    json_string(out, l.name);
+    out << ",\"node\":";
+    json_string(out, l.node);
+    out << ",\"bytes\":" << l.bytes << ",\"saved_at_step\":" << l.saved_at_step
+        << ",\"saved_by_op\":";
+    json_string(out, l.saved_by_op);
+    out << ",\"transitions\":[";
+    for (std::size_t j = 0; j < l.transitions.size(); ++j)
+      out << (j ? "," : "") << '[' << l.transitions[j].first << ",\""
+          << activation_state_name(l.transitions[j].second) << "\"]";
+    out << "]}";
+  }
+  out << "],\n\"messages\":[";
+  const auto& messages = t.messages();
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    out << (i ? ",\n" : "\n") << "{\"step\":" << messages[i].step << ",\"severity\":\""
+        << severity_name(messages[i].severity) << "\",\"text\":";
+    json_string(out, messages[i].text);
+    out << '}';
+  }
+  out << ']';
+  spans_json(out, "checkpoints", t.checkpoints());
+  spans_json(out, "recomputes", t.recomputes());
+  out << "}\n";
+}
+
+void write_memory_csv(const Trace& t, std::ostream& out) {
+  out << "step,phase,op,node,total";
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+    out << ',' << category_name(static_cast<MemoryCategory>(c));
+  out << '\n';
+  MemoryReplay replay(t);
+  auto row = [&](const CategoryBytes& mem) {
+    out << ',' << sum(mem);
+    for (auto b : mem) out << ',' << b;
+    out << '\n';
+  };
+  out << "-1,setup,(before),";
+  row(replay.advance_to(-1));
+  for (std::int64_t k = 0; k < t.step_count(); ++k) {
+    const TraceStep s = t.step(k);
+    out << k << ',' << phase_name(s.phase) << ',';
+    csv_field(out, s.op);
+    out << ',';
+    csv_field(out, s.node);
+    row(replay.advance_to(k));
+  }
+}
+
+void write_chrome_trace(const Trace& t, std::ostream& out) {
+  constexpr int kSegmentsTid = 10;
+  auto tid_of = [](Phase p) { return static_cast<int>(p) + 1; };
+  auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1000.0; };
+  out.precision(15);
+  out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"Checkpoint Lab\"},"
+         "\"traceEvents\":[\n"
+         "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":"
+         "\"Checkpoint Lab run\"}}";
+  for (Phase p : {Phase::setup, Phase::forward, Phase::recompute, Phase::backward}) {
+    out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << tid_of(p)
+        << ",\"name\":\"thread_name\",\"args\":{\"name\":\"" << phase_name(p) << "\"}}";
+    out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << tid_of(p)
+        << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" << tid_of(p) << "}}";
+  }
+  out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << kSegmentsTid
+      << ",\"name\":\"thread_name\",\"args\":{\"name\":\"checkpoint segments\"}}";
+
+  MemoryReplay replay(t);
+  CategoryBytes last = replay.advance_to(-1);
+  auto counters = [&](double ts, const CategoryBytes& mem, bool all) {
+    for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+      if (!all && mem[c] == last[c]) continue;
+      out << ",\n{\"ph\":\"C\",\"pid\":1,\"ts\":" << ts
+          << ",\"name\":\"memory: " << category_name(static_cast<MemoryCategory>(c))
+          << "\",\"args\":{\"bytes\":" << mem[c] << "}}";
+    }
+    last = mem;
+  };
+  counters(0.0, last, true);
+  std::vector<double> step_end_us(static_cast<std::size_t>(t.step_count()));
+  for (std::int64_t k = 0; k < t.step_count(); ++k) {
+    const TraceStep s = t.step(k);
+    const double ts = us(s.start_ns);
+    const double dur = us(s.duration_ns);
+    step_end_us[static_cast<std::size_t>(k)] = ts + dur;
+    out << ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":" << tid_of(s.phase) << ",\"ts\":" << ts
+        << ",\"dur\":" << dur << ",\"name\":";
+    json_string(out, s.op);
+    out << ",\"cat\":\"" << phase_name(s.phase) << "\",\"args\":{\"step\":" << k << ",\"node\":";
+    json_string(out, s.node);
+    out << ",\"segment\":";
+    json_string(out, s.segment);
+    out << "}}";
+    counters(ts + dur, replay.advance_to(k), false);
+  }
+  auto time_of = [&](std::int64_t begin, std::int64_t end) {
+    // A span covers the steps [begin, end); an empty one sits where it happened.
+    const auto n = static_cast<std::int64_t>(step_end_us.size());
+    const double from = begin < n ? us(t.step(begin).start_ns) : n > 0 ? step_end_us.back() : 0.0;
+    const double to =
+        end > begin && end - 1 < n ? step_end_us[static_cast<std::size_t>(end - 1)] : from;
+    return std::pair{from, to};
+  };
+  auto span_slices = [&](const auto& spans, const char* what) {
+    for (const auto& sp : spans) {
+      auto [from, to] = time_of(sp.begin_step, sp.end_step);
+      out << ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":" << kSegmentsTid << ",\"ts\":" << from
+          << ",\"dur\":" << (to - from) << ",\"name\":";
+      json_string(out, std::string(what) + " " + sp.segment);
+      out << ",\"cat\":\"" << what << "\",\"args\":{\"begin_step\":" << sp.begin_step
+          << ",\"end_step\":" << sp.end_step << "}}";
+    }
+  };
+  span_slices(t.checkpoints(), "checkpoint");
+  span_slices(t.recomputes(), "recompute");
+  for (const auto& m : t.messages()) {
+    const double ts =
+        m.step >= 0 && m.step < t.step_count() ? step_end_us[static_cast<std::size_t>(m.step)] : 0;
+    out << ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":0,\"ts\":" << ts << ",\"name\":";
+    json_string(out, m.text);
+    out << ",\"cat\":\"" << severity_name(m.severity) << "\",\"args\":{\"step\":" << m.step << "}}";
+  }
+  out << "\n]}\n";
+}
+
+void export_trace(const Trace& trace, TraceFormat format, const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error("cannot open '" + path + "' for writing the trace");
+  switch (format) {
+    case TraceFormat::json:
+      write_trace_json(trace, out);
+      break;
+    case TraceFormat::csv:
+      write_memory_csv(trace, out);
+      break;
+    case TraceFormat::chrome:
+      write_chrome_trace(trace, out);
+      break;
+  }
+  out.flush();
+  if (!out) throw std::runtime_error("writing the trace to '" + path + "' failed");
+}
+
+}  // namespace ckpt

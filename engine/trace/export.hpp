@@ -1,0 +1,52 @@
+#pragma once
+
+// Exporters of a Trace. All of them work on the trace of a failed run too (it simply ends at
+// the step that failed). They stream: a 300,000-step trace is never built as a document.
+
+#include <iosfwd>
+#include <string>
+
+#include "engine/trace/trace.hpp"
+
+namespace ckpt {
+
+enum class TraceFormat : std::uint8_t { json, csv, chrome };
+// "json", "csv", "chrome" (also "perfetto"); throws std::invalid_argument otherwise.
+TraceFormat trace_format_from_name(const std::string& name);
+
+// The native JSON document, schema "ckptlab-trace" version 1:
+// {
+//   "format": "ckptlab-trace", "version": 1,
+//   "categories": [8 names],          // the order of every per-category array below
+//   "states": [6 names],              // activation states, for reference
+//   "summary": {"steps", "events", "forward_end",
+//               "counts": {"forward", "recompute", "backward"},
+//               "peak": {"bytes", "step", "by_category": [8]}},
+//   "initial_memory": [8],            // live bytes by category before the first event
+//   "steps": [{"phase", "op", "node", "segment", "start_ns", "duration_ns",
+//              "total", "memory": [8]}],   // memory: live bytes after the step's events
+//   "events": [[step, kind, category, previous, bytes, allocation, tensor]],
+//             // kind "alloc" | "free" | "recategorize"; previous is the category before a
+//             // recategorize (equal to category otherwise); tensor indexes "tensors" or -1
+//   "tensors": [{"name", "node", "bytes", "saved_at_step", "saved_by_op",
+//                "transitions": [[step, state]]}],   // pending before the first transition
+//   "messages": [{"step", "severity", "text"}],
+//   "checkpoints": [{"segment", "begin_step", "end_step"}],   // forward of each segment
+//   "recomputes": [{"segment", "begin_step", "end_step"}]     // end_step is one past the last
+// }
+void write_trace_json(const Trace& trace, std::ostream& out);
+
+// Memory by category per step: a header, a row "-1,setup,(before)" for the state before the
+// first step, then one row per step: step,phase,op,node,total,<one column per category>.
+void write_memory_csv(const Trace& trace, std::ostream& out);
+
+// Chrome trace event format (opens in Perfetto and chrome://tracing): ops as complete ("X")
+// slices on one track per phase, checkpoint segments and recomputes on their own track,
+// memory as one counter track per category ("memory: activation", ...), warnings and errors
+// as instant events. Times are the steps' measured times in microseconds.
+void write_chrome_trace(const Trace& trace, std::ostream& out);
+
+// Writes `trace` to `path` in `format`; throws std::runtime_error naming the file on failure.
+void export_trace(const Trace& trace, TraceFormat format, const std::string& path);
+
+}  // namespace ckpt
