@@ -1,0 +1,60 @@
+#include "ui/core/memory_series.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace ckpt::ui {
+
+std::vector<PlotColumn> decimate(const MemorySeries& series, std::int64_t begin, std::int64_t end,
+                                 int columns) {
+  begin = std::max<std::int64_t>(0, begin);
+  end = std::min(end, series.steps());
+  std::vector<PlotColumn> out;
+  if (end <= begin || columns <= 0) return out;
+  const std::int64_t n = end - begin;
+  const std::int64_t cols = std::min<std::int64_t>(n, columns);
+  out.resize(static_cast<std::size_t>(cols));
+  for (std::int64_t c = 0; c < cols; ++c) {
+    // Integer bounds so that every step lands in exactly one column.
+    const std::int64_t first = begin + n * c / cols;
+    const std::int64_t last = begin + n * (c + 1) / cols - 1;
+    PlotColumn& col = out[static_cast<std::size_t>(c)];
+    col.firstStep = first;
+    col.lastStep = last;
+    col.minTotal = series.totals[static_cast<std::size_t>(first)];
+    col.maxTotal = col.minTotal;
+    col.maxStep = first;
+    for (std::int64_t k = first + 1; k <= last; ++k) {
+      const std::int64_t t = series.totals[static_cast<std::size_t>(k)];
+      if (t > col.maxTotal) {
+        col.maxTotal = t;
+        col.maxStep = k;
+      }
+      col.minTotal = std::min(col.minTotal, t);
+    }
+    col.atMax = series.bytes[static_cast<std::size_t>(col.maxStep)];
+  }
+  return out;
+}
+
+std::string formatBytes(std::int64_t bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (std::fabs(v) >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf,
+                  std::fabs(v) < 10 ? "%.2f %s" : (std::fabs(v) < 100 ? "%.1f %s" : "%.0f %s"), v,
+                  units[u]);
+  return buf;
+}
+
+}  // namespace ckpt::ui

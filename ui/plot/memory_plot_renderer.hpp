@@ -1,0 +1,80 @@
+#pragma once
+
+// Draws a run's memory over steps with QPainter: stacked by category, forward/backward bands,
+// recompute spans shaded, the peak marked and labelled, the previous configuration's curve as
+// a dashed ghost, and the player's cursor. Used by the MemoryPlot widget and, headless, by
+// exportMemoryPlot() (the CLI's --plot). No Qt Charts: it is deprecated upstream.
+
+#include <QFont>
+#include <QRectF>
+#include <QSize>
+#include <QString>
+#include <cstdint>
+#include <functional>
+
+#include "ui/core/memory_series.hpp"
+#include "ui/style/palette.hpp"
+
+class QPainter;
+
+namespace ckpt::ui {
+
+struct MemoryPlotModel {
+  MemorySeriesPtr series;    // the current run
+  MemorySeriesPtr ghost;     // the previous configuration's run, may be null
+  QString ghostLabel;        // what the ghost was ("no checkpoints"), may be empty
+  std::int64_t cursor = -1;  // the player's step, -1 for none
+  QString title;             // drawn above the legend when not empty
+  // Names a step ("conv2d · features.conv0"), for the peak's label; may be empty.
+  std::function<QString(std::int64_t step)> stepLabel;
+};
+
+class MemoryPlotRenderer {
+ public:
+  MemoryPlotRenderer();
+  void setPalette(const Palette& palette) { palette_ = palette; }
+  const Palette& palette() const { return palette_; }
+  void setFont(const QFont& font) { font_ = font; }
+
+  // Everything: static layer then overlay.
+  void render(QPainter& painter, const QRectF& rect, const MemoryPlotModel& model) const;
+  // What does not change when the cursor moves (the widget caches it in a pixmap).
+  void renderStatic(QPainter& painter, const QRectF& rect, const MemoryPlotModel& model) const;
+  // The cursor line and its value.
+  void renderCursor(QPainter& painter, const QRectF& rect, const MemoryPlotModel& model) const;
+  // A thin line where the mouse is.
+  void renderHover(QPainter& painter, const QRectF& rect, const MemoryPlotModel& model,
+                   std::int64_t step) const;
+
+  // The data area inside `rect` (axes, legend and labels excluded).
+  QRectF plotArea(const QRectF& rect, const MemoryPlotModel& model) const;
+  std::int64_t stepCount(const MemoryPlotModel& model) const;
+  // Step under x (clamped), -1 when there is no data.
+  std::int64_t stepAt(double x, const QRectF& rect, const MemoryPlotModel& model) const;
+  double xOfStep(std::int64_t step, const QRectF& rect, const MemoryPlotModel& model) const;
+  double yOfBytes(std::int64_t bytes, const QRectF& rect, const MemoryPlotModel& model) const;
+  std::int64_t yMax(const MemoryPlotModel& model) const;
+
+ private:
+  void drawLegend(QPainter& p, const QRectF& rect, const MemoryPlotModel& m) const;
+  void drawAxes(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawBands(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawBandLabels(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawStack(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawGhost(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+
+  Palette palette_;
+  QFont font_;
+};
+
+// Writes the plot to `path`: .png (QImage, at `size` pixels) or .svg (QSvgGenerator). Needs a
+// QGuiApplication (the CLI can run one on the offscreen platform). On failure returns false
+// and sets *error to a message naming the file.
+bool exportMemoryPlot(const QString& path, const MemoryPlotModel& model, QSize size = {1200, 480},
+                      const Palette& palette = Palette::light(), QString* error = nullptr);
+// Convenience for the CLI: the plot of `trace`, with `ghost` (may be null) as the previous run.
+bool exportMemoryPlot(const QString& path, const Trace& trace, const Trace* ghost = nullptr,
+                      QSize size = {1200, 480}, QString* error = nullptr);
+
+}  // namespace ckpt::ui
