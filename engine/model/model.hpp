@@ -51,6 +51,9 @@ struct InputInfo {
   DType dtype = DType::f32;
   bool requires_grad = false;
   bool batched = true;  // whether dim 0 is the batch dimension
+  // A target of the model's own loss: drawn from the targets stream, never requires grad.
+  bool is_target = false;
+  std::int64_t classes = 0;  // target only: > 0 for class indices in [0, classes) (int64)
 };
 
 // A named scope: what a user can checkpoint. Each call of a module is its own instance
@@ -67,6 +70,10 @@ struct Module {
   std::vector<std::string> inputs;   // values made outside and used inside (the function's args)
   std::vector<std::string> outputs;  // values made inside and used outside (or model outputs)
   std::vector<std::unique_ptr<Module>> children;
+  // Parameters and buffers its ops use (captured by a checkpoint, not passed).
+  std::vector<std::string> parameters;
+  Attributes attrs;             // the layer's configuration (in/out features, kernel, ...)
+  std::int64_t instance = 0;    // which call of `definition` this is (0 for the first)
 };
 
 enum class LossKind : std::uint8_t { sum, mean, model };
@@ -81,6 +88,10 @@ struct Scenario {
   bool use_reentrant = true;
   std::string notes;  // teaching notes (Markdown): what to click, what to look at
   std::string title;
+  int segments = 0;                 // default checkpoint_sequential segments (0: none)
+  bool preserve_rng_state = true;   // default of the checkpoint configuration
+  bool batch_fixed = false;         // shapes were folded at load (ONNX): batch cannot change
+  std::string loss_type;            // model loss: "cross_entropy", "mse_loss", ... (display)
 };
 
 class Model {
@@ -102,6 +113,16 @@ class Model {
   std::vector<const Module*> all_modules() const;  // pre-order, root excluded
   std::vector<const Module*> instances_of(const std::string& definition) const;
   std::int64_t op_index(const std::string& op_name) const;
+  const ParameterInfo* find_parameter(const std::string& name) const;
+  const InputInfo* find_input(const std::string& name) const;
+
+  // Rebuilds the lookup tables; loaders call it (through finalize_model) once the model is
+  // complete, before it is shared.
+  void reindex();
+
+ private:
+  std::map<std::string, std::int64_t> op_index_;
+  std::map<std::string, const Module*> module_index_;
 };
 
 }  // namespace ckpt

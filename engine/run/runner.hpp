@@ -57,6 +57,12 @@ struct RunResult {
   PhaseTimes times;
 };
 
+class CompiledModel;
+
+// The configuration a sample opens with: its default checkpointed modules, variant, RNG
+// setting, segments, seed and batch.
+CheckpointConfig scenario_config(const Model& model);
+
 class Runner {
  public:
   explicit Runner(std::shared_ptr<const Model> model);
@@ -67,6 +73,7 @@ class Runner {
 
  private:
   std::shared_ptr<const Model> model_;
+  std::shared_ptr<const CompiledModel> compiled_;
 };
 
 }  // namespace ckpt

@@ -1,0 +1,382 @@
+// The layer kinds of the native format: single ops, parameterised layers, and the composite
+// blocks (residual, dense block, transition, LSTM, attention, repeat).
+#include <climits>
+#include <cmath>
+#include <set>
+
+#include "engine/model/init.hpp"
+#include "engine/model/json_builder.hpp"
+
+namespace ckpt::json_model {
+
+Values Builder::param_layer(const std::string& type, const json& j, const std::string& where,
+                            Scope& c, const Values& in) {
+  const Values x = expect(in, 1, where, "");
+  if (type == "linear") {
+    const std::int64_t nin = get_int(j, "in", where), nout = get_int(j, "out", where);
+    if (nin <= 0 || nout <= 0) throw JsonError(where, "\"in\" and \"out\" must be positive");
+    Values args{x[0], param(c, "weight", {nout, nin},
+                            [&] { return default_weight({nout, nin}, nin, gen_); })};
+    if (get_bool(j, "bias", where, true))
+      args.push_back(param(c, "bias", {nout}, [&] { return default_weight({nout}, nin, gen_); }));
+    return emit(c, "linear", args, {}, "");
+  }
+  if (type == "conv2d") {
+    const std::int64_t nin = get_int(j, "in", where), nout = get_int(j, "out", where);
+    const auto kernel = get_ints(j, "kernel", where, 2, -1);
+    if (kernel[0] <= 0 || kernel[1] <= 0) throw JsonError(where, "needs a positive \"kernel\"");
+    const std::int64_t groups = get_int(j, "groups", where, 1);
+    if (nin <= 0 || nout <= 0 || groups <= 0 || nin % groups || nout % groups)
+      throw JsonError(where, "\"in\" and \"out\" must be positive multiples of \"groups\"");
+    const std::int64_t fan_in = nin / groups * kernel[0] * kernel[1];
+    const Shape wshape{nout, nin / groups, kernel[0], kernel[1]};
+    Values args{x[0],
+                param(c, "weight", wshape, [&] { return default_weight(wshape, fan_in, gen_); })};
+    if (get_bool(j, "bias", where, true))
+      args.push_back(
+          param(c, "bias", {nout}, [&] { return default_weight({nout}, fan_in, gen_); }));
+    Attributes a{{"stride", get_ints(j, "stride", where, 2, 1)},
+                 {"padding", get_ints(j, "padding", where, 2, 0)},
+                 {"dilation", get_ints(j, "dilation", where, 2, 1)},
+                 {"groups", groups}};
+    return emit(c, "conv2d", args, std::move(a), "");
+  }
+  if (type == "batchnorm2d") {
+    const std::int64_t n = get_int(j, "features", where);
+    if (n <= 0) throw JsonError(where, "\"features\" must be positive");
+    Values args{x[0], param(c, "weight", {n}, [&] { return Tensor::ones({n}); }),
+                param(c, "bias", {n}, [&] { return Tensor::zeros({n}); }),
+                param(c, "running_mean", {n}, [&] { return Tensor::zeros({n}); }, false, true),
+                param(c, "running_var", {n}, [&] { return Tensor::ones({n}); }, false, true),
+                param(
+                    c, "num_batches_tracked", {}, [&] { return Tensor::zeros({}, DType::i64); },
+                    false, true)};
+    Attributes a{{"eps", get_double(j, "eps", where, 1e-5)},
+                 {"momentum", get_double(j, "momentum", where, 0.1)},
+                 {"training", std::int64_t{1}}};
+    return emit(c, "batch_norm", args, std::move(a), "");
+  }
+  // layernorm
+  const Shape shape = get_int_list(j, "shape", where);
+  Values args{x[0], param(c, "weight", shape, [&] { return Tensor::ones(shape); }),
+              param(c, "bias", shape, [&] { return Tensor::zeros(shape); })};
+  Attributes a{{"normalized_shape", shape}, {"eps", get_double(j, "eps", where, 1e-5)}};
+  return emit(c, "layer_norm", args, std::move(a), "");
+}
+
+Values Builder::simple_op(const std::string& type, const json& j, const std::string& where,
+                          Scope& s, const Values& in, bool own_module) {
+  const std::string hint = own_module ? "" : type;
+  auto one = [&] { return expect(in, 1, where, ""); };
+  static const std::set<std::string> unary{"relu", "gelu",     "sigmoid", "tanh", "sin",
+                                           "cos",  "exp",      "log",     "sqrt", "neg",
+                                           "erf",  "identity", "clone"};
+  if (unary.count(type)) return emit(s, type, one(), {}, hint);
+  if (type == "relu6")
+    return emit(s, "hardtanh", one(), {{"min", 0.0}, {"max", 6.0}}, hint);
+  if (type == "hardtanh")
+    return emit(s, "hardtanh", one(),
+                {{"min", get_double(j, "min", where, -1.0)},
+                 {"max", get_double(j, "max", where, 1.0)}},
+                hint);
+  if (type == "clamp") {
+    Attributes a;
+    if (j.contains("min")) a["min"] = get_double(j, "min", where, 0);
+    if (j.contains("max")) a["max"] = get_double(j, "max", where, 0);
+    if (a.empty()) throw JsonError(where, "clamp needs \"min\" or \"max\"");
+    return emit(s, "clamp", one(), std::move(a), hint);
+  }
+  if (type == "softmax" || type == "log_softmax")
+    return emit(s, type, one(), {{"dim", get_int(j, "dim", where)}}, hint);
+  if (type == "dropout") {
+    const double p = get_double(j, "p", where, 0.5);
+    if (p < 0 || p > 1) throw JsonError(where, "dropout \"p\" must be in [0, 1]");
+    return emit(s, "dropout", one(), {{"p", p}, {"training", std::int64_t{1}}}, hint);
+  }
+  if (type == "flatten")
+    return emit(s, "flatten", one(),
+                {{"start_dim", get_int(j, "start_dim", where, 1)},
+                 {"end_dim", get_int(j, "end_dim", where, -1)}},
+                hint);
+  if (type == "reshape" || type == "view")
+    return emit(s, type, one(), {{"shape", get_int_list(j, "shape", where)}}, hint);
+  if (type == "transpose")
+    return emit(s, "transpose", one(),
+                {{"dim0", get_int(j, "dim0", where)}, {"dim1", get_int(j, "dim1", where)}},
+                hint);
+  if (type == "permute")
+    return emit(s, "permute", one(), {{"dims", get_int_list(j, "dims", where)}}, hint);
+  if (type == "select")
+    return emit(s, "select", one(),
+                {{"dim", get_int(j, "dim", where)}, {"index", get_int(j, "index", where)}},
+                hint);
+  if (type == "slice")
+    return emit(s, "slice", one(),
+                {{"dim", get_int(j, "dim", where)},
+                 {"start", get_int(j, "start", where, 0)},
+                 {"end", get_int(j, "end", where, INT64_MAX)},
+                 {"step", get_int(j, "step", where, 1)}},
+                hint);
+  if (type == "unsqueeze" || type == "squeeze")
+    return emit(s, type, one(), {{"dim", get_int(j, "dim", where)}}, hint);
+  if (type == "cat") {
+    if (in.empty()) throw JsonError(where, "cat needs at least one input");
+    return emit(s, "cat", in, {{"dim", get_int(j, "dim", where, 1)}}, hint);
+  }
+  if (type == "sum" || type == "mean") {
+    if (!j.contains("dims")) return emit(s, type, one(), {}, hint);
+    return emit(s, type + "_dims", one(),
+                {{"dims", get_int_list(j, "dims", where)},
+                 {"keepdim", std::int64_t{get_bool(j, "keepdim", where, false) ? 1 : 0}}},
+                hint);
+  }
+  if (type == "add" || type == "sub" || type == "mul" || type == "div") {
+    if (in.size() == 2) return emit(s, type, in, {}, hint);
+    const Values x = one();
+    if (j.contains("param"))
+      return emit(s, type, {x[0], lookup_param(s, get_string(j, "param", where, ""), where)}, {},
+                  hint);
+    if (j.contains("other"))
+      return emit(s, type, {x[0], lookup(s, get_string(j, "other", where, ""), where)}, {}, hint);
+    if (j.contains("scalar"))
+      return emit(s, type + "_scalar", x, {{"value", get_double(j, "scalar", where, 0)}}, hint);
+    throw JsonError(where, type + " takes two inputs, or one input and a \"param\", an "
+                                  "\"other\" value or a \"scalar\"");
+  }
+  if (type == "pow")
+    return emit(s, "pow", one(), {{"exponent", get_double(j, "exponent", where, 2.0)}}, hint);
+  if (type == "matmul") return emit(s, "matmul", expect(in, 2, where, "a, b"), {}, hint);
+  if (type == "maxpool2d" || type == "avgpool2d") {
+    const auto kernel = get_ints(j, "kernel", where, 2, -1);
+    if (kernel[0] <= 0 || kernel[1] <= 0) throw JsonError(where, "needs a positive \"kernel\"");
+    Attributes a{{"kernel", kernel},
+                 {"stride", get_ints(j, "stride", where, 2, -1)},
+                 {"padding", get_ints(j, "padding", where, 2, 0)},
+                 {"ceil_mode", std::int64_t{get_bool(j, "ceil_mode", where, false) ? 1 : 0}}};
+    if (std::get<std::vector<std::int64_t>>(a["stride"])[0] < 0) a["stride"] = kernel;
+    if (type == "maxpool2d") {
+      a["dilation"] = get_ints(j, "dilation", where, 2, 1);
+      return emit(s, "max_pool2d", one(), std::move(a), hint);
+    }
+    a["count_include_pad"] =
+        std::int64_t{get_bool(j, "count_include_pad", where, true) ? 1 : 0};
+    return emit(s, "avg_pool2d", one(), std::move(a), hint);
+  }
+  // adaptive_avgpool2d
+  return emit(s, "adaptive_avg_pool2d", one(),
+              {{"output_size", get_ints(j, "output", where, 2, 1)}}, hint);
+}
+
+Values Builder::residual(const json& j, const std::string& where, Scope& c, const Values& in) {
+  const Values x = expect(in, 1, where, "");
+  if (!j.contains("layers")) throw JsonError(where, "missing \"layers\" (the residual branch)");
+  const Values body = expect(run_layers(j.at("layers"), where + ".layers", c, x),
+                             1, where + ".layers", "the branch must end in one value");
+  Values shortcut = x;
+  if (j.contains("shortcut") && !j.at("shortcut").is_null()) {
+    Scope d = child(c, get_string(j, "shortcut_name", where, "downsample"), "Sequential",
+                    nullptr, where);
+    shortcut = expect(run_layers(j.at("shortcut"), where + ".shortcut", d, x), 1,
+                      where + ".shortcut", "the shortcut must end in one value");
+  }
+  Values out = emit(c, "add", {body[0], shortcut[0]}, {}, "add");
+  if (j.contains("after")) out = run_layers(j.at("after"), where + ".after", c, out);
+  return out;
+}
+
+Values Builder::dense_layer(const json& j, const std::string& where, Scope& block,
+                            const Values& features, std::int64_t in_channels) {
+  const std::int64_t growth = get_int(j, "growth", where);
+  const std::int64_t bn_size = get_int(j, "bn_size", where, 4);
+  const std::string name = "denselayer" + std::to_string(features.size());
+  Scope layer = child(block, name, "DenseLayer", nullptr, where);
+  layer.module->attrs = {{"in", in_channels}, {"growth", growth}, {"bn_size", bn_size}};
+  const std::string w = where + "." + name;
+  // torchvision's bn_function (concat + norm1 + relu1 + conv1) as its own module, so that the
+  // memory-efficient DenseNet's checkpoint is one click.
+  Scope bottleneck = child(layer, "bottleneck", "Bottleneck", nullptr, w);
+  bottleneck.module->attrs = {{"in", in_channels}, {"out", bn_size * growth}};
+  Values h = emit(bottleneck, "cat", features, {{"dim", std::int64_t{1}}}, "cat");
+  h = module_layer(bottleneck, "norm1", {{"type", "batchnorm2d"}, {"features", in_channels}}, w,
+                   h);
+  h = module_layer(bottleneck, "relu1", {{"type", "relu"}}, w, h);
+  h = module_layer(bottleneck, "conv1",
+                   {{"type", "conv2d"},
+                    {"in", in_channels},
+                    {"out", bn_size * growth},
+                    {"kernel", 1},
+                    {"bias", false}},
+                   w, h);
+  h = module_layer(layer, "norm2", {{"type", "batchnorm2d"}, {"features", bn_size * growth}}, w,
+                   h);
+  h = module_layer(layer, "relu2", {{"type", "relu"}}, w, h);
+  return module_layer(layer, "conv2",
+                      {{"type", "conv2d"},
+                       {"in", bn_size * growth},
+                       {"out", growth},
+                       {"kernel", 3},
+                       {"padding", 1},
+                       {"bias", false}},
+                      w, h);
+}
+
+Values Builder::dense_block(const json& j, const std::string& where, Scope& c,
+                            const Values& in) {
+  Values features = expect(in, 1, where, "");
+  const std::int64_t n = get_int(j, "num_layers", where);
+  const std::int64_t channels = get_int(j, "in", where);
+  const std::int64_t growth = get_int(j, "growth", where);
+  if (n <= 0 || channels <= 0 || growth <= 0)
+    throw JsonError(where, "\"num_layers\", \"in\" and \"growth\" must be positive");
+  for (std::int64_t l = 0; l < n; ++l)
+    features.push_back(dense_layer(j, where, c, features, channels + l * growth)[0]);
+  return emit(c, "cat", features, {{"dim", std::int64_t{1}}}, "cat");
+}
+
+Values Builder::transition(const json& j, const std::string& where, Scope& c,
+                           const Values& in) {
+  const std::int64_t nin = get_int(j, "in", where), nout = get_int(j, "out", where);
+  Values h = module_layer(c, "norm", {{"type", "batchnorm2d"}, {"features", nin}}, where, in);
+  h = module_layer(c, "relu", {{"type", "relu"}}, where, h);
+  h = module_layer(
+      c, "conv",
+      {{"type", "conv2d"}, {"in", nin}, {"out", nout}, {"kernel", 1}, {"bias", false}}, where,
+      h);
+  return module_layer(c, "pool", {{"type", "avgpool2d"}, {"kernel", 2}, {"stride", 2}}, where,
+                      h);
+}
+
+Values Builder::lstm(const json& j, const std::string& where, Scope& c, const Values& in) {
+  const Values args = expect(in, 3, where, "activation, h0, c0");
+  const std::int64_t nin = get_int(j, "input_size", where);
+  const std::int64_t hidden = get_int(j, "hidden_size", where);
+  std::int64_t steps = get_int(j, "steps", where, -1);
+  if (steps < 0) {
+    const InputInfo* declared = model_.find_input(args[0]);
+    if (!declared || declared->shape.empty() || declared->shape[0] < 0)
+      throw JsonError(where, "give \"steps\" (the activation's length is not known here)");
+    steps = declared->shape[0];
+  }
+  if (nin <= 0 || hidden <= 0 || steps <= 0)
+    throw JsonError(where, "\"input_size\", \"hidden_size\" and \"steps\" must be positive");
+  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden));
+  auto u = [&](const Shape& shape) { return uniform_tensor(shape, -bound, bound, gen_); };
+  std::string h = args[1], cell_state = args[2];
+  for (std::int64_t t = 0; t < steps; ++t) {
+    const Values x = emit(c, "select", {args[0]}, {{"dim", std::int64_t{0}}, {"index", t}},
+                          "select");
+    const Naming naming{t == 0 ? "cell" : "cell_" + std::to_string(t), c.def + ".cell", t};
+    Scope cell = child(c, naming.name, "LSTMCell", nullptr, where, &naming);
+    cell.module->attrs = {{"input_size", nin}, {"hidden_size", hidden}};
+    const auto w_ih = param(cell, "weight_ih", {4 * hidden, nin}, [&] { return u({4 * hidden, nin}); });
+    const auto w_hh =
+        param(cell, "weight_hh", {4 * hidden, hidden}, [&] { return u({4 * hidden, hidden}); });
+    const auto b_ih = param(cell, "bias_ih", {4 * hidden}, [&] { return u({4 * hidden}); });
+    const auto b_hh = param(cell, "bias_hh", {4 * hidden}, [&] { return u({4 * hidden}); });
+    const auto gi = emit(cell, "linear", {x[0], w_ih, b_ih}, {}, "linear_ih")[0];
+    const auto gh = emit(cell, "linear", {h, w_hh, b_hh}, {}, "linear_hh")[0];
+    const auto gates = emit(cell, "add", {gi, gh}, {}, "gates")[0];
+    auto gate = [&](std::int64_t k, const char* act, const char* name) {
+      const auto part = emit(cell, "slice", {gates},
+                             {{"dim", std::int64_t{1}},
+                              {"start", k * hidden},
+                              {"end", (k + 1) * hidden},
+                              {"step", std::int64_t{1}}},
+                             std::string(name) + "_slice")[0];
+      return emit(cell, act, {part}, {}, name)[0];
+    };
+    const auto ig = gate(0, "sigmoid", "input_gate");
+    const auto fg = gate(1, "sigmoid", "forget_gate");
+    const auto gg = gate(2, "tanh", "cell_gate");
+    const auto og = gate(3, "sigmoid", "output_gate");
+    const auto kept = emit(cell, "mul", {fg, cell_state}, {}, "forget")[0];
+    const auto added = emit(cell, "mul", {ig, gg}, {}, "write")[0];
+    cell_state = emit(cell, "add", {kept, added}, {}, "c")[0];
+    const auto tc = emit(cell, "tanh", {cell_state}, {}, "tanh_c")[0];
+    h = emit(cell, "mul", {og, tc}, {}, "h")[0];
+  }
+  if (get_bool(j, "return_state", where, false)) return {h, cell_state};
+  return {h};
+}
+
+Values Builder::attention(const json& j, const std::string& where, Scope& c,
+                          const Values& in) {
+  const Values x = expect(in, 1, where, "");
+  const std::int64_t dim = get_int(j, "dim", where), heads = get_int(j, "heads", where);
+  if (dim <= 0 || heads <= 0 || dim % heads)
+    throw JsonError(where, "\"dim\" must be a positive multiple of \"heads\"");
+  const double p = get_double(j, "dropout", where, 0.0);
+  const json proj{{"type", "linear"}, {"in", dim}, {"out", dim}};
+  auto split = [&](const Values& v, const char* name) {
+    // [B, S, D] -> [B, heads, S, D / heads]; a 0 in a reshape keeps that dimension.
+    const auto r = emit(c, "reshape", v,
+                        {{"shape", std::vector<std::int64_t>{0, 0, heads, dim / heads}}},
+                        std::string(name) + "_heads");
+    return emit(c, "transpose", r, {{"dim0", std::int64_t{1}}, {"dim1", std::int64_t{2}}},
+                std::string(name) + "_t");
+  };
+  const auto q = split(module_layer(c, "q_proj", proj, where, x), "q");
+  const auto k = split(module_layer(c, "k_proj", proj, where, x), "k");
+  const auto v = split(module_layer(c, "v_proj", proj, where, x), "v");
+  const auto kt = emit(c, "transpose", k, {{"dim0", std::int64_t{-2}}, {"dim1", std::int64_t{-1}}},
+                       "k_transposed");
+  auto scores = emit(c, "matmul", {q[0], kt[0]}, {}, "scores");
+  scores = emit(c, "mul_scalar", scores,
+                {{"value", 1.0 / std::sqrt(static_cast<double>(dim / heads))}}, "scale");
+  auto weights = emit(c, "softmax", scores, {{"dim", std::int64_t{-1}}}, "softmax");
+  if (p > 0)
+    weights = module_layer(c, "attn_drop", {{"type", "dropout"}, {"p", p}}, where, weights);
+  auto ctx = emit(c, "matmul", {weights[0], v[0]}, {}, "context");
+  ctx = emit(c, "transpose", ctx, {{"dim0", std::int64_t{1}}, {"dim1", std::int64_t{2}}},
+             "context_t");
+  ctx = emit(c, "reshape", ctx, {{"shape", std::vector<std::int64_t>{0, 0, dim}}},
+             "merge_heads");
+  return module_layer(c, "out_proj", proj, where, ctx);
+}
+
+Values Builder::repeat(const json& j, const std::string& where, Scope& s, const Values& in) {
+  const std::int64_t count = get_int(j, "count", where);
+  if (count < 0) throw JsonError(where, "\"count\" must not be negative");
+  if (!j.contains("body") || !j.at("body").is_object())
+    throw JsonError(where, "needs a \"body\" layer");
+  const json& body = j.at("body");
+  const std::string bw = where + ".body";
+  const std::string type = get_string(body, "type", bw, "");
+  const std::string name = get_string(body, "name", bw, "");
+  const bool shared = get_bool(j, "shared", where, true);
+  const std::int64_t start = get_int(j, "start", where, 0);
+  static const std::set<std::string> inline_types{
+      "relu",  "gelu",    "sigmoid", "tanh",      "sin",       "cos",     "exp",
+      "log",   "sqrt",    "neg",     "erf",       "identity",  "clone",   "relu6",
+      "hardtanh", "clamp", "softmax", "log_softmax", "dropout", "flatten", "reshape",
+      "view",  "transpose", "permute", "select",  "slice",     "unsqueeze", "squeeze",
+      "cat",   "sum",     "mean",    "add",       "sub",       "mul",     "div",
+      "pow",   "matmul",  "maxpool2d", "avgpool2d", "adaptive_avgpool2d", "repeat"};
+  const bool is_module = !name.empty() || !inline_types.count(type);
+  if (is_module && name.empty()) throw JsonError(bw, "a repeated module needs a \"name\"");
+  if (is_module && !shared && count > 1 && name.find("{i}") == std::string::npos)
+    throw JsonError(bw, "distinct repeated modules (\"shared\": false) need \"{i}\" in their "
+                        "name, e.g. \"block{i}\"");
+  Values cur = in;
+  for (std::int64_t k = 0; k < count; ++k) {
+    if (!is_module) {
+      cur = expand(body, bw, s, cur, static_cast<std::size_t>(k), nullptr);
+      continue;
+    }
+    Naming naming;
+    if (shared) {
+      naming.name = k == 0 ? name : name + "_" + std::to_string(k);
+      naming.def = s.def.empty() ? name : s.def + "." + name;
+      naming.instance = k;
+    } else {
+      naming.name = name;
+      const auto pos = naming.name.find("{i}");
+      if (pos != std::string::npos) naming.name.replace(pos, 3, std::to_string(start + k));
+      naming.def = s.def.empty() ? naming.name : s.def + "." + naming.name;
+    }
+    cur = expand(body, bw, s, cur, static_cast<std::size_t>(k), &naming);
+  }
+  return cur;
+}
+
+}  // namespace ckpt::json_model

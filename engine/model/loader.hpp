@@ -1,0 +1,22 @@
+#pragma once
+
+// Loading models: the native JSON format (samples/README.md) and ONNX. Both produce the same
+// Model (ops, parameters, module tree, scenario). Every error is a std::invalid_argument (or
+// std::runtime_error for I/O) whose message starts with the file name.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/model.hpp"
+
+namespace ckpt {
+
+// A .json or .onnx file, told apart by content (not by extension).
+std::shared_ptr<Model> load_model(const std::string& path);
+// A native model from text (embedded samples); `source` names it in errors and Model::source.
+std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::string& source);
+// ONNX op types the importer understands (sorted).
+std::vector<std::string> supported_onnx_ops();
+
+}  // namespace ckpt

@@ -1,0 +1,262 @@
+#include "engine/run/executor.hpp"
+
+#include <algorithm>
+
+#include "engine/run/segment_call.hpp"
+
+namespace ckpt {
+
+// The values one function invocation holds: those its own ops make (by id range, so that a
+// frame costs nothing to look up) and those it was given.
+struct Executor::Frame {
+  const CompiledModel* plan = nullptr;
+  const TensorList* statics = nullptr;
+  int lo = 0;
+  int hi = 0;
+  std::vector<Tensor> locals;
+  std::vector<std::pair<int, Tensor>> bound;
+
+  Frame(const CompiledModel& p, const TensorList& s, std::int64_t first_op, std::int64_t end_op)
+      : plan(&p),
+        statics(&s),
+        lo(p.first_output_id(first_op)),
+        hi(p.first_output_id(end_op)),
+        locals(static_cast<std::size_t>(hi - lo)) {}
+
+  const Tensor& get(int id) const {
+    if (id < plan->static_count()) return (*statics)[static_cast<std::size_t>(id)];
+    if (id >= lo && id < hi) {
+      const Tensor& t = locals[static_cast<std::size_t>(id - lo)];
+      if (t.defined()) return t;
+    }
+    for (const auto& [k, t] : bound)
+      if (k == id) return t;
+    throw std::logic_error("Runner: value '" + plan->name(id) +
+                           "' is not available at this point of the run");
+  }
+  void set(int id, Tensor t) {
+    if (id >= lo && id < hi) {
+      locals[static_cast<std::size_t>(id - lo)] = std::move(t);
+      return;
+    }
+    for (auto& [k, v] : bound)
+      if (k == id) {
+        v = std::move(t);
+        return;
+      }
+    bound.emplace_back(id, std::move(t));
+  }
+  void release(int id) {
+    if (id >= lo && id < hi) {
+      locals[static_cast<std::size_t>(id - lo)] = Tensor();
+      return;
+    }
+    for (auto it = bound.begin(); it != bound.end(); ++it)
+      if (it->first == id) {
+        bound.erase(it);
+        return;
+      }
+  }
+};
+
+Executor::Executor(const Model& model, const CompiledModel& plan, const CheckpointConfig& config,
+                   const std::atomic<bool>* cancel)
+    : model_(model), plan_(plan), config_(config), cancel_(cancel) {
+  starts_.resize(model.ops.size());
+  for (const auto& path : config.modules) {
+    const Module* m = model.find_module(path);
+    if (!m || path.empty())
+      throw std::invalid_argument("cannot checkpoint '" + path + "': " + model.source +
+                                  " has no such module");
+    if (!m->checkpointable)
+      throw std::invalid_argument("cannot checkpoint '" + path +
+                                  "': it is not checkpointable, because " +
+                                  m->not_checkpointable_reason);
+    starts_[static_cast<std::size_t>(m->first_op)].push_back(m);
+  }
+  for (auto& list : starts_)
+    std::sort(list.begin(), list.end(), [](const Module* a, const Module* b) {
+      if (a->end_op != b->end_op) return a->end_op > b->end_op;
+      return a->path.size() < b->path.size();  // an ancestor with the same ops goes first
+    });
+}
+
+void Executor::check_cancel() const {
+  if (cancel_ && cancel_->load(std::memory_order_relaxed)) throw RunCancelled();
+}
+
+namespace {
+
+CheckpointOptions options_for(const CheckpointConfig& c, const std::string& name) {
+  CheckpointOptions o;
+  o.use_reentrant = c.use_reentrant;
+  o.preserve_rng_state = c.preserve_rng_state;
+  o.early_stop = c.early_stop;
+  o.determinism_check = c.check_recompute;
+  if (c.policy == SelectivePolicy::save_matmul) o.save_ops = {"matmul", "linear", "conv2d"};
+  o.name = name;
+  return o;
+}
+
+}  // namespace
+
+const Module* Executor::pick(std::int64_t k, const Module* owner, std::int64_t end) const {
+  const auto& list = starts_[static_cast<std::size_t>(k)];
+  std::size_t i = 0;
+  if (owner && owner->first_op == k) {
+    auto it = std::find(list.begin(), list.end(), owner);
+    if (it != list.end()) i = static_cast<std::size_t>(it - list.begin()) + 1;
+  }
+  for (; i < list.size(); ++i)
+    if (list[i]->end_op <= end) return list[i];
+  return nullptr;
+}
+
+void Executor::run_op(Frame& f, std::int64_t k) {
+  const CompiledOp& op = plan_.ops()[static_cast<std::size_t>(k)];
+  TensorList xs;
+  xs.reserve(op.inputs.size());
+  for (int id : op.inputs) xs.push_back(id < 0 ? Tensor() : f.get(id));
+  NodeScope node(op.node->name);
+  TensorList ys = run_op_node(*op.kind, *op.node, xs);
+  if (ys.size() != op.outputs.size())
+    throw std::logic_error("node '" + op.node->name + "' made " + std::to_string(ys.size()) +
+                           " outputs, the graph names " + std::to_string(op.outputs.size()));
+  for (std::size_t i = 0; i < ys.size(); ++i) {
+    const Tensor& y = ys[i];
+    // Name the allocation after the value, unless the op returned a view of an input (whose
+    // allocation already carries the input's name).
+    bool fresh = y.defined();
+    for (const auto& x : xs)
+      if (fresh && x.defined() && x.shares_storage(y)) fresh = false;
+    if (fresh) y.storage()->ledger().tag(y.storage()->id(), op.node->outputs[i]);
+    f.set(op.outputs[i], y);
+  }
+}
+
+void Executor::run_range(Frame& f, std::int64_t a, std::int64_t b, const Module* owner) {
+  std::int64_t k = a;
+  while (k < b) {
+    check_cancel();
+    std::int64_t e = k + 1;
+    if (const Module* seg = pick(k, owner, b)) {
+      TensorList args;
+      const auto in_ids = plan_.ids(seg->inputs);
+      for (int id : in_ids) args.push_back(f.get(id));
+      const TensorList outs = call_checkpoint(
+          [this, seg](const TensorList& xs) { return run_module(*seg, xs); }, args,
+          options_for(config_, seg->path));
+      const auto out_ids = plan_.ids(seg->outputs);
+      for (std::size_t i = 0; i < out_ids.size(); ++i) f.set(out_ids[i], outs.at(i));
+      e = seg->end_op;
+    } else {
+      run_op(f, k);
+    }
+    for (std::int64_t j = k; j < e; ++j)
+      for (int id : plan_.release_after(j)) f.release(id);
+    k = e;
+  }
+}
+
+TensorList Executor::run_module(const Module& m, const TensorList& args) {
+  Frame g(plan_, *statics_, m.first_op, m.end_op);
+  const auto in_ids = plan_.ids(m.inputs);
+  if (args.size() != in_ids.size())
+    throw std::logic_error("module '" + m.path + "' takes " + std::to_string(in_ids.size()) +
+                           " inputs, got " + std::to_string(args.size()));
+  for (std::size_t i = 0; i < args.size(); ++i) g.bound.emplace_back(in_ids[i], args[i]);
+  run_range(g, m.first_op, m.end_op, &m);
+  TensorList outs;
+  for (int id : plan_.ids(m.outputs)) outs.push_back(g.get(id));
+  return outs;
+}
+
+void Executor::run_sequential(Frame& root, std::int64_t chain_end) {
+  struct Unit {
+    std::int64_t a, b;
+    const Module* module;
+    std::vector<int> inputs, outputs;
+    std::string label;
+  };
+  std::vector<Unit> units;
+  std::vector<bool> is_static(static_cast<std::size_t>(plan_.value_count()), false);
+  for (int i = 0; i < plan_.static_count(); ++i) is_static[static_cast<std::size_t>(i)] = true;
+  for (std::int64_t k = 0; k < chain_end;) {
+    const OpNode& op = model_.ops[static_cast<std::size_t>(k)];
+    const std::string top = op.module.substr(0, op.module.find('.'));
+    Unit u{};
+    if (top.empty()) {
+      const CompiledOp& c = plan_.ops()[static_cast<std::size_t>(k)];
+      u = Unit{k, k + 1, nullptr, {}, c.outputs, "op '" + op.name + "'"};
+      for (int id : c.inputs)
+        if (id >= 0 && !is_static[static_cast<std::size_t>(id)] &&
+            std::find(u.inputs.begin(), u.inputs.end(), id) == u.inputs.end())
+          u.inputs.push_back(id);
+    } else {
+      const Module* m = model_.find_module(top);
+      if (!m->checkpointable || m->end_op > chain_end)
+        throw std::invalid_argument(
+            "checkpoint_sequential: top-level module '" + top + "' cannot be a segment function" +
+            (m->checkpointable ? std::string(": it contains the loss")
+                               : ": " + m->not_checkpointable_reason));
+      u = Unit{m->first_op, m->end_op, m, plan_.ids(m->inputs), plan_.ids(m->outputs),
+               "module '" + top + "'"};
+    }
+    k = u.b;
+    units.push_back(std::move(u));
+  }
+  if (units.empty()) throw std::invalid_argument("checkpoint_sequential: the model runs no op");
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const Unit& u = units[i];
+    auto names = [&](const std::vector<int>& ids) {
+      std::string s;
+      for (int id : ids) s += (s.empty() ? "" : ", ") + plan_.name(id);
+      return s;
+    };
+    const int expected = i == 0 ? -1 : units[i - 1].outputs.front();
+    if (u.inputs.size() != 1 || (i > 0 && u.inputs[0] != expected) || u.outputs.size() != 1)
+      throw std::invalid_argument(
+          "checkpoint_sequential passes one tensor from each top-level module to the next, "
+          "but " + u.label + " takes (" + names(u.inputs) + ") and returns (" +
+          names(u.outputs) + ")");
+  }
+  std::vector<SegmentFunction> functions;
+  for (const Unit& u : units) {
+    functions.push_back([this, &u](const TensorList& xs) {
+      Frame g(plan_, *statics_, u.a, u.b);
+      g.bound.emplace_back(u.inputs[0], xs.at(0));
+      run_range(g, u.a, u.b, u.module);
+      return TensorList{g.get(u.outputs[0])};
+    });
+  }
+  const TensorList out =
+      call_checkpoint_sequential(functions, config_.segments, {root.get(units[0].inputs[0])},
+                            options_for(config_, "checkpoint_sequential"));
+  root.set(units.back().outputs[0], out.at(0));
+  for (std::int64_t j = 0; j < chain_end; ++j)
+    for (int id : plan_.release_after(j)) root.release(id);
+}
+
+TensorList Executor::forward(const TensorList& statics, const TensorList& inputs,
+                             const std::vector<int>& wanted) {
+  statics_ = &statics;
+  const auto n = static_cast<std::int64_t>(plan_.ops().size());
+  Frame root(plan_, statics, 0, n);
+  for (std::size_t i = 0; i < inputs.size(); ++i) root.bound.emplace_back(plan_.input_id(i), inputs[i]);
+  std::int64_t start = 0;
+  if (config_.segments > 0) {
+    // The model's own loss takes the targets besides the chain's output: it runs after it.
+    std::int64_t chain_end = n;
+    if (plan_.loss_id() >= 0 && plan_.loss_id() >= plan_.first_output_id(n - 1) &&
+        model_.ops.back().module.empty())
+      chain_end = n - 1;
+    run_sequential(root, chain_end);
+    start = chain_end;
+  }
+  run_range(root, start, n, nullptr);
+  TensorList out;
+  for (int id : wanted) out.push_back(root.get(id));
+  return out;
+}
+
+}  // namespace ckpt

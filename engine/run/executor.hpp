@@ -1,0 +1,49 @@
+#pragma once
+
+// One run's forward pass over a CompiledModel: frames of live values, ops run in order, and
+// checkpointed modules run as functions of their inputs with their parameters captured.
+
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/run/compiled_model.hpp"
+#include "engine/run/runner.hpp"
+
+namespace ckpt {
+
+// Thrown between ops when the caller's cancel flag is set.
+struct RunCancelled : std::runtime_error {
+  RunCancelled() : std::runtime_error("cancelled") {}
+};
+
+class Executor {
+ public:
+  Executor(const Model& model, const CompiledModel& plan, const CheckpointConfig& config,
+           const std::atomic<bool>* cancel);
+
+  // Runs every op; `statics` are the run's parameters and constants (by id), `inputs` the
+  // model inputs. Returns the value of each id in `wanted` (outputs, loss).
+  TensorList forward(const TensorList& statics, const TensorList& inputs,
+                     const std::vector<int>& wanted);
+
+ private:
+  struct Frame;
+  void run_range(Frame& f, std::int64_t a, std::int64_t b, const Module* owner);
+  void run_op(Frame& f, std::int64_t k);
+  TensorList run_module(const Module& m, const TensorList& args);
+  const Module* pick(std::int64_t k, const Module* owner, std::int64_t end) const;
+  void run_sequential(Frame& root, std::int64_t chain_end);
+  void check_cancel() const;
+
+  const Model& model_;
+  const CompiledModel& plan_;
+  const CheckpointConfig& config_;
+  const std::atomic<bool>* cancel_;
+  const TensorList* statics_ = nullptr;
+  // Checkpointed modules by first op, outermost first.
+  std::vector<std::vector<const Module*>> starts_;
+};
+
+}  // namespace ckpt

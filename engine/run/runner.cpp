@@ -1,0 +1,210 @@
+#include "engine/run/runner.hpp"
+
+#include <omp.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "engine/autograd/engine.hpp"
+#include "engine/autograd/grad_mode.hpp"
+#include "engine/model/finalize.hpp"
+#include "engine/model/init.hpp"
+#include "engine/ops/kernels.hpp"
+#include "engine/ops/ops.hpp"
+#include "engine/run/compiled_model.hpp"
+#include "engine/run/executor.hpp"
+#include "engine/tensor/generator.hpp"
+
+namespace ckpt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// omp_set_num_threads for the run's thread, restored afterwards.
+class ThreadsGuard {
+ public:
+  explicit ThreadsGuard(int n) : previous_(omp_get_max_threads()), set_(n > 0) {
+    if (set_) omp_set_num_threads(n);
+  }
+  ~ThreadsGuard() {
+    if (set_) omp_set_num_threads(previous_);
+  }
+  ThreadsGuard(const ThreadsGuard&) = delete;
+  ThreadsGuard& operator=(const ThreadsGuard&) = delete;
+
+ private:
+  int previous_;
+  bool set_;
+};
+
+void tag(const Tensor& t, const std::string& name) {
+  t.storage()->ledger().tag(t.storage()->id(), name);
+}
+
+// Fresh copies of the parameters and constants for this run (so that BatchNorm's running
+// statistics and every weight start from the model's initial values each time).
+TensorList make_statics(const Model& model) {
+  TensorList statics;
+  CategoryScope category(MemoryCategory::parameter);
+  for (const auto& p : model.parameters) {
+    Tensor t = contiguous_copy(p.initial);
+    if (p.requires_grad && !p.is_buffer && is_floating(t.dtype())) t.set_requires_grad(true);
+    tag(t, p.name);
+    statics.push_back(t);
+  }
+  for (const auto& [name, c] : model.constants) {
+    Tensor t = contiguous_copy(c);
+    tag(t, name);
+    statics.push_back(t);
+  }
+  return statics;
+}
+
+TensorList make_inputs(const Model& model, const CheckpointConfig& config, std::int64_t batch) {
+  CategoryScope category(MemoryCategory::input);
+  Generator inputs_gen(stream_seed(config.seed, Stream::inputs));
+  Generator targets_gen(stream_seed(config.seed, Stream::targets));
+  if (!config.inputs.empty() && config.inputs.size() != model.inputs.size())
+    throw std::invalid_argument("Runner: " + std::to_string(config.inputs.size()) +
+                                " explicit inputs given, " + model.source + " takes " +
+                                std::to_string(model.inputs.size()));
+  TensorList out;
+  for (std::size_t i = 0; i < model.inputs.size(); ++i) {
+    const InputInfo& in = model.inputs[i];
+    const Shape shape = resolve_input_shape(in, batch);
+    Tensor t;
+    if (!config.inputs.empty()) {
+      const Tensor& given = config.inputs[i];
+      if (!given.defined() || given.dtype() != in.dtype)
+        throw std::invalid_argument("Runner: explicit input '" + in.name + "' must be a " +
+                                    dtype_name(in.dtype) + " tensor");
+      t = contiguous_copy(given);
+    } else if (in.is_target && in.classes > 0) {
+      t = class_indices(shape, in.classes, targets_gen);
+    } else if (in.dtype != DType::f32) {
+      throw std::invalid_argument("Runner: cannot draw input '" + in.name + "' of type " +
+                                  dtype_name(in.dtype) + "; pass it in CheckpointConfig::inputs");
+    } else {
+      t = normal_tensor(shape, 0.0, 1.0, in.is_target ? targets_gen : inputs_gen);
+    }
+    const bool rg = in.is_target ? false : config.input_requires_grad.value_or(in.requires_grad);
+    if (rg && is_floating(t.dtype())) t.set_requires_grad(true);
+    tag(t, in.name);
+    out.push_back(t);
+  }
+  return out;
+}
+
+Tensor make_loss(const Model& model, LossKind kind, const TensorList& outputs,
+                 const Tensor& model_loss) {
+  NodeScope node("loss");
+  if (kind == LossKind::model) {
+    if (!model_loss.defined())
+      throw std::invalid_argument(model.source + ": the model computes no loss of its own");
+    return model_loss;
+  }
+  if (outputs.size() == 1) return kind == LossKind::sum ? sum(outputs[0]) : mean(outputs[0]);
+  Tensor total;
+  std::int64_t count = 0;
+  for (const auto& o : outputs) {
+    total = total.defined() ? add(total, sum(o)) : sum(o);
+    count += o.numel();
+  }
+  return kind == LossKind::sum ? total : div(total, static_cast<double>(count));
+}
+
+}  // namespace
+
+CheckpointConfig scenario_config(const Model& model) {
+  CheckpointConfig c;
+  c.modules.insert(model.scenario.default_checkpoints.begin(),
+                   model.scenario.default_checkpoints.end());
+  c.segments = model.scenario.segments;
+  c.use_reentrant = model.scenario.use_reentrant;
+  c.preserve_rng_state = model.scenario.preserve_rng_state;
+  c.seed = model.scenario.seed;
+  c.batch = model.scenario.batch;
+  return c;
+}
+
+Runner::Runner(std::shared_ptr<const Model> model)
+    : model_(std::move(model)), compiled_(std::make_shared<CompiledModel>(*model_)) {}
+
+RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* cancel) const {
+  const Model& model = *model_;
+  RunResult result;
+  auto ledger = std::make_shared<MemoryLedger>();
+  if (config.max_memory > 0) ledger->set_cap(config.max_memory);
+  Recorder recorder(*ledger);
+  const auto t0 = Clock::now();
+  try {
+    const std::int64_t batch = config.batch > 0 ? config.batch : model.scenario.batch;
+    if (model.scenario.batch_fixed && batch != model.scenario.batch)
+      throw std::invalid_argument(model.source + ": this model's shapes were fixed at export "
+                                  "with batch " + std::to_string(model.scenario.batch) +
+                                  "; it cannot run with batch " + std::to_string(batch));
+    if (config.segments < 0)
+      throw std::invalid_argument("Runner: segments must not be negative");
+    LedgerScope ledger_scope(ledger);
+    Generator dropout_gen(stream_seed(config.seed, Stream::dropout));
+    GeneratorScope generator_scope(dropout_gen);
+    GradModeGuard grad_on(true);
+    ThreadsGuard threads(config.threads);
+    const LossKind loss_kind = config.loss.value_or(model.scenario.loss);
+    Executor executor(model, *compiled_, config, cancel);
+    const TensorList statics = make_statics(model);
+    const TensorList inputs = make_inputs(model, config, batch);
+
+    std::vector<int> wanted = compiled_->outputs();
+    if (compiled_->loss_id() >= 0) wanted.push_back(compiled_->loss_id());
+    TensorList values;
+    {
+      PhaseScope phase(Phase::forward);
+      const auto tf = Clock::now();
+      values = executor.forward(statics, inputs, wanted);
+      result.outputs.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(
+                                                                 compiled_->outputs().size()));
+      result.loss = make_loss(model, loss_kind, result.outputs,
+                              compiled_->loss_id() >= 0 ? values.back() : Tensor());
+      result.times.forward_ms = ms_since(tf);
+    }
+    values.clear();
+    if (cancel && cancel->load()) throw RunCancelled();
+    {
+      PhaseScope phase(Phase::backward);
+      const auto tb = Clock::now();
+      result.loss.backward();
+      result.times.backward_ms = ms_since(tb);
+    }
+    for (std::size_t i = 0; i < model.parameters.size(); ++i) {
+      const Tensor g = statics[i].grad();
+      if (g.defined()) result.gradients[model.parameters[i].name] = g;
+    }
+    for (std::size_t i = 0; i < model.inputs.size(); ++i) {
+      const Tensor g = inputs[i].grad();
+      if (g.defined()) result.input_gradients[model.inputs[i].name] = g;
+    }
+    result.ok = true;
+  } catch (const RunCancelled&) {
+    result.ok = false;
+    result.error = "cancelled";
+  } catch (const std::exception& e) {
+    result.ok = false;
+    result.error = e.what();
+    ledger->message(Severity::error, e.what());
+  }
+  result.trace = recorder.finish();
+  for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {
+    const TraceStep& s = result.trace.step(k);
+    if (s.phase == Phase::recompute) result.times.recompute_ms += s.duration_ns / 1e6;
+  }
+  result.times.total_ms = ms_since(t0);
+  return result;
+}
+
+}  // namespace ckpt
