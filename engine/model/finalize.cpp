@@ -17,10 +17,10 @@ constexpr int kStatic = -2;  // parameters, buffers, constants: captured, never 
 constexpr int kInput = -1;   // model inputs: made before the first op
 
 struct Analysis {
-  std::vector<Module*> modules;   // pre-order, root first
-  std::vector<int> parent;        // index into modules, -1 for the root
+  std::vector<Module*> modules;  // pre-order, root first
+  std::vector<int> parent;       // index into modules, -1 for the root
   std::vector<int> depth;
-  std::vector<int> op_module;     // op -> innermost module
+  std::vector<int> op_module;  // op -> innermost module
   std::vector<std::int64_t> count;
   std::vector<std::unordered_set<std::string>> in_set, out_set, param_set;
 };
@@ -96,8 +96,7 @@ void analyse_modules(Model& model, const std::unordered_map<std::string, int>& p
       if (v.empty()) continue;
       const int p = producer.at(v);
       if (p == kStatic) {
-        for (int m = mi; m >= 0; m = a.parent[m])
-          add(a.param_set[m], a.modules[m]->parameters, v);
+        for (int m = mi; m >= 0; m = a.parent[m]) add(a.param_set[m], a.modules[m]->parameters, v);
         continue;
       }
       const int stop = p == kInput ? -1 : common(a, mi, a.op_module[static_cast<std::size_t>(p)]);
@@ -178,9 +177,8 @@ void infer_shapes(Model& model) {
       fail(model, e.what());
     }
     if (ys.size() != op.outputs.size())
-      fail(model, "node '" + op.name + "' (" + op.op_type + ") makes " +
-                      std::to_string(ys.size()) + " outputs, the graph names " +
-                      std::to_string(op.outputs.size()));
+      fail(model, "node '" + op.name + "' (" + op.op_type + ") makes " + std::to_string(ys.size()) +
+                      " outputs, the graph names " + std::to_string(op.outputs.size()));
     for (std::size_t k = 0; k < ys.size(); ++k) {
       record(op.outputs[k], ys[k]);
       env[op.outputs[k]] = ys[k];
@@ -217,8 +215,7 @@ void finalize_model(Model& model) {
   std::unordered_set<std::string> op_names;
   for (std::size_t i = 0; i < model.ops.size(); ++i) {
     const OpNode& op = model.ops[i];
-    if (!op_names.insert(op.name).second)
-      fail(model, "node name '" + op.name + "' is used twice");
+    if (!op_names.insert(op.name).second) fail(model, "node name '" + op.name + "' is used twice");
     if (!find_op_kind(op.op_type))
       fail(model, "node '" + op.name + "': unknown op kind '" + op.op_type + "'");
     for (const auto& v : op.inputs) {

@@ -26,44 +26,44 @@ const std::set<std::string>& param_types() {
 }
 const std::set<std::string>& simple_types() {
   static const std::set<std::string> t{
-      "relu",    "gelu",      "sigmoid",   "tanh",      "sin",       "cos",
-      "exp",     "log",       "sqrt",      "neg",       "erf",       "identity",
-      "clone",   "relu6",     "hardtanh",  "clamp",     "softmax",   "log_softmax",
-      "dropout", "flatten",   "reshape",   "view",      "transpose", "permute",
-      "select",  "slice",     "unsqueeze", "squeeze",   "cat",       "sum",
-      "mean",    "add",       "sub",       "mul",       "div",       "pow",
-      "matmul",  "maxpool2d", "avgpool2d", "adaptive_avgpool2d"};
+      "relu",    "gelu",      "sigmoid",     "tanh",      "sin",
+      "cos",     "exp",       "log",         "sqrt",      "neg",
+      "erf",     "identity",  "clone",       "relu6",     "hardtanh",
+      "clamp",   "softmax",   "log_softmax", "dropout",   "flatten",
+      "reshape", "view",      "transpose",   "permute",   "select",
+      "slice",   "unsqueeze", "squeeze",     "cat",       "sum",
+      "mean",    "add",       "sub",         "mul",       "div",
+      "pow",     "matmul",    "maxpool2d",   "avgpool2d", "adaptive_avgpool2d"};
   return t;
 }
 
 // Display kinds, named like the PyTorch modules they stand for.
 std::string kind_of(const std::string& type) {
-  static const std::map<std::string, std::string> k{
-      {"sequential", "Sequential"},
-      {"function", "Function"},
-      {"residual", "Residual"},
-      {"dense_block", "DenseBlock"},
-      {"transition", "Transition"},
-      {"lstm", "LSTM"},
-      {"attention", "Attention"},
-      {"linear", "Linear"},
-      {"conv2d", "Conv2d"},
-      {"batchnorm2d", "BatchNorm2d"},
-      {"layernorm", "LayerNorm"},
-      {"relu", "ReLU"},
-      {"gelu", "GELU"},
-      {"sigmoid", "Sigmoid"},
-      {"tanh", "Tanh"},
-      {"relu6", "ReLU6"},
-      {"hardtanh", "Hardtanh"},
-      {"softmax", "Softmax"},
-      {"log_softmax", "LogSoftmax"},
-      {"dropout", "Dropout"},
-      {"flatten", "Flatten"},
-      {"identity", "Identity"},
-      {"maxpool2d", "MaxPool2d"},
-      {"avgpool2d", "AvgPool2d"},
-      {"adaptive_avgpool2d", "AdaptiveAvgPool2d"}};
+  static const std::map<std::string, std::string> k{{"sequential", "Sequential"},
+                                                    {"function", "Function"},
+                                                    {"residual", "Residual"},
+                                                    {"dense_block", "DenseBlock"},
+                                                    {"transition", "Transition"},
+                                                    {"lstm", "LSTM"},
+                                                    {"attention", "Attention"},
+                                                    {"linear", "Linear"},
+                                                    {"conv2d", "Conv2d"},
+                                                    {"batchnorm2d", "BatchNorm2d"},
+                                                    {"layernorm", "LayerNorm"},
+                                                    {"relu", "ReLU"},
+                                                    {"gelu", "GELU"},
+                                                    {"sigmoid", "Sigmoid"},
+                                                    {"tanh", "Tanh"},
+                                                    {"relu6", "ReLU6"},
+                                                    {"hardtanh", "Hardtanh"},
+                                                    {"softmax", "Softmax"},
+                                                    {"log_softmax", "LogSoftmax"},
+                                                    {"dropout", "Dropout"},
+                                                    {"flatten", "Flatten"},
+                                                    {"identity", "Identity"},
+                                                    {"maxpool2d", "MaxPool2d"},
+                                                    {"avgpool2d", "AvgPool2d"},
+                                                    {"adaptive_avgpool2d", "AdaptiveAvgPool2d"}};
   auto it = k.find(type);
   if (it != k.end()) return it->second;
   std::string s = type;
@@ -84,9 +84,9 @@ std::string known_types() {
 
 // The layer's configuration as module attributes (numbers, strings, lists of integers).
 Attributes config_attrs(const json& j) {
-  static const std::set<std::string> skip{"type",    "name", "layers",     "body",  "shortcut",
-                                          "after",   "inputs", "as",       "args",  "outputs",
-                                          "parameters"};
+  static const std::set<std::string> skip{"type",     "name",    "layers",    "body",
+                                          "shortcut", "after",   "inputs",    "as",
+                                          "args",     "outputs", "parameters"};
   Attributes a;
   for (const auto& [key, v] : j.items()) {
     if (skip.count(key)) continue;
@@ -220,8 +220,7 @@ Values Builder::emit_root(const std::string& type, const Values& inputs, Attribu
 }
 
 std::string Builder::param(Scope& s, const std::string& local, const Shape& shape,
-                           const std::function<Tensor()>& make, bool requires_grad,
-                           bool buffer) {
+                           const std::function<Tensor()>& make, bool requires_grad, bool buffer) {
   const std::string name = s.def.empty() ? local : s.def + "." + local;
   auto it = param_index_.find(name);
   if (it != param_index_.end()) {
@@ -276,9 +275,10 @@ void Builder::declare_params(const json& j, const std::string& where, Scope& s) 
         return normal ? normal_tensor(shape, a, b, gen_) : uniform_tensor(shape, a, b, gen_);
       };
     } else {
-      throw JsonError(pw, "init must be a number, \"zeros\", \"ones\", \"normal\", "
-                          "{\"normal\": [mean, std]} or {\"uniform\": [low, high]}, got " +
-                              init.dump());
+      throw JsonError(pw,
+                      "init must be a number, \"zeros\", \"ones\", \"normal\", "
+                      "{\"normal\": [mean, std]} or {\"uniform\": [low, high]}, got " +
+                          init.dump());
     }
     s.params[key] = param(s, key, shape, make, requires_grad);
   }
@@ -293,8 +293,8 @@ std::string Builder::lookup(const Scope& s, const std::string& name,
   std::string known;
   for (const Scope* p = &s; p; p = p->up)
     for (const auto& [k, v] : p->names) known += (known.empty() ? "" : ", ") + k;
-  throw JsonError(where, "unknown value \"" + name + "\" (names visible here: " +
-                             (known.empty() ? "none" : known) + ")");
+  throw JsonError(where, "unknown value \"" + name +
+                             "\" (names visible here: " + (known.empty() ? "none" : known) + ")");
 }
 
 std::string Builder::lookup_param(const Scope& s, const std::string& name,
@@ -308,11 +308,10 @@ std::string Builder::lookup_param(const Scope& s, const std::string& name,
 }
 
 Builder::Scope Builder::child(Scope& s, const std::string& name, const std::string& kind,
-                              const json* layer, const std::string& where,
-                              const Naming* naming) {
+                              const json* layer, const std::string& where, const Naming* naming) {
   if (name.empty() || name.find('.') != std::string::npos)
-    throw JsonError(where, "a module name must be non-empty and contain no '.', got \"" + name +
-                               "\"");
+    throw JsonError(where,
+                    "a module name must be non-empty and contain no '.', got \"" + name + "\"");
   for (const auto& c : s.module->children)
     if (c->name == name)
       throw JsonError(where, "two modules named \"" + name + "\" in " +
@@ -337,16 +336,16 @@ Values Builder::build_root(const json& j, const Values& inputs) {
   if (!j.is_object()) throw JsonError(where, "must be a layer object");
   const std::string type = get_string(j, "type", where, "");
   if (!container_types().count(type))
-    throw JsonError(where, "the root layer must be a \"sequential\" or a \"function\", got \"" +
-                               type + "\"");
+    throw JsonError(
+        where, "the root layer must be a \"sequential\" or a \"function\", got \"" + type + "\"");
   model_.root.kind = kind_of(type);
   model_.root.attrs = config_attrs(j);
   for (const auto& v : inputs) root_.names[v] = v;
   if (j.contains("args")) {
     const auto args = j.at("args");
     if (!args.is_array() || args.size() != inputs.size())
-      throw JsonError(where, "\"args\" must name each of the " + std::to_string(inputs.size()) +
-                                 " inputs");
+      throw JsonError(
+          where, "\"args\" must name each of the " + std::to_string(inputs.size()) + " inputs");
     for (std::size_t i = 0; i < inputs.size(); ++i)
       root_.names[args[i].get<std::string>()] = inputs[i];
   }
@@ -397,16 +396,14 @@ Values Builder::run_layers(const json& layers, const std::string& where, Scope& 
 }
 
 Values Builder::container(const json& j, const std::string& where, Scope& s, const Values& in,
-                          const std::string& name, const Naming* naming,
-                          const std::string& kind) {
+                          const std::string& name, const Naming* naming, const std::string& kind) {
   Scope c = child(s, name, kind, &j, where, naming);
   if (j.contains("args")) {
     const json& args = j.at("args");
     if (!args.is_array() || args.size() != in.size())
-      throw JsonError(where, "\"args\" names " +
-                                 std::to_string(args.is_array() ? args.size() : 0) +
-                                 " arguments but the layer is given " +
-                                 std::to_string(in.size()) + " inputs");
+      throw JsonError(where, "\"args\" names " + std::to_string(args.is_array() ? args.size() : 0) +
+                                 " arguments but the layer is given " + std::to_string(in.size()) +
+                                 " inputs");
     for (std::size_t i = 0; i < in.size(); ++i) c.names[args[i].get<std::string>()] = in[i];
   }
   declare_params(j, where, c);

@@ -72,8 +72,8 @@ class Builder {
   Values run_layers(const json& layers, const std::string& where, Scope& s, Values cur);
   Values container(const json& j, const std::string& where, Scope& s, const Values& in,
                    const std::string& name, const Naming* naming, const std::string& kind);
-  Values param_layer(const std::string& type, const json& j, const std::string& where,
-                     Scope& s, const Values& in);
+  Values param_layer(const std::string& type, const json& j, const std::string& where, Scope& s,
+                     const Values& in);
   Values simple_op(const std::string& type, const json& j, const std::string& where, Scope& s,
                    const Values& in, bool own_module);
   Values residual(const json& j, const std::string& where, Scope& s, const Values& in);
@@ -97,8 +97,7 @@ class Builder {
                     bool buffer = false);
   void declare_params(const json& j, const std::string& where, Scope& s);
   std::string lookup(const Scope& s, const std::string& name, const std::string& where) const;
-  std::string lookup_param(const Scope& s, const std::string& name,
-                           const std::string& where) const;
+  std::string lookup_param(const Scope& s, const std::string& name, const std::string& where) const;
   std::string unique_name(const std::string& base);
   static Values expect(const Values& in, std::size_t n, const std::string& where,
                        const std::string& what);

@@ -15,8 +15,9 @@ Values Builder::param_layer(const std::string& type, const json& j, const std::s
   if (type == "linear") {
     const std::int64_t nin = get_int(j, "in", where), nout = get_int(j, "out", where);
     if (nin <= 0 || nout <= 0) throw JsonError(where, "\"in\" and \"out\" must be positive");
-    Values args{x[0], param(c, "weight", {nout, nin},
-                            [&] { return default_weight({nout, nin}, nin, gen_); })};
+    Values args{x[0], param(c, "weight", {nout, nin}, [&] {
+                  return default_weight({nout, nin}, nin, gen_);
+                })};
     if (get_bool(j, "bias", where, true))
       args.push_back(param(c, "bias", {nout}, [&] { return default_weight({nout}, nin, gen_); }));
     return emit(c, "linear", args, {}, "");
@@ -44,10 +45,13 @@ Values Builder::param_layer(const std::string& type, const json& j, const std::s
   if (type == "batchnorm2d") {
     const std::int64_t n = get_int(j, "features", where);
     if (n <= 0) throw JsonError(where, "\"features\" must be positive");
-    Values args{x[0], param(c, "weight", {n}, [&] { return Tensor::ones({n}); }),
+    Values args{x[0],
+                param(c, "weight", {n}, [&] { return Tensor::ones({n}); }),
                 param(c, "bias", {n}, [&] { return Tensor::zeros({n}); }),
-                param(c, "running_mean", {n}, [&] { return Tensor::zeros({n}); }, false, true),
-                param(c, "running_var", {n}, [&] { return Tensor::ones({n}); }, false, true),
+                param(
+                    c, "running_mean", {n}, [&] { return Tensor::zeros({n}); }, false, true),
+                param(
+                    c, "running_var", {n}, [&] { return Tensor::ones({n}); }, false, true),
                 param(
                     c, "num_batches_tracked", {}, [&] { return Tensor::zeros({}, DType::i64); },
                     false, true)};
@@ -72,13 +76,12 @@ Values Builder::simple_op(const std::string& type, const json& j, const std::str
                                            "cos",  "exp",      "log",     "sqrt", "neg",
                                            "erf",  "identity", "clone"};
   if (unary.count(type)) return emit(s, type, one(), {}, hint);
-  if (type == "relu6")
-    return emit(s, "hardtanh", one(), {{"min", 0.0}, {"max", 6.0}}, hint);
+  if (type == "relu6") return emit(s, "hardtanh", one(), {{"min", 0.0}, {"max", 6.0}}, hint);
   if (type == "hardtanh")
-    return emit(s, "hardtanh", one(),
-                {{"min", get_double(j, "min", where, -1.0)},
-                 {"max", get_double(j, "max", where, 1.0)}},
-                hint);
+    return emit(
+        s, "hardtanh", one(),
+        {{"min", get_double(j, "min", where, -1.0)}, {"max", get_double(j, "max", where, 1.0)}},
+        hint);
   if (type == "clamp") {
     Attributes a;
     if (j.contains("min")) a["min"] = get_double(j, "min", where, 0);
@@ -102,14 +105,12 @@ Values Builder::simple_op(const std::string& type, const json& j, const std::str
     return emit(s, type, one(), {{"shape", get_int_list(j, "shape", where)}}, hint);
   if (type == "transpose")
     return emit(s, "transpose", one(),
-                {{"dim0", get_int(j, "dim0", where)}, {"dim1", get_int(j, "dim1", where)}},
-                hint);
+                {{"dim0", get_int(j, "dim0", where)}, {"dim1", get_int(j, "dim1", where)}}, hint);
   if (type == "permute")
     return emit(s, "permute", one(), {{"dims", get_int_list(j, "dims", where)}}, hint);
   if (type == "select")
     return emit(s, "select", one(),
-                {{"dim", get_int(j, "dim", where)}, {"index", get_int(j, "index", where)}},
-                hint);
+                {{"dim", get_int(j, "dim", where)}, {"index", get_int(j, "index", where)}}, hint);
   if (type == "slice")
     return emit(s, "slice", one(),
                 {{"dim", get_int(j, "dim", where)},
@@ -140,8 +141,9 @@ Values Builder::simple_op(const std::string& type, const json& j, const std::str
       return emit(s, type, {x[0], lookup(s, get_string(j, "other", where, ""), where)}, {}, hint);
     if (j.contains("scalar"))
       return emit(s, type + "_scalar", x, {{"value", get_double(j, "scalar", where, 0)}}, hint);
-    throw JsonError(where, type + " takes two inputs, or one input and a \"param\", an "
-                                  "\"other\" value or a \"scalar\"");
+    throw JsonError(where, type +
+                               " takes two inputs, or one input and a \"param\", an "
+                               "\"other\" value or a \"scalar\"");
   }
   if (type == "pow")
     return emit(s, "pow", one(), {{"exponent", get_double(j, "exponent", where, 2.0)}}, hint);
@@ -158,8 +160,7 @@ Values Builder::simple_op(const std::string& type, const json& j, const std::str
       a["dilation"] = get_ints(j, "dilation", where, 2, 1);
       return emit(s, "max_pool2d", one(), std::move(a), hint);
     }
-    a["count_include_pad"] =
-        std::int64_t{get_bool(j, "count_include_pad", where, true) ? 1 : 0};
+    a["count_include_pad"] = std::int64_t{get_bool(j, "count_include_pad", where, true) ? 1 : 0};
     return emit(s, "avg_pool2d", one(), std::move(a), hint);
   }
   // adaptive_avgpool2d
@@ -170,12 +171,12 @@ Values Builder::simple_op(const std::string& type, const json& j, const std::str
 Values Builder::residual(const json& j, const std::string& where, Scope& c, const Values& in) {
   const Values x = expect(in, 1, where, "");
   if (!j.contains("layers")) throw JsonError(where, "missing \"layers\" (the residual branch)");
-  const Values body = expect(run_layers(j.at("layers"), where + ".layers", c, x),
-                             1, where + ".layers", "the branch must end in one value");
+  const Values body = expect(run_layers(j.at("layers"), where + ".layers", c, x), 1,
+                             where + ".layers", "the branch must end in one value");
   Values shortcut = x;
   if (j.contains("shortcut") && !j.at("shortcut").is_null()) {
-    Scope d = child(c, get_string(j, "shortcut_name", where, "downsample"), "Sequential",
-                    nullptr, where);
+    Scope d =
+        child(c, get_string(j, "shortcut_name", where, "downsample"), "Sequential", nullptr, where);
     shortcut = expect(run_layers(j.at("shortcut"), where + ".shortcut", d, x), 1,
                       where + ".shortcut", "the shortcut must end in one value");
   }
@@ -197,8 +198,7 @@ Values Builder::dense_layer(const json& j, const std::string& where, Scope& bloc
   Scope bottleneck = child(layer, "bottleneck", "Bottleneck", nullptr, w);
   bottleneck.module->attrs = {{"in", in_channels}, {"out", bn_size * growth}};
   Values h = emit(bottleneck, "cat", features, {{"dim", std::int64_t{1}}}, "cat");
-  h = module_layer(bottleneck, "norm1", {{"type", "batchnorm2d"}, {"features", in_channels}}, w,
-                   h);
+  h = module_layer(bottleneck, "norm1", {{"type", "batchnorm2d"}, {"features", in_channels}}, w, h);
   h = module_layer(bottleneck, "relu1", {{"type", "relu"}}, w, h);
   h = module_layer(bottleneck, "conv1",
                    {{"type", "conv2d"},
@@ -207,8 +207,7 @@ Values Builder::dense_layer(const json& j, const std::string& where, Scope& bloc
                     {"kernel", 1},
                     {"bias", false}},
                    w, h);
-  h = module_layer(layer, "norm2", {{"type", "batchnorm2d"}, {"features", bn_size * growth}}, w,
-                   h);
+  h = module_layer(layer, "norm2", {{"type", "batchnorm2d"}, {"features", bn_size * growth}}, w, h);
   h = module_layer(layer, "relu2", {{"type", "relu"}}, w, h);
   return module_layer(layer, "conv2",
                       {{"type", "conv2d"},
@@ -220,8 +219,7 @@ Values Builder::dense_layer(const json& j, const std::string& where, Scope& bloc
                       w, h);
 }
 
-Values Builder::dense_block(const json& j, const std::string& where, Scope& c,
-                            const Values& in) {
+Values Builder::dense_block(const json& j, const std::string& where, Scope& c, const Values& in) {
   Values features = expect(in, 1, where, "");
   const std::int64_t n = get_int(j, "num_layers", where);
   const std::int64_t channels = get_int(j, "in", where);
@@ -233,17 +231,14 @@ Values Builder::dense_block(const json& j, const std::string& where, Scope& c,
   return emit(c, "cat", features, {{"dim", std::int64_t{1}}}, "cat");
 }
 
-Values Builder::transition(const json& j, const std::string& where, Scope& c,
-                           const Values& in) {
+Values Builder::transition(const json& j, const std::string& where, Scope& c, const Values& in) {
   const std::int64_t nin = get_int(j, "in", where), nout = get_int(j, "out", where);
   Values h = module_layer(c, "norm", {{"type", "batchnorm2d"}, {"features", nin}}, where, in);
   h = module_layer(c, "relu", {{"type", "relu"}}, where, h);
-  h = module_layer(
-      c, "conv",
-      {{"type", "conv2d"}, {"in", nin}, {"out", nout}, {"kernel", 1}, {"bias", false}}, where,
-      h);
-  return module_layer(c, "pool", {{"type", "avgpool2d"}, {"kernel", 2}, {"stride", 2}}, where,
-                      h);
+  h = module_layer(c, "conv",
+                   {{"type", "conv2d"}, {"in", nin}, {"out", nout}, {"kernel", 1}, {"bias", false}},
+                   where, h);
+  return module_layer(c, "pool", {{"type", "avgpool2d"}, {"kernel", 2}, {"stride", 2}}, where, h);
 }
 
 Values Builder::lstm(const json& j, const std::string& where, Scope& c, const Values& in) {
@@ -263,14 +258,17 @@ Values Builder::lstm(const json& j, const std::string& where, Scope& c, const Va
   auto u = [&](const Shape& shape) { return uniform_tensor(shape, -bound, bound, gen_); };
   std::string h = args[1], cell_state = args[2];
   for (std::int64_t t = 0; t < steps; ++t) {
-    const Values x = emit(c, "select", {args[0]}, {{"dim", std::int64_t{0}}, {"index", t}},
-                          "select");
+    const Values x =
+        emit(c, "select", {args[0]}, {{"dim", std::int64_t{0}}, {"index", t}}, "select");
     const Naming naming{t == 0 ? "cell" : "cell_" + std::to_string(t), c.def + ".cell", t};
     Scope cell = child(c, naming.name, "LSTMCell", nullptr, where, &naming);
     cell.module->attrs = {{"input_size", nin}, {"hidden_size", hidden}};
-    const auto w_ih = param(cell, "weight_ih", {4 * hidden, nin}, [&] { return u({4 * hidden, nin}); });
-    const auto w_hh =
-        param(cell, "weight_hh", {4 * hidden, hidden}, [&] { return u({4 * hidden, hidden}); });
+    const auto w_ih = param(cell, "weight_ih", {4 * hidden, nin}, [&] {
+      return u({4 * hidden, nin});
+    });
+    const auto w_hh = param(cell, "weight_hh", {4 * hidden, hidden}, [&] {
+      return u({4 * hidden, hidden});
+    });
     const auto b_ih = param(cell, "bias_ih", {4 * hidden}, [&] { return u({4 * hidden}); });
     const auto b_hh = param(cell, "bias_hh", {4 * hidden}, [&] { return u({4 * hidden}); });
     const auto gi = emit(cell, "linear", {x[0], w_ih, b_ih}, {}, "linear_ih")[0];
@@ -299,8 +297,7 @@ Values Builder::lstm(const json& j, const std::string& where, Scope& c, const Va
   return {h};
 }
 
-Values Builder::attention(const json& j, const std::string& where, Scope& c,
-                          const Values& in) {
+Values Builder::attention(const json& j, const std::string& where, Scope& c, const Values& in) {
   const Values x = expect(in, 1, where, "");
   const std::int64_t dim = get_int(j, "dim", where), heads = get_int(j, "heads", where);
   if (dim <= 0 || heads <= 0 || dim % heads)
@@ -309,9 +306,9 @@ Values Builder::attention(const json& j, const std::string& where, Scope& c,
   const json proj{{"type", "linear"}, {"in", dim}, {"out", dim}};
   auto split = [&](const Values& v, const char* name) {
     // [B, S, D] -> [B, heads, S, D / heads]; a 0 in a reshape keeps that dimension.
-    const auto r = emit(c, "reshape", v,
-                        {{"shape", std::vector<std::int64_t>{0, 0, heads, dim / heads}}},
-                        std::string(name) + "_heads");
+    const auto r =
+        emit(c, "reshape", v, {{"shape", std::vector<std::int64_t>{0, 0, heads, dim / heads}}},
+             std::string(name) + "_heads");
     return emit(c, "transpose", r, {{"dim0", std::int64_t{1}}, {"dim1", std::int64_t{2}}},
                 std::string(name) + "_t");
   };
@@ -329,8 +326,7 @@ Values Builder::attention(const json& j, const std::string& where, Scope& c,
   auto ctx = emit(c, "matmul", {weights[0], v[0]}, {}, "context");
   ctx = emit(c, "transpose", ctx, {{"dim0", std::int64_t{1}}, {"dim1", std::int64_t{2}}},
              "context_t");
-  ctx = emit(c, "reshape", ctx, {{"shape", std::vector<std::int64_t>{0, 0, dim}}},
-             "merge_heads");
+  ctx = emit(c, "reshape", ctx, {{"shape", std::vector<std::int64_t>{0, 0, dim}}}, "merge_heads");
   return module_layer(c, "out_proj", proj, where, ctx);
 }
 
@@ -346,17 +342,21 @@ Values Builder::repeat(const json& j, const std::string& where, Scope& s, const 
   const bool shared = get_bool(j, "shared", where, true);
   const std::int64_t start = get_int(j, "start", where, 0);
   static const std::set<std::string> inline_types{
-      "relu",  "gelu",    "sigmoid", "tanh",      "sin",       "cos",     "exp",
-      "log",   "sqrt",    "neg",     "erf",       "identity",  "clone",   "relu6",
-      "hardtanh", "clamp", "softmax", "log_softmax", "dropout", "flatten", "reshape",
-      "view",  "transpose", "permute", "select",  "slice",     "unsqueeze", "squeeze",
-      "cat",   "sum",     "mean",    "add",       "sub",       "mul",     "div",
-      "pow",   "matmul",  "maxpool2d", "avgpool2d", "adaptive_avgpool2d", "repeat"};
+      "relu",    "gelu",      "sigmoid",     "tanh",      "sin",
+      "cos",     "exp",       "log",         "sqrt",      "neg",
+      "erf",     "identity",  "clone",       "relu6",     "hardtanh",
+      "clamp",   "softmax",   "log_softmax", "dropout",   "flatten",
+      "reshape", "view",      "transpose",   "permute",   "select",
+      "slice",   "unsqueeze", "squeeze",     "cat",       "sum",
+      "mean",    "add",       "sub",         "mul",       "div",
+      "pow",     "matmul",    "maxpool2d",   "avgpool2d", "adaptive_avgpool2d",
+      "repeat"};
   const bool is_module = !name.empty() || !inline_types.count(type);
   if (is_module && name.empty()) throw JsonError(bw, "a repeated module needs a \"name\"");
   if (is_module && !shared && count > 1 && name.find("{i}") == std::string::npos)
-    throw JsonError(bw, "distinct repeated modules (\"shared\": false) need \"{i}\" in their "
-                        "name, e.g. \"block{i}\"");
+    throw JsonError(bw,
+                    "distinct repeated modules (\"shared\": false) need \"{i}\" in their "
+                    "name, e.g. \"block{i}\"");
   Values cur = in;
   for (std::int64_t k = 0; k < count; ++k) {
     if (!is_module) {

@@ -69,8 +69,10 @@ void read_loss(const json& doc, Model& m, json_model::Builder& b) {
     return;
   }
   if (!loss.is_object())
-    throw JsonError("loss", "must be \"sum\", \"mean\" or {\"type\": \"cross_entropy\" | "
-                            "\"mse\", ...}, got " + loss.dump());
+    throw JsonError("loss",
+                    "must be \"sum\", \"mean\" or {\"type\": \"cross_entropy\" | "
+                    "\"mse\", ...}, got " +
+                        loss.dump());
   const std::string type = get_string(loss, "type", "loss", "");
   if (m.outputs.size() != 1)
     throw JsonError("loss", "a model loss needs exactly one model output, there are " +
@@ -94,8 +96,8 @@ void read_loss(const json& doc, Model& m, json_model::Builder& b) {
   const std::string op = type == "mse" ? "mse_loss" : "cross_entropy";
   m.scenario.loss = LossKind::model;
   m.scenario.loss_type = op;
-  m.scenario.loss_value = b.emit_root(op, {m.outputs[0], "target"},
-                                      {{"reduction", std::string("mean")}}, "loss")[0];
+  m.scenario.loss_value =
+      b.emit_root(op, {m.outputs[0], "target"}, {{"reduction", std::string("mean")}}, "loss")[0];
 }
 
 void read_checkpoint(const json& doc, Model& m) {
@@ -134,8 +136,8 @@ std::shared_ptr<Model> build(const json& doc, const std::string& source) {
     throw JsonError("format", "expected \"checkpoint-lab-model\", got \"" + format + "\"");
   const std::int64_t version = get_int(doc, "version", "version", 1);
   if (version != 1)
-    throw JsonError("version", "this build reads version 1, the file is version " +
-                                   std::to_string(version));
+    throw JsonError("version",
+                    "this build reads version 1, the file is version " + std::to_string(version));
   auto m = std::make_shared<Model>();
   m->source = source;
   m->format = "json";
@@ -181,8 +183,8 @@ std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::
     // prefix: the position is given in our own form.
     const auto colon = what.find(": ");
     if (colon != std::string::npos) what = what.substr(colon + 2);
-    throw std::invalid_argument(source + ":" + line_col(text, e.byte) + ": JSON syntax error: " +
-                                what);
+    throw std::invalid_argument(source + ":" + line_col(text, e.byte) +
+                                ": JSON syntax error: " + what);
   }
   try {
     return build(doc, source);

@@ -32,8 +32,9 @@ std::shared_ptr<Model> load_model(const std::string& path) {
   const std::string bytes = read_file(path);
   if (bytes.empty()) throw std::invalid_argument(path + ": the file is empty");
   if (looks_like_json(bytes)) return load_model_json_text(bytes, path);
-  throw std::invalid_argument(path + ": not a Checkpoint Lab JSON model (it does not start with "
-                                     "'{'), and ONNX import is not built yet");
+  throw std::invalid_argument(path +
+                              ": not a Checkpoint Lab JSON model (it does not start with "
+                              "'{'), and ONNX import is not built yet");
 }
 
 std::vector<std::string> supported_onnx_ops() {

@@ -18,8 +18,8 @@
 
 namespace ckpt {
 
-using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>,
-                               std::vector<double>>;
+using AttrValue =
+    std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, std::vector<double>>;
 using Attributes = std::map<std::string, AttrValue>;
 
 // A named value of the graph: a model input, a parameter or buffer, a constant, or an op output.
@@ -59,10 +59,10 @@ struct InputInfo {
 // A named scope: what a user can checkpoint. Each call of a module is its own instance
 // ("cell", "cell_1"); `definition` names the module they are instances of.
 struct Module {
-  std::string path;        // instance path, "" for the root
-  std::string name;        // last path component
-  std::string kind;        // display type: "DenseLayer", "Sequential", "Linear", ...
-  std::string definition;  // path of the module definition (same for all its instances)
+  std::string path;           // instance path, "" for the root
+  std::string name;           // last path component
+  std::string kind;           // display type: "DenseLayer", "Sequential", "Linear", ...
+  std::string definition;     // path of the module definition (same for all its instances)
   std::int64_t first_op = 0;  // range of its ops in execution order: [first_op, end_op)
   std::int64_t end_op = 0;
   bool checkpointable = false;
@@ -72,8 +72,8 @@ struct Module {
   std::vector<std::unique_ptr<Module>> children;
   // Parameters and buffers its ops use (captured by a checkpoint, not passed).
   std::vector<std::string> parameters;
-  Attributes attrs;             // the layer's configuration (in/out features, kernel, ...)
-  std::int64_t instance = 0;    // which call of `definition` this is (0 for the first)
+  Attributes attrs;           // the layer's configuration (in/out features, kernel, ...)
+  std::int64_t instance = 0;  // which call of `definition` this is (0 for the first)
 };
 
 enum class LossKind : std::uint8_t { sum, mean, model };
@@ -82,16 +82,16 @@ enum class LossKind : std::uint8_t { sum, mean, model };
 struct Scenario {
   std::int64_t batch = 1;
   std::uint64_t seed = 0;
-  LossKind loss = LossKind::sum;     // `model`: the graph computes its own loss (loss_value)
-  std::string loss_value;            // name of the scalar loss value when loss == model
+  LossKind loss = LossKind::sum;  // `model`: the graph computes its own loss (loss_value)
+  std::string loss_value;         // name of the scalar loss value when loss == model
   std::vector<std::string> default_checkpoints;  // module paths checkpointed when opened
   bool use_reentrant = true;
   std::string notes;  // teaching notes (Markdown): what to click, what to look at
   std::string title;
-  int segments = 0;                 // default checkpoint_sequential segments (0: none)
-  bool preserve_rng_state = true;   // default of the checkpoint configuration
-  bool batch_fixed = false;         // shapes were folded at load (ONNX): batch cannot change
-  std::string loss_type;            // model loss: "cross_entropy", "mse_loss", ... (display)
+  int segments = 0;                // default checkpoint_sequential segments (0: none)
+  bool preserve_rng_state = true;  // default of the checkpoint configuration
+  bool batch_fixed = false;        // shapes were folded at load (ONNX): batch cannot change
+  std::string loss_type;           // model loss: "cross_entropy", "mse_loss", ... (display)
 };
 
 class Model {

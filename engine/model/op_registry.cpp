@@ -27,13 +27,11 @@ const Tensor& in(const TensorList& xs, std::size_t i) {
 
 // Kernels, one per op kind. Each is a direct engine op call: all the memory behaviour (what is
 // saved, what is a view) is the engine op's.
-#define UNARY(fn) \
-  [](const OpNode&, const TensorList& x) -> TensorList { return {fn(x[0])}; }
-#define BINARY(fn) \
-  [](const OpNode&, const TensorList& x) -> TensorList { return {fn(x[0], x[1])}; }
-#define SCALAR(fn)                                                \
-  [](const OpNode& n, const TensorList& x) -> TensorList {        \
-    return {fn(x[0], attr_double(n, "value"))};                   \
+#define UNARY(fn) [](const OpNode&, const TensorList& x) -> TensorList { return {fn(x[0])}; }
+#define BINARY(fn) [](const OpNode&, const TensorList& x) -> TensorList { return {fn(x[0], x[1])}; }
+#define SCALAR(fn)                                         \
+  [](const OpNode& n, const TensorList& x) -> TensorList { \
+    return {fn(x[0], attr_double(n, "value"))};            \
   }
 
 TensorList run_linear(const OpNode&, const TensorList& x) {
@@ -64,8 +62,8 @@ TensorList run_permute(const OpNode& n, const TensorList& x) {
   return {permute(x[0], attr_ints(n, "dims"))};
 }
 TensorList run_slice(const OpNode& n, const TensorList& x) {
-  return {slice(x[0], attr_int(n, "dim"), attr_int(n, "start", 0),
-                attr_int(n, "end", INT64_MAX), attr_int(n, "step", 1))};
+  return {slice(x[0], attr_int(n, "dim"), attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX),
+                attr_int(n, "step", 1))};
 }
 TensorList run_select(const OpNode& n, const TensorList& x) {
   const std::int64_t dim = wrap_dim(attr_int(n, "dim"), x[0].dim(), "select");
@@ -73,8 +71,8 @@ TensorList run_select(const OpNode& n, const TensorList& x) {
   const std::int64_t size = x[0].size(dim);
   if (index < -size || index >= size)
     throw std::invalid_argument("select: index " + std::to_string(index) +
-                                " out of range for dimension " + std::to_string(dim) +
-                                " of size " + std::to_string(size));
+                                " out of range for dimension " + std::to_string(dim) + " of size " +
+                                std::to_string(size));
   if (index < 0) index += size;
   return {squeeze(slice(x[0], dim, index, index + 1, 1), dim)};
 }
@@ -121,12 +119,10 @@ const std::unordered_map<std::string, OpKind>& registry() {
     add_kind("sigmoid", 1, 1, UNARY(sigmoid));
     add_kind("sin", 1, 1, UNARY(sin));
     add_kind("cos", 1, 1, UNARY(cos));
-    add_kind("sum", 1, 1, [](const OpNode&, const TensorList& x) -> TensorList {
-      return {sum(x[0])};
-    });
-    add_kind("mean", 1, 1, [](const OpNode&, const TensorList& x) -> TensorList {
-      return {mean(x[0])};
-    });
+    add_kind("sum", 1, 1,
+             [](const OpNode&, const TensorList& x) -> TensorList { return {sum(x[0])}; });
+    add_kind("mean", 1, 1,
+             [](const OpNode&, const TensorList& x) -> TensorList { return {mean(x[0])}; });
     add_kind("sum_dims", 1, 1, run_sum_dims);
     add_kind("mean_dims", 1, 1, run_mean_dims);
     add_kind("view", 1, 1, run_view);
@@ -179,14 +175,14 @@ std::string describe_tensors(const TensorList& ts) {
 TensorList run_op_node(const OpKind& kind, const OpNode& node, const TensorList& inputs) {
   const auto n = static_cast<int>(inputs.size());
   if (n < kind.min_inputs || (kind.max_inputs >= 0 && n > kind.max_inputs))
-    throw std::invalid_argument("node '" + node.name + "' (" + node.op_type + "): takes " +
-                                std::to_string(kind.min_inputs) +
-                                (kind.max_inputs == kind.min_inputs
-                                     ? ""
-                                     : " to " + (kind.max_inputs < 0
-                                                     ? std::string("any number of")
-                                                     : std::to_string(kind.max_inputs))) +
-                                " inputs, got " + std::to_string(n));
+    throw std::invalid_argument(
+        "node '" + node.name + "' (" + node.op_type + "): takes " +
+        std::to_string(kind.min_inputs) +
+        (kind.max_inputs == kind.min_inputs
+             ? ""
+             : " to " + (kind.max_inputs < 0 ? std::string("any number of")
+                                             : std::to_string(kind.max_inputs))) +
+        " inputs, got " + std::to_string(n));
   try {
     return kind.run(node, inputs);
   } catch (const std::invalid_argument& e) {

@@ -48,7 +48,8 @@ CompiledModel::CompiledModel(const Model& model) {
   if (loss_ >= 0) keep[static_cast<std::size_t>(loss_)] = true;
   release_.resize(static_cast<std::size_t>(n));
   for (std::size_t v = static_cast<std::size_t>(statics_); v < names_.size(); ++v)
-    if (!keep[v] && last[v] >= 0) release_[static_cast<std::size_t>(last[v])].push_back(static_cast<int>(v));
+    if (!keep[v] && last[v] >= 0)
+      release_[static_cast<std::size_t>(last[v])].push_back(static_cast<int>(v));
 }
 
 int CompiledModel::id(const std::string& name) const {

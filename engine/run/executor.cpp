@@ -143,9 +143,9 @@ void Executor::run_range(Frame& f, std::int64_t a, std::int64_t b, const Module*
       TensorList args;
       const auto in_ids = plan_.ids(seg->inputs);
       for (int id : in_ids) args.push_back(f.get(id));
-      const TensorList outs = call_checkpoint(
-          [this, seg](const TensorList& xs) { return run_module(*seg, xs); }, args,
-          options_for(config_, seg->path));
+      const TensorList outs =
+          call_checkpoint([this, seg](const TensorList& xs) { return run_module(*seg, xs); }, args,
+                          options_for(config_, seg->path));
       const auto out_ids = plan_.ids(seg->outputs);
       for (std::size_t i = 0; i < out_ids.size(); ++i) f.set(out_ids[i], outs.at(i));
       e = seg->end_op;
@@ -195,11 +195,11 @@ void Executor::run_sequential(Frame& root, std::int64_t chain_end) {
     } else {
       const Module* m = model_.find_module(top);
       if (!m->checkpointable || m->end_op > chain_end)
-        throw std::invalid_argument(
-            "checkpoint_sequential: top-level module '" + top + "' cannot be a segment function" +
-            (m->checkpointable ? std::string(": it contains the loss")
-                               : ": " + m->not_checkpointable_reason));
-      u = Unit{m->first_op, m->end_op, m, plan_.ids(m->inputs), plan_.ids(m->outputs),
+        throw std::invalid_argument("checkpoint_sequential: top-level module '" + top +
+                                    "' cannot be a segment function" +
+                                    (m->checkpointable ? std::string(": it contains the loss")
+                                                       : ": " + m->not_checkpointable_reason));
+      u = Unit{m->first_op,           m->end_op, m, plan_.ids(m->inputs), plan_.ids(m->outputs),
                "module '" + top + "'"};
     }
     k = u.b;
@@ -217,8 +217,8 @@ void Executor::run_sequential(Frame& root, std::int64_t chain_end) {
     if (u.inputs.size() != 1 || (i > 0 && u.inputs[0] != expected) || u.outputs.size() != 1)
       throw std::invalid_argument(
           "checkpoint_sequential passes one tensor from each top-level module to the next, "
-          "but " + u.label + " takes (" + names(u.inputs) + ") and returns (" +
-          names(u.outputs) + ")");
+          "but " +
+          u.label + " takes (" + names(u.inputs) + ") and returns (" + names(u.outputs) + ")");
   }
   std::vector<SegmentFunction> functions;
   for (const Unit& u : units) {
@@ -231,7 +231,7 @@ void Executor::run_sequential(Frame& root, std::int64_t chain_end) {
   }
   const TensorList out =
       call_checkpoint_sequential(functions, config_.segments, {root.get(units[0].inputs[0])},
-                            options_for(config_, "checkpoint_sequential"));
+                                 options_for(config_, "checkpoint_sequential"));
   root.set(units.back().outputs[0], out.at(0));
   for (std::int64_t j = 0; j < chain_end; ++j)
     for (int id : plan_.release_after(j)) root.release(id);
@@ -242,7 +242,8 @@ TensorList Executor::forward(const TensorList& statics, const TensorList& inputs
   statics_ = &statics;
   const auto n = static_cast<std::int64_t>(plan_.ops().size());
   Frame root(plan_, statics, 0, n);
-  for (std::size_t i = 0; i < inputs.size(); ++i) root.bound.emplace_back(plan_.input_id(i), inputs[i]);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    root.bound.emplace_back(plan_.input_id(i), inputs[i]);
   std::int64_t start = 0;
   if (config_.segments > 0) {
     // The model's own loss takes the targets besides the chain's output: it runs after it.

@@ -145,11 +145,12 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   try {
     const std::int64_t batch = config.batch > 0 ? config.batch : model.scenario.batch;
     if (model.scenario.batch_fixed && batch != model.scenario.batch)
-      throw std::invalid_argument(model.source + ": this model's shapes were fixed at export "
-                                  "with batch " + std::to_string(model.scenario.batch) +
+      throw std::invalid_argument(model.source +
+                                  ": this model's shapes were fixed at export "
+                                  "with batch " +
+                                  std::to_string(model.scenario.batch) +
                                   "; it cannot run with batch " + std::to_string(batch));
-    if (config.segments < 0)
-      throw std::invalid_argument("Runner: segments must not be negative");
+    if (config.segments < 0) throw std::invalid_argument("Runner: segments must not be negative");
     LedgerScope ledger_scope(ledger);
     Generator dropout_gen(stream_seed(config.seed, Stream::dropout));
     GeneratorScope generator_scope(dropout_gen);

@@ -31,7 +31,7 @@ struct CheckpointConfig {
   bool check_recompute = true;  // compare recomputed values with the forward's (checksums)
   SelectivePolicy policy = SelectivePolicy::none;
   std::uint64_t seed = 0;
-  std::int64_t batch = 0;  // 0: the scenario's
+  std::int64_t batch = 0;                   // 0: the scenario's
   std::optional<bool> input_requires_grad;  // unset: each input's own setting
   std::optional<LossKind> loss;             // unset: the scenario's
   int threads = 0;                          // 0: leave as is
@@ -70,6 +70,7 @@ class Runner {
   // returns ok = false with error "cancelled").
   RunResult run(const CheckpointConfig& config, const std::atomic<bool>* cancel = nullptr) const;
   const Model& model() const { return *model_; }
+  const std::shared_ptr<const Model>& model_ptr() const { return model_; }
 
  private:
   std::shared_ptr<const Model> model_;

@@ -12,10 +12,11 @@ TensorList call_checkpoint(const SegmentFunction&, const TensorList&,
                            "': this build has no engine/checkpoint yet");
 }
 
-TensorList call_checkpoint_sequential(const std::vector<SegmentFunction>&, int,
-                                      const TensorList&, const CheckpointOptions&) {
-  throw std::runtime_error("cannot run checkpoint_sequential: this build has no "
-                           "engine/checkpoint yet");
+TensorList call_checkpoint_sequential(const std::vector<SegmentFunction>&, int, const TensorList&,
+                                      const CheckpointOptions&) {
+  throw std::runtime_error(
+      "cannot run checkpoint_sequential: this build has no "
+      "engine/checkpoint yet");
 }
 
 }  // namespace ckpt

@@ -10,8 +10,7 @@ namespace ckpt {
 
 TensorList call_checkpoint(const SegmentFunction& fn, const TensorList& inputs,
                            const CheckpointOptions& options);
-TensorList call_checkpoint_sequential(const std::vector<SegmentFunction>& functions,
-                                      int segments, const TensorList& input,
-                                      const CheckpointOptions& options);
+TensorList call_checkpoint_sequential(const std::vector<SegmentFunction>& functions, int segments,
+                                      const TensorList& input, const CheckpointOptions& options);
 
 }  // namespace ckpt
