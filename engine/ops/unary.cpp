@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <stdexcept>
 
 #include "engine/autograd/node.hpp"
 #include "engine/ops/kernels.hpp"
@@ -55,9 +56,15 @@ Tensor sqrt(const Tensor& x) {
 
 Tensor relu(const Tensor& x) {
   OpScope op("relu");
-  Tensor out = map_floating(x, "relu", [](double v) { return v > 0 ? v : 0.0; });
+  // Typed, not through double: ReLU is on every hot path. NaN propagates, as in PyTorch.
+  Tensor out = dispatch_floating(x.dtype(), "relu", [&]<typename T>() {
+    return unary_map<T>(x, [](T v) { return v < T(0) ? T(0) : v; });
+  });
   record("ReluBackward0", {x}, {out}, {out}, [](BackwardContext& c) -> TensorList {
-    return {chain(c.grads[0], c.saved[0], "relu", [](double r) { return r > 0 ? 1.0 : 0.0; })};
+    return {dispatch_floating(c.grads[0].dtype(), "relu backward", [&]<typename T>() {
+      return binary_map<T>(
+          c.grads[0], c.saved[0], [](T g, T r) { return r > T(0) ? g : T(0); }, "relu backward");
+    })};
   });
   return out;
 }
@@ -108,6 +115,60 @@ Tensor cos(const Tensor& x) {
   Tensor out = map_floating(x, "cos", [](double v) { return std::cos(v); });
   record("CosBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
     return {chain(c.grads[0], c.saved[0], "cos", [](double v) { return -std::sin(v); })};
+  });
+  return out;
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  OpScope op("clamp");
+  if (!min && !max)
+    throw std::invalid_argument("torch.clamp: At least one of 'min' or 'max' must not be None");
+  const bool has_min = min.has_value(), has_max = max.has_value();
+  const double lo = min.value_or(0), hi = max.value_or(0);
+  Tensor out = dispatch_floating(x.dtype(), "clamp", [&]<typename T>() {
+    const T l = static_cast<T>(lo), h = static_cast<T>(hi);
+    return unary_map<T>(x, [=](T v) {
+      if (std::isnan(v)) return v;
+      if (has_min && v < l) v = l;
+      if (has_max && v > h) v = h;
+      return v;
+    });
+  });
+  record("ClampBackward1", {x}, {out}, {x}, [=](BackwardContext& c) -> TensorList {
+    return {dispatch_floating(c.grads[0].dtype(), "clamp backward", [&]<typename T>() {
+      const T l = static_cast<T>(lo), h = static_cast<T>(hi);
+      return binary_map<T>(
+          c.grads[0], c.saved[0],
+          [=](T g, T v) { return (!has_min || v >= l) && (!has_max || v <= h) ? g : T(0); },
+          "clamp backward");
+    })};
+  });
+  return out;
+}
+
+Tensor hardtanh(const Tensor& x, double min, double max) {
+  OpScope op("hardtanh");
+  Tensor out = dispatch_floating(x.dtype(), "hardtanh", [&]<typename T>() {
+    const T l = static_cast<T>(min), h = static_cast<T>(max);
+    return unary_map<T>(x, [=](T v) { return std::isnan(v) ? v : (v < l ? l : (v > h ? h : v)); });
+  });
+  record("HardtanhBackward0", {x}, {out}, {x}, [=](BackwardContext& c) -> TensorList {
+    return {dispatch_floating(c.grads[0].dtype(), "hardtanh backward", [&]<typename T>() {
+      const T l = static_cast<T>(min), h = static_cast<T>(max);
+      return binary_map<T>(
+          c.grads[0], c.saved[0], [=](T g, T v) { return v <= l || v >= h ? T(0) : g; },
+          "hardtanh backward");
+    })};
+  });
+  return out;
+}
+
+Tensor erf(const Tensor& x) {
+  OpScope op("erf");
+  Tensor out = map_floating(x, "erf", [](double v) { return std::erf(v); });
+  record("ErfBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "erf",
+                  [](double v) { return 2.0 / std::sqrt(std::numbers::pi) * std::exp(-v * v); })};
   });
   return out;
 }

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <optional>
+
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt {
@@ -15,5 +17,12 @@ Tensor tanh(const Tensor& x);     // saves result
 Tensor sigmoid(const Tensor& x);  // saves result
 Tensor sin(const Tensor& x);      // saves x
 Tensor cos(const Tensor& x);      // saves x
+// torch.clamp with either bound optional (at least one given); NaN propagates. Saves x
+// (ClampBackward1); the gradient passes where min <= x <= max.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+// F.hardtanh; relu6 = hardtanh(x, 0, 6). Saves x (HardtanhBackward0); the gradient passes
+// where min < x < max (strictly, unlike clamp).
+Tensor hardtanh(const Tensor& x, double min = -1, double max = 1);
+Tensor erf(const Tensor& x);  // saves x; ONNX exports GELU decomposed through Erf
 
 }  // namespace ckpt

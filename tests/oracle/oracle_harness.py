@@ -27,17 +27,20 @@ import torch
 CASES = {}
 
 
-def case(name, rtol=1e-4, atol=1e-5, seed=0, compare_saved=True):
+def case(name, rtol=1e-4, atol=1e-5, seed=0, compare_saved=True, expect_error=False):
     """Registers a case function f(c) -> output tensor or tuple of output tensors.
 
     compare_saved=False: the saved bytes are reported but not compared (for cases where an
     outer saved_tensors_hooks cannot see what PyTorch keeps, e.g. inside a checkpoint).
+    expect_error=True: the case must raise, in its forward or in backward; the engine must
+    throw in the same phase with a message containing PyTorch's.
     """
 
     def register(f):
         if name in CASES:
             raise ValueError(f"oracle case {name!r} defined twice")
-        CASES[name] = (f, dict(rtol=rtol, atol=atol, seed=seed, compare_saved=compare_saved))
+        CASES[name] = (f, dict(rtol=rtol, atol=atol, seed=seed, compare_saved=compare_saved,
+                               expect_error=expect_error))
         return f
 
     return register
@@ -143,31 +146,59 @@ def _node_report(roots):
 
 def _save(path, t):
     a = t.detach().cpu().numpy()
-    np.save(path, np.ascontiguousarray(a))
+    # (np.ascontiguousarray would turn a 0-d array into a 1-d one)
+    np.save(path, a.copy(order="C"))
+
+
+def _measure_saved(f, opts, name, d):
+    """Runs the forward once under saved_tensors_hooks: what is saved, by distinct storage.
+
+    A separate run, because hooks change PyTorch's semantics: with hooks it skips the check
+    that a saved tensor was not modified in place. Returns (saved storages, node report).
+    """
+    c = Context(name, opts["seed"], d)
+    torch.manual_seed(c.forward_seed)
+    packed = {}
+
+    def pack(t):
+        packed.setdefault(_storage_key(t), (t.storage().nbytes(), t))
+        return t
+
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            result = f(c)
+    except Exception:  # noqa: BLE001 - the main run reports it
+        return [], []
+    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        nodes = _node_report(outputs)
+    excluded = {_storage_key(t) for t, role in c.tensors.values() if role in ("param", "buffer")}
+    saved = [{"bytes": nbytes, "shape": list(t.shape), "dtype": str(t.dtype)}
+             for key, (nbytes, t) in packed.items() if key not in excluded]
+    return saved, nodes
 
 
 def run_case(name, out_dir):
     f, opts = CASES[name]
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
+    saved, nodes = _measure_saved(f, opts, name, d)
+
     c = Context(name, opts["seed"], d)
-    packed = {}
     torch.manual_seed(c.forward_seed)
+    error = None
 
-    def pack(t):
-        packed.setdefault(_storage_key(t), (t.storage().nbytes(), t))
-        return t
+    def caught(phase, e):
+        if not opts["expect_error"]:
+            raise e
+        return {"phase": phase, "type": type(e).__name__, "message": str(e)}
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    try:
         result = f(c)
+    except Exception as e:  # noqa: BLE001 - an expected error is the case's result
+        error = caught("forward", e)
+        result = []
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-    nodes = _node_report(outputs)
-    excluded = {_storage_key(t) for t, role in c.tensors.values() if role in ("param", "buffer")}
-    saved = []
-    for key, (nbytes, t) in packed.items():
-        if key in excluded:
-            continue
-        saved.append({"bytes": nbytes, "shape": list(t.shape), "dtype": str(t.dtype)})
 
     grad_outs = []
     g = torch.Generator().manual_seed(opts["seed"] + 2)
@@ -175,8 +206,13 @@ def run_case(name, out_dir):
         grad_outs.append(torch.randn(o.shape, generator=g, dtype=o.dtype)
                          if o.is_floating_point() else None)
     diff = [(o, go) for o, go in zip(outputs, grad_outs) if o.requires_grad]
-    if diff:
-        torch.autograd.backward([o for o, _ in diff], [go for _, go in diff])
+    if diff and error is None:
+        try:
+            torch.autograd.backward([o for o, _ in diff], [go for _, go in diff])
+        except Exception as e:  # noqa: BLE001
+            error = caught("backward", e)
+    if opts["expect_error"] and error is None:
+        raise AssertionError(f"{name}: expected an error, PyTorch raised none")
 
     manifest = {
         "name": name,
@@ -191,6 +227,7 @@ def run_case(name, out_dir):
         "saved": {"bytes": sum(s["bytes"] for s in saved), "storages": saved},
         "nodes": nodes,
         "torch": torch.__version__,
+        "error": error,
     }
     for tname, (t, role) in c.tensors.items():
         entry = {"name": tname, "role": role, "requires_grad": t.requires_grad,

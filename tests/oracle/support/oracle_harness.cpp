@@ -229,10 +229,33 @@ CaseResult run_case(const std::string& python_name, const std::string& root) {
     const double atol = m.at("atol").get<double>();
     const bool compare_saved = m.value("compare_saved", true);
 
+    // An expected error: the engine must throw in the same phase, with PyTorch's message in
+    // its own (ours may add the op's name and shapes).
+    const json& error = m.contains("error") ? m.at("error") : json();
+    const std::string error_phase = error.is_null() ? "" : error.at("phase").get<std::string>();
+    auto expect_throw = [&](const std::string& phase, auto&& body) {
+      const std::string want = error.at("message").get<std::string>();
+      try {
+        body();
+      } catch (const std::exception& ex) {
+        const std::string got = ex.what();
+        if (got.find(want) == std::string::npos)
+          r.failures.push_back("the " + phase + " threw \"" + got + "\"; PyTorch's " +
+                               error.at("type").get<std::string>() + " says \"" + want + "\"");
+        return;
+      }
+      r.failures.push_back("the " + phase + " did not throw; PyTorch's " +
+                           error.at("type").get<std::string>() + ": " + want);
+    };
+
     TensorList outputs;
     {
       GeneratorScope gen(c.generator());
       PhaseScope fwd(Phase::forward);
+      if (error_phase == "forward") {
+        expect_throw("forward", [&] { fn->second(c); });
+        return r;
+      }
       outputs = fn->second(c);
     }
     const auto& expected_outputs = m.at("outputs");
@@ -266,6 +289,10 @@ CaseResult run_case(const std::string& python_name, const std::string& root) {
       }
     }
 
+    if (error_phase == "backward") {
+      expect_throw("backward", [&] { backward(diff_outputs, grad_outputs); });
+      return r;
+    }
     if (!diff_outputs.empty()) backward(diff_outputs, grad_outputs);
 
     for (const auto& tname : c.impl().order) {

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <cstdint>
+
+namespace ckpt {
+
+// C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C, all row-major with leading
+// dimensions (op = transpose when the flag is set, A then being stored [k, m]). Eigen's GEMM
+// underneath (OpenMP-parallel over the calling thread's team). beta is 0 or 1.
+template <typename T>
+void gemm_rm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+             const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+             std::int64_t ldc);
+
+extern template void gemm_rm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,
+                                    const float*, std::int64_t, const float*, std::int64_t, float,
+                                    float*, std::int64_t);
+extern template void gemm_rm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double,
+                                     const double*, std::int64_t, const double*, std::int64_t,
+                                     double, double*, std::int64_t);
+
+}  // namespace ckpt

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "engine/tensor/tensor.hpp"
+
+namespace ckpt {
+
+// F.conv2d: x [N, C, H, W] (or unbatched [C, H, W]), weight [O, C / groups, kh, kw], bias [O]
+// or undefined. Saves input and weight (ConvolutionBackward0), whichever needs a gradient.
+// The im2col workspace is a Tensor, so the ledger counts it as temporary memory of the step.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias /*may be undefined*/,
+              std::array<std::int64_t, 2> stride = {1, 1},
+              std::array<std::int64_t, 2> padding = {0, 0},
+              std::array<std::int64_t, 2> dilation = {1, 1}, std::int64_t groups = 1);
+
+}  // namespace ckpt

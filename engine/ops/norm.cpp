@@ -1,0 +1,336 @@
+#include "engine/ops/norm.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "engine/autograd/node.hpp"
+#include "engine/ops/kernels.hpp"
+
+namespace ckpt {
+
+namespace {
+
+void check_channel_vector(const Tensor& t, const char* what, std::int64_t c, DType dtype) {
+  if (!t.defined()) return;
+  if (t.numel() != c)
+    throw std::invalid_argument(std::string("batch_norm: ") + what + " should contain " +
+                                std::to_string(c) + " elements not " + std::to_string(t.numel()));
+  if (t.dtype() != dtype)
+    throw std::invalid_argument(std::string("batch_norm: ") + what + " is " + t.str() +
+                                ", expected " + dtype_name(dtype));
+  if (!t.is_contiguous())
+    throw std::invalid_argument(std::string("batch_norm: ") + what + " must be contiguous");
+}
+
+template <typename T>
+const T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+// Geometry of [N, C, S]: the channel is dim 1, S the product of the trailing dims.
+struct BnShape {
+  std::int64_t n, c, s;
+  std::int64_t count() const { return n * s; }
+};
+
+template <typename T>
+TensorList bn_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& w, const Tensor& rm,
+                       const Tensor& rv, const Tensor& save_mean, const Tensor& save_invstd,
+                       bool training, double eps, const BnShape& b, const std::vector<bool>& need) {
+  const Tensor gy = as_contiguous(gy_in);
+  const Tensor x = as_contiguous(x_in);
+  const T* gp = gy.data<T>();
+  const T* xp = x.data<T>();
+  const T* wp = ptr_or_null<T>(w);
+  Tensor dx = need[0] ? Tensor::empty(x.shape(), x.dtype()) : Tensor();
+  Tensor dw = need.size() > 1 && need[1] ? Tensor::empty({b.c}, x.dtype()) : Tensor();
+  Tensor db = need.size() > 2 && need[2] ? Tensor::empty({b.c}, x.dtype()) : Tensor();
+  T* dxp = dx.defined() ? dx.data<T>() : nullptr;
+  T* dwp = dw.defined() ? dw.data<T>() : nullptr;
+  T* dbp = db.defined() ? db.data<T>() : nullptr;
+  const double count = static_cast<double>(b.count());
+#pragma omp parallel for schedule(static) if (b.n * b.c * b.s > kParallelGrain)
+  for (std::int64_t c = 0; c < b.c; ++c) {
+    double mean, invstd;
+    if (training) {
+      mean = static_cast<double>(save_mean.data<T>()[c]);
+      invstd = static_cast<double>(save_invstd.data<T>()[c]);
+    } else {
+      mean = static_cast<double>(rm.data<T>()[c]);
+      invstd = 1.0 / std::sqrt(static_cast<double>(rv.data<T>()[c]) + eps);
+    }
+    double sum = 0, dot = 0;
+    for (std::int64_t n = 0; n < b.n; ++n) {
+      const T* g = gp + (n * b.c + c) * b.s;
+      const T* xv = xp + (n * b.c + c) * b.s;
+      for (std::int64_t i = 0; i < b.s; ++i) {
+        sum += g[i];
+        dot += (static_cast<double>(xv[i]) - mean) * g[i];
+      }
+    }
+    const double wc = wp ? static_cast<double>(wp[c]) : 1.0;
+    if (dxp) {
+      // dL/dX = (dY - mean(dY) - xhat * mean(dY * xhat)) * invstd * w in training; in eval
+      // the statistics are constants.
+      const double k = dot * invstd * invstd / count;
+      const double grad_mean = sum / count;
+      for (std::int64_t n = 0; n < b.n; ++n) {
+        const T* g = gp + (n * b.c + c) * b.s;
+        const T* xv = xp + (n * b.c + c) * b.s;
+        T* d = dxp + (n * b.c + c) * b.s;
+        if (training) {
+          for (std::int64_t i = 0; i < b.s; ++i)
+            d[i] = static_cast<T>((g[i] - grad_mean - (xv[i] - mean) * k) * invstd * wc);
+        } else {
+          for (std::int64_t i = 0; i < b.s; ++i) d[i] = static_cast<T>(g[i] * invstd * wc);
+        }
+      }
+    }
+    if (dwp) dwp[c] = static_cast<T>(dot * invstd);
+    if (dbp) dbp[c] = static_cast<T>(sum);
+  }
+  return {dx, dw, db, Tensor(), Tensor()};
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, bool training,
+                  double momentum, double eps, const Tensor& num_batches_tracked) {
+  OpScope op("batch_norm");
+  if (x_in.dim() < 2)
+    throw std::invalid_argument(
+        "batch_norm: expected an input of at least 2 dims [N, C, ...], got " + x_in.str());
+  if (!is_floating(x_in.dtype()))
+    throw std::invalid_argument("batch_norm: expected a floating-point input, got " + x_in.str());
+  const Tensor x = as_contiguous(x_in);
+  BnShape b{x.shape()[0], x.shape()[1], 1};
+  for (std::size_t d = 2; d < x.shape().size(); ++d) b.s *= x.shape()[d];
+  check_channel_vector(weight, "weight", b.c, x.dtype());
+  check_channel_vector(bias, "bias", b.c, x.dtype());
+  check_channel_vector(running_mean, "running_mean", b.c, x.dtype());
+  check_channel_vector(running_var, "running_var", b.c, x.dtype());
+  if (!training && (!running_mean.defined() || !running_var.defined()))
+    throw std::invalid_argument(std::string("batch_norm: running_") +
+                                (running_mean.defined() ? "var" : "mean") +
+                                " must be defined in evaluation mode");
+  if (training && b.count() <= 1)
+    throw std::invalid_argument(
+        "batch_norm: Expected more than 1 value per channel when training, got input size " +
+        shape_str(x.shape()));
+
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  Tensor save_mean, save_invstd;
+  if (training) {
+    save_mean = Tensor::empty({b.c}, x.dtype());
+    save_invstd = Tensor::empty({b.c}, x.dtype());
+  }
+  dispatch_floating(x.dtype(), "batch_norm", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    T* op_ = out.data<T>();
+    const T* wp = ptr_or_null<T>(weight);
+    const T* bp = ptr_or_null<T>(bias);
+    T* rm = running_mean.defined() ? running_mean.data<T>() : nullptr;
+    T* rv = running_var.defined() ? running_var.data<T>() : nullptr;
+    const double count = static_cast<double>(b.count());
+#pragma omp parallel for schedule(static) if (b.n * b.c * b.s > kParallelGrain)
+    for (std::int64_t c = 0; c < b.c; ++c) {
+      double mean_d, invstd_d;
+      if (training) {
+        // Two passes in double, as PyTorch's CPU kernel accumulates.
+        double sum = 0;
+        for (std::int64_t n = 0; n < b.n; ++n) {
+          const T* xv = xp + (n * b.c + c) * b.s;
+          for (std::int64_t i = 0; i < b.s; ++i) sum += xv[i];
+        }
+        const T mean = static_cast<T>(sum / count);
+        double var_sum = 0;
+        for (std::int64_t n = 0; n < b.n; ++n) {
+          const T* xv = xp + (n * b.c + c) * b.s;
+          for (std::int64_t i = 0; i < b.s; ++i) {
+            const T d = xv[i] - mean;
+            var_sum += d * d;
+          }
+        }
+        mean_d = static_cast<double>(mean);
+        invstd_d = 1.0 / std::sqrt(var_sum / count + eps);
+        save_mean.data<T>()[c] = mean;
+        save_invstd.data<T>()[c] = static_cast<T>(invstd_d);
+        if (rm) rm[c] = static_cast<T>(momentum * mean_d + (1 - momentum) * rm[c]);
+        if (rv) rv[c] = static_cast<T>(momentum * (var_sum / (count - 1)) + (1 - momentum) * rv[c]);
+      } else {
+        mean_d = static_cast<double>(rm[c]);
+        invstd_d = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
+      }
+      // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
+      const double alpha_d = invstd_d * (wp ? static_cast<double>(wp[c]) : 1.0);
+      const T alpha = static_cast<T>(alpha_d);
+      const T beta = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mean_d * alpha_d);
+      for (std::int64_t n = 0; n < b.n; ++n) {
+        const T* xv = xp + (n * b.c + c) * b.s;
+        T* o = op_ + (n * b.c + c) * b.s;
+        for (std::int64_t i = 0; i < b.s; ++i) o[i] = xv[i] * alpha + beta;
+      }
+    }
+  });
+  if (training) {
+    // In-place updates of model state move its version on, as PyTorch's do.
+    if (running_mean.defined()) running_mean.bump_version();
+    if (running_var.defined()) running_var.bump_version();
+    if (num_batches_tracked.defined()) {
+      if (num_batches_tracked.dtype() != DType::i64 || num_batches_tracked.numel() != 1)
+        throw std::invalid_argument(
+            "batch_norm: num_batches_tracked must be a one-element int64 "
+            "tensor, got " +
+            num_batches_tracked.str());
+      num_batches_tracked.data<std::int64_t>()[0] += 1;
+      num_batches_tracked.bump_version();
+    }
+  }
+  record("NativeBatchNormBackward0", {x_in, weight, bias}, {out},
+         {x_in, weight, running_mean, running_var, save_mean, save_invstd},
+         [training, eps, b](BackwardContext& c) -> TensorList {
+           const auto& s = c.saved;
+           return dispatch_floating(c.grads[0].dtype(), "batch_norm backward", [&]<typename T>() {
+             TensorList r = bn_backward<T>(c.grads[0], s[0], s[1], s[2], s[3], s[4], s[5], training,
+                                           eps, b, c.needs_input_grad);
+             r.resize(3);
+             return r;
+           });
+         });
+  return out;
+}
+
+Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  OpScope op("layer_norm");
+  const auto nd = x_in.dim();
+  const auto nn = static_cast<std::int64_t>(normalized_shape.size());
+  bool matches = nn >= 1 && nd >= nn;
+  for (std::int64_t i = 0; matches && i < nn; ++i)
+    matches = x_in.shape()[static_cast<std::size_t>(nd - nn + i)] ==
+              normalized_shape[static_cast<std::size_t>(i)];
+  if (!matches) {
+    std::string expected = "[*";
+    for (auto d : normalized_shape) expected += ", " + std::to_string(d);
+    throw std::invalid_argument("layer_norm: Given normalized_shape=" +
+                                shape_str(normalized_shape) + ", expected input with shape " +
+                                expected + "], but got input of size" + shape_str(x_in.shape()));
+  }
+  for (const Tensor* t : {&weight, &bias})
+    if (t->defined() && t->shape() != normalized_shape)
+      throw std::invalid_argument(
+          std::string("layer_norm: Expected ") + (t == &weight ? "weight" : "bias") +
+          " to be of same shape as normalized_shape, but got " +
+          (t == &weight ? "weight" : "bias") + " of shape " + shape_str(t->shape()) +
+          " and normalized_shape = " + shape_str(normalized_shape));
+  if (!is_floating(x_in.dtype()))
+    throw std::invalid_argument("layer_norm: expected a floating-point input, got " + x_in.str());
+  const Tensor x = as_contiguous(x_in);
+  const Tensor w = weight.defined() ? as_contiguous(weight) : Tensor();
+  const Tensor bb = bias.defined() ? as_contiguous(bias) : Tensor();
+  const std::int64_t m = shape_numel(normalized_shape);
+  const std::int64_t rows = m == 0 ? 0 : x.numel() / m;
+  Shape stat_shape(x.shape().begin(), x.shape().end() - nn);
+  for (std::int64_t i = 0; i < nn; ++i) stat_shape.push_back(1);
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  Tensor mean = Tensor::empty(stat_shape, x.dtype());
+  Tensor rstd = Tensor::empty(stat_shape, x.dtype());
+  dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    const T* wp = ptr_or_null<T>(w);
+    const T* bp = ptr_or_null<T>(bb);
+    T* op_ = out.data<T>();
+    T* mp = mean.data<T>();
+    T* rp = rstd.data<T>();
+#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* xv = xp + r * m;
+      double sum = 0;
+      for (std::int64_t i = 0; i < m; ++i) sum += xv[i];
+      const double mu = sum / static_cast<double>(m);
+      double var = 0;
+      for (std::int64_t i = 0; i < m; ++i) {
+        const double d = xv[i] - mu;
+        var += d * d;
+      }
+      const double rs = 1.0 / std::sqrt(var / static_cast<double>(m) + eps);
+      mp[r] = static_cast<T>(mu);
+      rp[r] = static_cast<T>(rs);
+      T* o = op_ + r * m;
+      for (std::int64_t i = 0; i < m; ++i) {
+        double y = (xv[i] - mu) * rs;
+        if (wp) y *= wp[i];
+        if (bp) y += bp[i];
+        o[i] = static_cast<T>(y);
+      }
+    }
+  });
+  record("NativeLayerNormBackward0", {x_in, weight, bias}, {out}, {x_in, weight, bias, mean, rstd},
+         [rows, m](BackwardContext& c) -> TensorList {
+           const Tensor gy = as_contiguous(c.grads[0]);
+           const Tensor x = as_contiguous(c.saved[0]);
+           const Tensor& w = c.saved[1];
+           const Tensor& mean = c.saved[3];
+           const Tensor& rstd = c.saved[4];
+           const auto& need = c.needs_input_grad;
+           TensorList r(3);
+           dispatch_floating(gy.dtype(), "layer_norm backward", [&]<typename T>() {
+             const T* gp = gy.data<T>();
+             const T* xp = x.data<T>();
+             const T* wp = w.defined() ? as_contiguous(w).data<T>() : nullptr;
+             const T* mp = mean.data<T>();
+             const T* rp = rstd.data<T>();
+             if (need[0]) {
+               r[0] = Tensor::empty(x.shape(), x.dtype());
+               T* dp = r[0].data<T>();
+#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
+               for (std::int64_t row = 0; row < rows; ++row) {
+                 const T* g = gp + row * m;
+                 const T* xv = xp + row * m;
+                 const double mu = mp[row], rs = rp[row];
+                 // dx = rs * (g*w - mean(g*w) - xhat * mean(g*w*xhat))
+                 double sg = 0, sgx = 0;
+                 for (std::int64_t i = 0; i < m; ++i) {
+                   const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
+                   sg += gw;
+                   sgx += gw * (xv[i] - mu) * rs;
+                 }
+                 const double inv_m = 1.0 / static_cast<double>(m);
+                 T* d = dp + row * m;
+                 for (std::int64_t i = 0; i < m; ++i) {
+                   const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
+                   const double xhat = (xv[i] - mu) * rs;
+                   d[i] = static_cast<T>(rs * (gw - sg * inv_m - xhat * sgx * inv_m));
+                 }
+               }
+             }
+             const bool need_w = need.size() > 1 && need[1];
+             const bool need_b = need.size() > 2 && need[2];
+             if (need_w || need_b) {
+               std::vector<double> dw(static_cast<std::size_t>(m), 0.0), db(dw.size(), 0.0);
+               for (std::int64_t row = 0; row < rows; ++row) {
+                 const T* g = gp + row * m;
+                 const T* xv = xp + row * m;
+                 const double mu = mp[row], rs = rp[row];
+                 for (std::int64_t i = 0; i < m; ++i) {
+                   dw[static_cast<std::size_t>(i)] += g[i] * (xv[i] - mu) * rs;
+                   db[static_cast<std::size_t>(i)] += g[i];
+                 }
+               }
+               const Shape ws = c.saved[1].defined() ? c.saved[1].shape() : c.saved[2].shape();
+               if (need_w) r[1] = Tensor::from_vector(dw, ws);
+               if (need_b) r[2] = Tensor::from_vector(db, ws);
+               if (gy.dtype() == DType::f32) {
+                 if (need_w) r[1] = cast_raw(r[1], DType::f32);
+                 if (need_b) r[2] = cast_raw(r[2], DType::f32);
+               }
+             }
+           });
+           return r;
+         });
+  return out;
+}
+
+}  // namespace ckpt

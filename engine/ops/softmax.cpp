@@ -1,0 +1,124 @@
+#include "engine/ops/softmax.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/autograd/node.hpp"
+#include "engine/ops/kernels.hpp"
+
+namespace ckpt {
+
+namespace {
+
+// x viewed as [outer, size, inner] around the softmax dim.
+struct Lanes {
+  std::int64_t outer = 1, size = 1, inner = 1;
+};
+
+Lanes lanes_of(const Tensor& x, std::int64_t dim, const char* op) {
+  Lanes l;
+  if (x.dim() == 0) {
+    wrap_dim(dim, 0, op);
+    return l;
+  }
+  const auto d = wrap_dim(dim, x.dim(), op);
+  for (std::int64_t i = 0; i < x.dim(); ++i) {
+    const auto s = x.shape()[static_cast<std::size_t>(i)];
+    if (i < d) l.outer *= s;
+    if (i == d) l.size = s;
+    if (i > d) l.inner *= s;
+  }
+  return l;
+}
+
+// f(row pointer, stride) over every lane.
+template <typename F>
+void for_lanes(const Lanes& l, F&& f) {
+  const std::int64_t count = l.outer * l.inner;
+#pragma omp parallel for schedule(static) if (count * l.size > kParallelGrain)
+  for (std::int64_t k = 0; k < count; ++k) {
+    const std::int64_t o = k / l.inner, i = k % l.inner;
+    f(o * l.size * l.inner + i);
+  }
+}
+
+template <typename T>
+void softmax_kernel(const T* x, T* y, const Lanes& l, bool log) {
+  const std::int64_t st = l.inner;
+  for_lanes(l, [&](std::int64_t base) {
+    T m = -std::numeric_limits<T>::infinity();
+    for (std::int64_t j = 0; j < l.size; ++j) m = std::max(m, x[base + j * st]);
+    T sum = 0;
+    for (std::int64_t j = 0; j < l.size; ++j) {
+      const T e = std::exp(x[base + j * st] - m);
+      sum += e;
+      if (!log) y[base + j * st] = e;
+    }
+    if (log) {
+      const T lse = std::log(sum);
+      for (std::int64_t j = 0; j < l.size; ++j) y[base + j * st] = x[base + j * st] - m - lse;
+    } else {
+      const T inv = T(1) / sum;
+      for (std::int64_t j = 0; j < l.size; ++j) y[base + j * st] *= inv;
+    }
+  });
+}
+
+Tensor softmax_impl(const Tensor& x_in, std::int64_t dim, bool log) {
+  const char* op = log ? "log_softmax" : "softmax";
+  const Lanes l = lanes_of(x_in, dim, op);
+  const Tensor x = as_contiguous(x_in);
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  dispatch_floating(x.dtype(), op,
+                    [&]<typename T>() { softmax_kernel<T>(x.data<T>(), out.data<T>(), l, log); });
+  record(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {x_in}, {out}, {out},
+         [l, log](BackwardContext& c) -> TensorList {
+           const Tensor g = as_contiguous(c.grads[0]);
+           const Tensor y = as_contiguous(c.saved[0]);
+           Tensor dx = Tensor::empty(g.shape(), g.dtype());
+           dispatch_floating(g.dtype(), "softmax backward", [&]<typename T>() {
+             const T* gp = g.data<T>();
+             const T* yp = y.data<T>();
+             T* dp = dx.data<T>();
+             const std::int64_t st = l.inner;
+             for_lanes(l, [&](std::int64_t base) {
+               T acc = 0;
+               if (log) {
+                 // d log_softmax: g - exp(y) * sum(g)
+                 for (std::int64_t j = 0; j < l.size; ++j) acc += gp[base + j * st];
+                 for (std::int64_t j = 0; j < l.size; ++j) {
+                   const auto k = base + j * st;
+                   dp[k] = gp[k] - std::exp(yp[k]) * acc;
+                 }
+               } else {
+                 // d softmax: y * (g - sum(g * y))
+                 for (std::int64_t j = 0; j < l.size; ++j) {
+                   const auto k = base + j * st;
+                   acc += gp[k] * yp[k];
+                 }
+                 for (std::int64_t j = 0; j < l.size; ++j) {
+                   const auto k = base + j * st;
+                   dp[k] = yp[k] * (gp[k] - acc);
+                 }
+               }
+             });
+           });
+           return {dx};
+         });
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, std::int64_t dim) {
+  OpScope op("softmax");
+  return softmax_impl(x, dim, false);
+}
+
+Tensor log_softmax(const Tensor& x, std::int64_t dim) {
+  OpScope op("log_softmax");
+  return softmax_impl(x, dim, true);
+}
+
+}  // namespace ckpt

@@ -1,0 +1,259 @@
+#include <QtTest>
+
+#include "engine/ops/ops.hpp"
+#include "support/gradcheck.hpp"
+
+using namespace ckpt;
+using ckpt::testing::Fn;
+using ckpt::testing::gradcheck;
+using ckpt::testing::random_leaf;
+
+Q_DECLARE_METATYPE(ckpt::testing::Fn)
+Q_DECLARE_METATYPE(ckpt::TensorList)
+
+namespace {
+Tensor L(Shape s, std::uint64_t seed, double lo = -1, double hi = 1) {
+  return random_leaf(s, seed, lo, hi);
+}
+// A constant (no grad) of the same values, for running statistics and targets.
+Tensor C(Shape s, std::uint64_t seed, double lo = -1, double hi = 1) {
+  return random_leaf(s, seed, lo, hi).detach();
+}
+Tensor I(std::vector<std::int64_t> v, Shape s) {
+  return Tensor::from_vector(v, s);
+}
+}  // namespace
+
+// The neural-network ops' backward against central finite differences in f64: one row per op
+// and shape case (strides, padding, dilation, groups, reductions, non-contiguous inputs).
+class TestGradcheckNn : public QObject {
+  Q_OBJECT
+ private slots:
+  void ops_data() {
+    QTest::addColumn<Fn>("f");
+    QTest::addColumn<TensorList>("inputs");
+    auto row = [](const char* name, Fn f, TensorList in) { QTest::newRow(name) << f << in; };
+
+    // conv2d
+    row("conv2d", [](const TensorList& x) { return conv2d(x[0], x[1], x[2]); },
+        {L({2, 3, 5, 5}, 1), L({4, 3, 3, 3}, 2), L({4}, 3)});
+    row("conv2d stride 2 pad 1",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], x[2], {2, 2}, {1, 1});
+        },
+        {L({2, 3, 6, 5}, 4), L({4, 3, 3, 3}, 5), L({4}, 6)});
+    row("conv2d asymmetric stride pad dilation",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], Tensor(), {1, 2}, {2, 1}, {2, 1});
+        },
+        {L({1, 2, 6, 7}, 7), L({3, 2, 3, 2}, 8)});
+    row("conv2d groups 2",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], x[2], {1, 1}, {1, 1}, {1, 1}, 2);
+        },
+        {L({2, 4, 4, 4}, 9), L({6, 2, 3, 3}, 10), L({6}, 11)});
+    row("conv2d depthwise",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], Tensor(), {2, 2}, {1, 1}, {1, 1}, 3);
+        },
+        {L({2, 3, 5, 5}, 12), L({3, 1, 3, 3}, 13)});
+    row("conv2d 1x1 single image", [](const TensorList& x) { return conv2d(x[0], x[1], x[2]); },
+        {L({1, 3, 4, 5}, 14), L({2, 3, 1, 1}, 15), L({2}, 16)});
+    row("conv2d 1x1 batch", [](const TensorList& x) { return conv2d(x[0], x[1], Tensor()); },
+        {L({3, 3, 4, 5}, 17), L({2, 3, 1, 1}, 18)});
+    row("conv2d unbatched",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], x[2], {1, 1}, {1, 1});
+        },
+        {L({2, 4, 4}, 19), L({3, 2, 3, 3}, 20), L({3}, 21)});
+    row("conv2d transposed-view input",
+        [](const TensorList& x) { return conv2d(transpose(x[0], 2, 3), x[1], Tensor()); },
+        {L({1, 2, 5, 4}, 22), L({2, 2, 2, 2}, 23)});
+    row("conv2d input only needs grad",
+        [](const TensorList& x) {
+          return conv2d(x[0], C({2, 2, 3, 3}, 25), Tensor(), {1, 1}, {1, 1});
+        },
+        {L({1, 2, 4, 4}, 24)});
+
+    // pooling
+    row("max_pool2d 2x2",
+        [](const TensorList& x) {
+          return max_pool2d(x[0], {2, 2}, {2, 2});
+        },
+        {L({2, 2, 4, 6}, 30)});
+    row("max_pool2d 3x3 s2 p1",
+        [](const TensorList& x) {
+          return max_pool2d(x[0], {3, 3}, {2, 2}, {1, 1});
+        },
+        {L({1, 2, 7, 6}, 31)});
+    row("max_pool2d dilation ceil",
+        [](const TensorList& x) {
+          return max_pool2d(x[0], {2, 3}, {2, 1}, {1, 1}, {2, 1}, true);
+        },
+        {L({1, 1, 7, 6}, 32)});
+    row("max_pool2d unbatched",
+        [](const TensorList& x) {
+          return max_pool2d(x[0], {2, 2}, {1, 1});
+        },
+        {L({2, 3, 3}, 33)});
+    row("avg_pool2d 2x2",
+        [](const TensorList& x) {
+          return avg_pool2d(x[0], {2, 2}, {2, 2});
+        },
+        {L({2, 2, 4, 4}, 34)});
+    row("avg_pool2d pad count_include_pad",
+        [](const TensorList& x) {
+          return avg_pool2d(x[0], {3, 3}, {2, 2}, {1, 1});
+        },
+        {L({1, 2, 5, 6}, 35)});
+    row("avg_pool2d pad exclude ceil",
+        [](const TensorList& x) {
+          return avg_pool2d(x[0], {3, 2}, {2, 2}, {1, 1}, true, false);
+        },
+        {L({1, 2, 6, 5}, 36)});
+    row("adaptive_avg_pool2d 1x1",
+        [](const TensorList& x) {
+          return adaptive_avg_pool2d(x[0], {1, 1});
+        },
+        {L({2, 3, 4, 5}, 37)});
+    row("adaptive_avg_pool2d 3x2 overlapping",
+        [](const TensorList& x) {
+          return adaptive_avg_pool2d(x[0], {3, 2});
+        },
+        {L({2, 2, 7, 5}, 38)});
+
+    // normalisation
+    row("batch_norm train",
+        [](const TensorList& x) {
+          return batch_norm(x[0], x[1], x[2], C({3}, 42), C({3}, 43, 0.5, 2), true);
+        },
+        {L({2, 3, 4, 3}, 39), L({3}, 40), L({3}, 41)});
+    row("batch_norm train 2-d no affine no stats",
+        [](const TensorList& x) {
+          return batch_norm(x[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
+        },
+        {L({5, 4}, 44)});
+    row("batch_norm eval",
+        [](const TensorList& x) {
+          return batch_norm(x[0], x[1], x[2], C({3}, 48), C({3}, 49, 0.5, 2), false);
+        },
+        {L({2, 3, 2, 2}, 45), L({3}, 46), L({3}, 47)});
+    row("layer_norm", [](const TensorList& x) { return layer_norm(x[0], {5}, x[1], x[2]); },
+        {L({3, 5}, 50), L({5}, 51), L({5}, 52)});
+    row("layer_norm 2 dims no affine",
+        [](const TensorList& x) {
+          return layer_norm(x[0], {3, 4}, Tensor(), Tensor());
+        },
+        {L({2, 3, 4}, 53)});
+    row("layer_norm weight only",
+        [](const TensorList& x) { return layer_norm(transpose(x[0], 0, 1), {3}, x[1], Tensor()); },
+        {L({3, 4}, 54), L({3}, 55)});
+
+    // softmax and losses
+    row("softmax last", [](const TensorList& x) { return softmax(x[0], -1); }, {L({3, 5}, 60)});
+    row("softmax middle", [](const TensorList& x) { return softmax(x[0], 1); }, {L({2, 4, 3}, 61)});
+    row("log_softmax", [](const TensorList& x) { return log_softmax(x[0], 1); }, {L({3, 5}, 62)});
+    row("log_softmax dim 0", [](const TensorList& x) { return log_softmax(x[0], 0); },
+        {L({4, 3}, 63)});
+    row("cross_entropy mean",
+        [](const TensorList& x) {
+          return cross_entropy(x[0], I({0, 2, 4, 1}, {4}));
+        },
+        {L({4, 5}, 64)});
+    row("cross_entropy sum ignore_index",
+        [](const TensorList& x) {
+          return cross_entropy(x[0], I({0, -100, 4, 1}, {4}), "sum");
+        },
+        {L({4, 5}, 65)});
+    row("cross_entropy none",
+        [](const TensorList& x) {
+          return cross_entropy(x[0], I({3, 2, 0}, {3}), "none");
+        },
+        {L({3, 4}, 66)});
+    row("cross_entropy 4-d",
+        [](const TensorList& x) {
+          return cross_entropy(x[0], I({0, 1, 2, 0, 2, 1, 1, 0}, {2, 2, 2}));
+        },
+        {L({2, 3, 2, 2}, 67)});
+    row("cross_entropy 3-d none",
+        [](const TensorList& x) {
+          return cross_entropy(x[0], I({0, 1, 2, 2, 1, 0}, {2, 3}), "none");
+        },
+        {L({2, 3, 3}, 68)});
+    row("cross_entropy unbatched",
+        [](const TensorList& x) { return cross_entropy(x[0], I({2}, {})); }, {L({4}, 69)});
+    row("nll_loss",
+        [](const TensorList& x) {
+          return nll_loss(x[0], I({1, 0, 2}, {3}));
+        },
+        {L({3, 3}, 70)});
+    row("mse_loss mean", [](const TensorList& x) { return mse_loss(x[0], x[1]); },
+        {L({3, 4}, 71), L({3, 4}, 72)});
+    row("mse_loss sum",
+        [](const TensorList& x) {
+          return mse_loss(x[0], C({3, 4}, 74), "sum");
+        },
+        {L({3, 4}, 73)});
+    row("mse_loss none", [](const TensorList& x) { return mse_loss(x[0], x[1], "none"); },
+        {L({2, 3}, 75), L({2, 3}, 76)});
+
+    // dropout (a fresh generator per call: the same mask every evaluation)
+    row("dropout",
+        [](const TensorList& x) {
+          Generator g(7);
+          return dropout(x[0], 0.4, true, &g);
+        },
+        {L({4, 6}, 80)});
+    row("dropout p=1",
+        [](const TensorList& x) {
+          Generator g(7);
+          return dropout(x[0], 1.0, true, &g);
+        },
+        {L({3}, 81)});
+
+    // embedding (repeated indices accumulate)
+    row("embedding",
+        [](const TensorList& x) {
+          return embedding(x[0], I({1, 3, 1, 0, 3, 3}, {2, 3}));
+        },
+        {L({5, 4}, 82)});
+
+    // unary additions
+    row("clamp", [](const TensorList& x) { return clamp(x[0], -0.5, 0.4); }, {L({4, 5}, 83)});
+    row("clamp min only", [](const TensorList& x) { return clamp(x[0], 0.1, std::nullopt); },
+        {L({4, 5}, 84)});
+    row("clamp max only", [](const TensorList& x) { return clamp(x[0], std::nullopt, -0.1); },
+        {L({4, 5}, 85)});
+    row("hardtanh", [](const TensorList& x) { return hardtanh(x[0]); }, {L({4, 5}, 86, -2, 2)});
+    row("relu6", [](const TensorList& x) { return hardtanh(x[0], 0, 6); }, {L({4, 5}, 87, -3, 8)});
+    row("erf", [](const TensorList& x) { return erf(x[0]); }, {L({4, 5}, 88, -2, 2)});
+
+    // in-place
+    row("relu_",
+        [](const TensorList& x) {
+          Tensor y = mul(x[0], 1.5);
+          relu_(y);
+          return mul(y, x[0]);
+        },
+        {L({3, 4}, 90)});
+    row("add_ broadcast",
+        [](const TensorList& x) {
+          Tensor y = mul(x[0], 2.0);
+          add_(y, x[1]);
+          return mul(y, y);
+        },
+        {L({3, 4}, 91), L({4}, 92)});
+  }
+
+  void ops() {
+    QFETCH(Fn, f);
+    QFETCH(TensorList, inputs);
+    const auto r = gradcheck(f, inputs);
+    QVERIFY2(r.ok(),
+             qPrintable(QString::fromStdString(r.where) +
+                        QString(" (abs %1, rel %2)").arg(r.max_abs_error).arg(r.max_rel_error)));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestGradcheckNn)
+#include "test_gradcheck_nn.moc"

@@ -1,0 +1,115 @@
+// C++ halves of the per-op oracle cases (cases_nn.py).
+#include "engine/ops/ops.hpp"
+#include "support/oracle_harness.hpp"
+
+using namespace ckpt;
+
+namespace {
+std::array<std::int64_t, 2> pair(const oracle::OracleCase& c, const std::string& key) {
+  const auto v = c.attr_ints(key);
+  return {v.at(0), v.at(1)};
+}
+}  // namespace
+
+CKPTLAB_ORACLE_CASE(conv2d) {
+  return {conv2d(c.input("x"), c.param("w"), c.attr_bool("bias") ? c.param("b") : Tensor(),
+                 pair(c, "stride"), pair(c, "padding"), pair(c, "dilation"), c.attr_int("groups"))};
+}
+
+CKPTLAB_ORACLE_CASE(max_pool2d) {
+  return {max_pool2d(c.input("x"), pair(c, "kernel"), pair(c, "stride"), pair(c, "padding"),
+                     pair(c, "dilation"), c.attr_bool("ceil_mode"))};
+}
+
+CKPTLAB_ORACLE_CASE(avg_pool2d) {
+  return {avg_pool2d(c.input("x"), pair(c, "kernel"), pair(c, "stride"), pair(c, "padding"),
+                     c.attr_bool("ceil_mode"), c.attr_bool("count_include_pad"))};
+}
+
+CKPTLAB_ORACLE_CASE(adaptive_avg_pool2d) {
+  return {adaptive_avg_pool2d(c.input("x"), pair(c, "size"))};
+}
+
+CKPTLAB_ORACLE_CASE(batch_norm) {
+  const bool training = c.attr_bool("training");
+  if (!c.attr_bool("affine"))
+    return {batch_norm(c.input("x"), Tensor(), Tensor(), Tensor(), Tensor(), training)};
+  const bool counts = c.name() == "batch_norm@train";
+  return {batch_norm(c.input("x"), c.param("w"), c.param("b"), c.buffer("running_mean"),
+                     c.buffer("running_var"), training, 0.1, 1e-5,
+                     counts ? c.buffer("num_batches_tracked") : Tensor())};
+}
+
+CKPTLAB_ORACLE_CASE(layer_norm) {
+  const auto shape = c.attr_ints("shape");
+  if (c.name() == "layer_norm@basic")
+    return {layer_norm(c.input("x"), shape, c.param("w"), c.param("b"))};
+  return {layer_norm(c.input("x"), shape, Tensor(), Tensor())};
+}
+
+CKPTLAB_ORACLE_CASE(softmax) {
+  return {softmax(c.input("x"), 1)};
+}
+
+CKPTLAB_ORACLE_CASE(log_softmax) {
+  return {log_softmax(c.input("x"), -1)};
+}
+
+CKPTLAB_ORACLE_CASE(cross_entropy) {
+  return {cross_entropy(c.input("x"), c.input("target"), c.attr_string("reduction"),
+                        c.attr_int("ignore_index"))};
+}
+
+CKPTLAB_ORACLE_CASE(nll_loss) {
+  return {nll_loss(log_softmax(c.input("x"), 1), c.input("target"))};
+}
+
+CKPTLAB_ORACLE_CASE(mse_loss) {
+  return {mse_loss(c.input("x"), c.input("target"), c.attr_string("reduction"))};
+}
+
+CKPTLAB_ORACLE_CASE(dropout) {
+  Tensor y = dropout(c.input("x"), c.attr_double("p"), c.attr_bool("training"));
+  if (c.name() == "dropout@p0") return {tanh(y)};
+  if (c.name() == "dropout@eval") return {sigmoid(y)};
+  return {y};
+}
+
+CKPTLAB_ORACLE_CASE(embedding) {
+  return {embedding(c.param("w"), c.input("idx"))};
+}
+
+CKPTLAB_ORACLE_CASE(clamp) {
+  return {clamp(c.input("x"), -0.5, 0.5)};
+}
+
+CKPTLAB_ORACLE_CASE(relu6) {
+  return {hardtanh(c.input("x"), 0, 6)};
+}
+
+CKPTLAB_ORACLE_CASE(erf) {
+  return {erf(c.input("x"))};
+}
+
+CKPTLAB_ORACLE_CASE(relu_inplace) {
+  Tensor y = mul(c.input("x"), 2.0);
+  relu_(y);
+  return {y};
+}
+
+CKPTLAB_ORACLE_CASE(add_inplace) {
+  Tensor y = mul(sigmoid(c.input("x")), c.input("s"));
+  add_(y, c.input("b"));
+  return {y};
+}
+
+CKPTLAB_ORACLE_CASE(inplace_modifies_saved) {
+  Tensor y = sigmoid(c.input("x"));
+  add_(y, c.input("b"));
+  return {y};
+}
+
+CKPTLAB_ORACLE_CASE(inplace_on_leaf) {
+  Tensor x = c.input("x");
+  return {relu_(x)};
+}

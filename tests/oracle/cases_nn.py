@@ -1,0 +1,244 @@
+"""Oracle cases for the neural-network ops (issue 3), each op on its own.
+
+Variants of one op are "op@variant" cases whose attributes the C++ case reads.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from oracle_harness import case
+
+
+# --- conv2d -------------------------------------------------------------------------------
+def conv_case(name, x_shape, w_shape, bias=True, stride=1, padding=0, dilation=1, groups=1,
+              input_grad=True):
+    @case(f"conv2d@{name}")
+    def f(c):
+        x = c.input("x", x_shape, requires_grad=input_grad)
+        w = c.param("w", w_shape, scale=0.3)
+        b = c.param("b", [w_shape[0]]) if bias else None
+        c.attr("bias", bias)
+        c.attr("stride", [stride, stride] if isinstance(stride, int) else list(stride))
+        c.attr("padding", [padding, padding] if isinstance(padding, int) else list(padding))
+        c.attr("dilation", [dilation, dilation] if isinstance(dilation, int) else list(dilation))
+        c.attr("groups", groups)
+        return F.conv2d(x, w, b, stride, padding, dilation, groups)
+
+
+conv_case("basic", [2, 3, 8, 8], [4, 3, 3, 3], padding=1)
+conv_case("stride2", [2, 3, 9, 8], [5, 3, 3, 3], stride=2, padding=1)
+conv_case("dilation_groups", [2, 4, 9, 9], [6, 2, 3, 3], dilation=2, groups=2, padding=2)
+conv_case("asymmetric", [1, 2, 7, 9], [3, 2, 3, 2], stride=(1, 2), padding=(2, 1), bias=False)
+conv_case("pointwise", [3, 8, 5, 5], [4, 8, 1, 1], bias=False)
+conv_case("single_image_1x1", [1, 8, 5, 5], [4, 8, 1, 1])
+conv_case("input_nograd", [2, 3, 8, 8], [4, 3, 7, 7], stride=2, padding=3, input_grad=False)
+
+
+# --- pooling ------------------------------------------------------------------------------
+def pool_case(kind, name, x_shape, kernel, stride, padding=0, dilation=1, ceil_mode=False,
+              count_include_pad=True):
+    @case(f"{kind}@{name}")
+    def f(c):
+        x = c.input("x", x_shape)
+        c.attr("kernel", list(kernel))
+        c.attr("stride", list(stride))
+        c.attr("padding", list(padding) if not isinstance(padding, int) else [padding] * 2)
+        c.attr("dilation", list(dilation) if not isinstance(dilation, int) else [dilation] * 2)
+        c.attr("ceil_mode", ceil_mode)
+        c.attr("count_include_pad", count_include_pad)
+        if kind == "max_pool2d":
+            return F.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
+        return F.avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad)
+
+
+pool_case("max_pool2d", "k2", [2, 3, 8, 8], (2, 2), (2, 2))
+pool_case("max_pool2d", "k3s2p1", [2, 3, 9, 8], (3, 3), (2, 2), padding=1)
+pool_case("max_pool2d", "ceil_dilation", [1, 2, 9, 7], (3, 2), (2, 2), padding=1, dilation=(2, 1),
+          ceil_mode=True)
+pool_case("avg_pool2d", "k2", [2, 3, 8, 8], (2, 2), (2, 2))
+pool_case("avg_pool2d", "k3s2p1", [2, 3, 9, 8], (3, 3), (2, 2), padding=1)
+pool_case("avg_pool2d", "exclude_pad_ceil", [1, 2, 8, 7], (3, 3), (2, 2), padding=1,
+          ceil_mode=True, count_include_pad=False)
+
+
+@case("adaptive_avg_pool2d@global")
+def adaptive_global(c):
+    c.attr("size", [1, 1])
+    return F.adaptive_avg_pool2d(c.input("x", [2, 3, 8, 8]), 1)
+
+
+@case("adaptive_avg_pool2d@3x2")
+def adaptive_3x2(c):
+    c.attr("size", [3, 2])
+    return F.adaptive_avg_pool2d(c.input("x", [2, 3, 7, 5]), (3, 2))
+
+
+# --- normalisation ------------------------------------------------------------------------
+@case("batch_norm@train")
+def bn_train(c):
+    c.attr("training", True)
+    c.attr("affine", True)
+    x = c.input("x", [4, 3, 5, 5], scale=2.0)
+    rm = c.buffer("running_mean", torch.randn(3, generator=c.gen))
+    rv = c.buffer("running_var", torch.rand(3, generator=c.gen) + 0.5)
+    nbt = c.buffer("num_batches_tracked", torch.tensor(3, dtype=torch.int64))
+    w = c.param("w", [3], init="uniform", low=0.5, high=1.5)
+    b = c.param("b", [3])
+    nbt.add_(1)  # what nn.BatchNorm2d does in training
+    return F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.1, eps=1e-5)
+
+
+@case("batch_norm@eval")
+def bn_eval(c):
+    c.attr("training", False)
+    c.attr("affine", True)
+    x = c.input("x", [2, 3, 4, 4])
+    rm = c.buffer("running_mean", torch.randn(3, generator=c.gen))
+    rv = c.buffer("running_var", torch.rand(3, generator=c.gen) + 0.5)
+    w = c.param("w", [3], init="uniform", low=0.5, high=1.5)
+    b = c.param("b", [3])
+    return F.batch_norm(x, rm, rv, w, b, training=False)
+
+
+@case("batch_norm@train_plain")
+def bn_plain(c):
+    # affine=False, track_running_stats=False, a BatchNorm1d input
+    c.attr("training", True)
+    c.attr("affine", False)
+    return F.batch_norm(c.input("x", [6, 4]), None, None, None, None, training=True)
+
+
+@case("layer_norm@basic")
+def ln_basic(c):
+    c.attr("shape", [8])
+    x = c.input("x", [2, 3, 8])
+    return F.layer_norm(x, (8,), c.param("w", [8], init="uniform", low=0.5, high=1.5),
+                        c.param("b", [8]))
+
+
+@case("layer_norm@two_dims_plain")
+def ln_plain(c):
+    c.attr("shape", [3, 4])
+    return F.layer_norm(c.input("x", [2, 3, 4]), (3, 4))
+
+
+# --- softmax and losses -------------------------------------------------------------------
+@case("softmax")
+def softmax_case(c):
+    return F.softmax(c.input("x", [3, 4, 5]), 1)
+
+
+@case("log_softmax")
+def log_softmax_case(c):
+    return F.log_softmax(c.input("x", [4, 6]), -1)
+
+
+def ce_case(name, x_shape, target, reduction="mean", ignore_index=-100):
+    @case(f"cross_entropy@{name}")
+    def f(c):
+        x = c.input("x", x_shape)
+        t = c.const("target", torch.tensor(target, dtype=torch.int64))
+        c.attr("reduction", reduction)
+        c.attr("ignore_index", ignore_index)
+        return F.cross_entropy(x, t, reduction=reduction, ignore_index=ignore_index)
+
+
+ce_case("mean", [4, 5], [0, 1, 2, 4])
+ce_case("sum_ignore", [4, 5], [0, 3, 2, 3], reduction="sum", ignore_index=3)
+ce_case("none", [3, 4], [3, 0, 1], reduction="none")
+ce_case("spatial", [2, 3, 2, 2], [[[0, 1], [2, 0]], [[1, 1], [0, 2]]])
+ce_case("sequence", [2, 4, 3], [[0, 3, 1], [2, 2, 0]], reduction="none")
+
+
+@case("nll_loss")
+def nll_case(c):
+    x = c.input("x", [3, 4])
+    t = c.const("target", torch.tensor([1, 0, 3]))
+    return F.nll_loss(F.log_softmax(x, 1), t)
+
+
+@case("mse_loss@mean")
+def mse_mean(c):
+    c.attr("reduction", "mean")
+    return F.mse_loss(c.input("x", [4, 5]), c.input("target", [4, 5], requires_grad=False))
+
+
+@case("mse_loss@none")
+def mse_none(c):
+    c.attr("reduction", "none")
+    return F.mse_loss(c.input("x", [4, 5]), c.input("target", [4, 5]), reduction="none")
+
+
+# --- dropout, embedding, unary ------------------------------------------------------------
+@case("dropout@half")
+def dropout_half(c):
+    # The engine's generator reproduces torch's bernoulli_ stream: same mask, same bytes.
+    c.attr("p", 0.5)
+    c.attr("training", True)
+    return F.dropout(c.input("x", [8, 16]), 0.5, True)
+
+
+@case("dropout@p0")
+def dropout_p0(c):
+    c.attr("p", 0.0)
+    c.attr("training", True)
+    return torch.tanh(F.dropout(c.input("x", [4, 5]), 0.0, True))
+
+
+@case("dropout@eval")
+def dropout_eval(c):
+    c.attr("p", 0.3)
+    c.attr("training", False)
+    return torch.sigmoid(F.dropout(c.input("x", [4, 5]), 0.3, False))
+
+
+@case("embedding")
+def embedding_case(c):
+    w = c.param("w", [10, 4])
+    idx = c.const("idx", torch.tensor([[1, 2, 1], [9, 0, 2]]))
+    return F.embedding(idx, w)
+
+
+@case("clamp")
+def clamp_case(c):
+    return torch.clamp(c.input("x", [4, 5]), -0.5, 0.5)
+
+
+@case("relu6")
+def relu6_case(c):
+    return F.relu6(c.input("x", [4, 5], scale=4.0))
+
+
+@case("erf")
+def erf_case(c):
+    return torch.erf(c.input("x", [4, 5]))
+
+
+# --- in-place -----------------------------------------------------------------------------
+@case("relu_inplace")
+def relu_inplace(c):
+    y = c.input("x", [4, 5]) * 2
+    F.relu(y, inplace=True)
+    return y
+
+
+@case("add_inplace")
+def add_inplace(c):
+    y = torch.sigmoid(c.input("x", [4, 5]))
+    y = y * c.input("s", [4, 5])
+    y.add_(c.input("b", [5]))
+    return y
+
+
+@case("inplace_modifies_saved", expect_error=True)
+def inplace_modifies_saved(c):
+    # sigmoid saves its result; add_ then changes it: backward must refuse.
+    y = torch.sigmoid(c.input("x", [4, 5]))
+    y.add_(c.input("b", [5], requires_grad=False))
+    return y
+
+
+@case("inplace_on_leaf", expect_error=True)
+def inplace_on_leaf(c):
+    x = c.input("x", [4, 5])
+    return F.relu(x, inplace=True)
