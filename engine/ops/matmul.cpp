@@ -5,6 +5,7 @@
 #include "engine/autograd/node.hpp"
 #include "engine/ops/elementwise.hpp"
 #include "engine/ops/kernels.hpp"
+#include "engine/ops/shape_ops.hpp"
 
 namespace ckpt {
 
@@ -14,105 +15,138 @@ Tensor maybe(bool keep, const Tensor& t) {
   return keep ? t : Tensor();
 }
 
-// Batched product over broadcast batch dims of a [..., m, k] and b [..., k, n].
-Tensor batched_matmul_raw(const Tensor& a, const Tensor& b) {
-  const auto m = a.shape()[a.shape().size() - 2];
-  const auto k = a.shape().back();
-  const auto k2 = b.shape()[b.shape().size() - 2];
-  const auto n = b.shape().back();
-  if (k != k2)
-    throw std::invalid_argument("matmul: shapes " + shape_str(a.shape()) + " and " +
-                                shape_str(b.shape()) + " cannot be multiplied (" +
-                                std::to_string(k) + " != " + std::to_string(k2) + ")");
-  const Shape ba(a.shape().begin(), a.shape().end() - 2);
-  const Shape bb(b.shape().begin(), b.shape().end() - 2);
-  const Shape batch = broadcast_shapes(ba, bb, "matmul");
-  Shape ea = batch, eb = batch, out_shape = batch;
-  ea.insert(ea.end(), {m, k});
-  eb.insert(eb.end(), {k, n});
-  out_shape.insert(out_shape.end(), {m, n});
-  const Tensor xa = expand_raw(a, ea);
-  const Tensor xb = expand_raw(b, eb);
-  Tensor out = Tensor::empty(out_shape, a.dtype());
-  const std::int64_t count = shape_numel(batch);
-  const auto nb = static_cast<std::int64_t>(batch.size());
-  const Strides ostr = contiguous_strides(batch);
-  for (std::int64_t i = 0; i < count; ++i) {
-    std::int64_t oa = xa.offset(), ob = xb.offset(), rem = i;
-    for (std::int64_t d = 0; d < nb; ++d) {
-      const auto idx = rem / ostr[static_cast<std::size_t>(d)];
-      rem %= ostr[static_cast<std::size_t>(d)];
-      oa += idx * xa.strides()[static_cast<std::size_t>(d)];
-      ob += idx * xb.strides()[static_cast<std::size_t>(d)];
-    }
-    const std::size_t r = static_cast<std::size_t>(nb);
-    Tensor sa = xa.alias({m, k}, {xa.strides()[r], xa.strides()[r + 1]}, oa);
-    Tensor sb = xb.alias({k, n}, {xb.strides()[r], xb.strides()[r + 1]}, ob);
+[[noreturn]] void shape_error(const Tensor& a, const Tensor& b) {
+  throw std::invalid_argument("matmul: shapes " + shape_str(a.shape()) + " and " +
+                              shape_str(b.shape()) + " cannot be multiplied");
+}
+
+// A 1-D operand as a [1, k] row (left) or [k, 1] column (right), sharing storage.
+Tensor promote(const Tensor& v, bool left) {
+  if (v.dim() != 1) return v;
+  return left ? v.alias({1, v.shape()[0]}, {0, v.strides()[0]}, v.offset())
+              : v.alias({v.shape()[0], 1}, {v.strides()[0], 0}, v.offset());
+}
+
+// a [m, k] @ b [k, n] as one node: MmBackward0, or MvBackward0 (b 1-D) and DotBackward0 (both
+// 1-D), computed on promoted views. Saves a if b needs grad and b if a needs grad, as PyTorch.
+Tensor mm_node(const Tensor& a, const Tensor& b, const char* name) {
+  const Tensor a2 = promote(a, true), b2 = promote(b, false);
+  if (a2.shape()[1] != b2.shape()[0]) shape_error(a, b);
+  const std::int64_t m = a2.shape()[0], n = b2.shape()[1];
+  Tensor out = matmul2d_raw(a2, b2);
+  Shape os;
+  if (a.dim() == 2) os.push_back(m);
+  if (b.dim() == 2) os.push_back(n);
+  out = out.alias(os, contiguous_strides(os), 0);
+  record(name, {a, b}, {out}, {maybe(needs_grad(b), a), maybe(needs_grad(a), b)},
+         [m, n, a1 = a.dim() == 1, b1 = b.dim() == 1](BackwardContext& c) -> TensorList {
+           Tensor g = as_contiguous(c.grads[0]);
+           g = g.alias({m, n}, {n, 1}, g.offset());
+           auto flat = [](const Tensor& t) { return t.alias({t.numel()}, {1}, t.offset()); };
+           Tensor ga, gb;
+           if (c.needs_input_grad[0]) {
+             ga = matmul2d_raw(g, transpose_raw(promote(c.saved[1], false), 0, 1));
+             if (a1) ga = flat(ga);
+           }
+           if (c.needs_input_grad[1]) {
+             gb = matmul2d_raw(transpose_raw(promote(c.saved[0], true), 0, 1), g);
+             if (b1) gb = flat(gb);
+           }
+           return {ga, gb};
+         });
+  return out;
+}
+
+// a [B, m, k] @ b [B, k, n] (BmmBackward0), same saving rule.
+Tensor bmm_raw(const Tensor& a, const Tensor& b) {
+  const auto batch = a.shape()[0], m = a.shape()[1], n = b.shape()[2];
+  Tensor out = Tensor::empty({batch, m, n}, a.dtype());
+  for (std::int64_t i = 0; i < batch; ++i) {
+    Tensor sa = a.alias({m, a.shape()[2]}, {a.strides()[1], a.strides()[2]},
+                        a.offset() + i * a.strides()[0]);
+    Tensor sb = b.alias({b.shape()[1], n}, {b.strides()[1], b.strides()[2]},
+                        b.offset() + i * b.strides()[0]);
     Tensor so = out.alias({m, n}, {n, 1}, i * m * n);
     gemm_raw(sa, sb, so);
   }
   return out;
 }
 
-Tensor batched_or_2d(const Tensor& a, const Tensor& b) {
-  return a.dim() == 2 && b.dim() == 2 ? matmul2d_raw(a, b) : batched_matmul_raw(a, b);
+Tensor bmm_node(const Tensor& a, const Tensor& b) {
+  if (a.shape()[0] != b.shape()[0] || a.shape()[2] != b.shape()[1]) shape_error(a, b);
+  Tensor out = bmm_raw(a, b);
+  record("BmmBackward0", {a, b}, {out}, {maybe(needs_grad(b), a), maybe(needs_grad(a), b)},
+         [](BackwardContext& c) -> TensorList {
+           const Tensor& g = c.grads[0];
+           Tensor ga, gb;
+           if (c.needs_input_grad[0]) ga = bmm_raw(g, transpose_raw(c.saved[1], 1, 2));
+           if (c.needs_input_grad[1]) gb = bmm_raw(transpose_raw(c.saved[0], 1, 2), g);
+           return {ga, gb};
+         });
+  return out;
+}
+
+// PyTorch 1.13's should_fold: a >= 3-D operand times a 1-D or 2-D one is computed as one mm
+// over the folded batch, except a [b, n, m] whose last two dims are transposed in an
+// otherwise contiguous layout (bmm handles that without a copy).
+bool should_fold(const Tensor& t1, std::int64_t dim2) {
+  if (t1.dim() < 3 || (dim2 != 1 && dim2 != 2)) return false;
+  const auto& s = t1.shape();
+  const auto& st = t1.strides();
+  return !(t1.dim() == 3 && dim2 == 2 && st.back() != 1 && st.front() == s[1] * s[2]);
 }
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+Tensor matmul(const Tensor& a, const Tensor& b) {
   OpScope op("matmul");
-  if (a_in.dim() == 0 || b_in.dim() == 0)
+  const auto d1 = a.dim(), d2 = b.dim();
+  if (d1 == 0 || d2 == 0)
     throw std::invalid_argument("matmul: both arguments need at least 1 dimension, got " +
-                                shape_str(a_in.shape()) + " and " + shape_str(b_in.shape()));
-  if (a_in.dtype() != b_in.dtype())
-    throw std::invalid_argument("matmul: dtype mismatch, " + a_in.str() + " and " + b_in.str());
-  // 1-D operands: promote, multiply, squeeze (through views, which record no saves).
-  const bool a1 = a_in.dim() == 1, b1 = b_in.dim() == 1;
-  Tensor a = a1 ? a_in.alias({1, a_in.shape()[0]}, {0, a_in.strides()[0]}, a_in.offset()) : a_in;
-  Tensor b = b1 ? b_in.alias({b_in.shape()[0], 1}, {b_in.strides()[0], 0}, b_in.offset()) : b_in;
-  const bool two_d = a.dim() == 2 && b.dim() == 2;
-  Tensor out = two_d ? matmul2d_raw(a, b) : batched_matmul_raw(a, b);
-  if (two_d && a.shape()[1] != b.shape()[0])
-    throw std::invalid_argument("matmul: shapes " + shape_str(a_in.shape()) + " and " +
-                                shape_str(b_in.shape()) + " cannot be multiplied");
-  Shape final_shape = out.shape();
-  if (b1) final_shape.pop_back();
-  if (a1) final_shape.erase(final_shape.end() - (b1 ? 1 : 2));
-  out = out.alias(final_shape, contiguous_strides(final_shape), 0);
-  record(two_d ? "MmBackward0" : "BmmBackward0", {a_in, b_in}, {out},
-         {maybe(needs_grad(b_in), a_in), maybe(needs_grad(a_in), b_in)},
-         [sa = a.shape(), sb = b.shape(), a1, b1, ashape = a_in.shape(),
-          bshape = b_in.shape()](BackwardContext& c) -> TensorList {
-           // Restore the promoted shapes, then dA = dC @ B^T and dB = A^T @ dC.
-           Tensor g = as_contiguous(c.grads[0]);
-           Shape gs = sa;
-           gs.back() = sb.back();
-           if (sa.size() != sb.size() || sa.size() > 2) {
-             gs = broadcast_shapes(Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2),
-                                   "matmul");
-             gs.push_back(sa[sa.size() - 2]);
-             gs.push_back(sb.back());
-           }
-           g = g.alias(gs, contiguous_strides(gs), g.offset());
-           Tensor ga, gb;
-           if (c.needs_input_grad[0]) {
-             const Tensor& bv = c.saved[1];
-             Tensor bp = b1 ? bv.alias({bv.shape()[0], 1}, {bv.strides()[0], 0}, bv.offset()) : bv;
-             Tensor r = batched_or_2d(g, transpose_raw(bp, -1, -2));
-             ga = sum_to_raw(r, sa);
-             ga = as_contiguous(ga).alias(ashape, contiguous_strides(ashape), 0);
-           }
-           if (c.needs_input_grad[1]) {
-             const Tensor& av = c.saved[0];
-             Tensor ap = a1 ? av.alias({1, av.shape()[0]}, {0, av.strides()[0]}, av.offset()) : av;
-             Tensor r = batched_or_2d(transpose_raw(ap, -1, -2), g);
-             gb = sum_to_raw(r, sb);
-             gb = as_contiguous(gb).alias(bshape, contiguous_strides(bshape), 0);
-           }
-           return {ga, gb};
-         });
-  return out;
+                                shape_str(a.shape()) + " and " + shape_str(b.shape()));
+  if (a.dtype() != b.dtype())
+    throw std::invalid_argument("matmul: dtype mismatch, " + a.str() + " and " + b.str());
+  // The same decomposition as PyTorch 1.13's _matmul_impl, so that the products save the same
+  // (folded, possibly copied) operands.
+  if (d1 == 1 && d2 == 1) {
+    return mm_node(a, b, "DotBackward0");
+  }
+  if (d1 == 2 && d2 == 1) return mm_node(a, b, "MvBackward0");
+  if (d1 == 1 && d2 == 2) return squeeze(mm_node(unsqueeze(a, 0), b, "MmBackward0"), 0);
+  if (d1 == 2 && d2 == 2) return mm_node(a, b, "MmBackward0");
+  if (should_fold(a, d2) || should_fold(b, d1)) {
+    // Fold the batch of the larger operand into its rows; when that is b, compute
+    // (b^T @ a^T)^T.
+    const bool flip = d2 > d1;
+    const Tensor t1 = flip ? transpose(b, -1, -2) : a;
+    const Tensor t2 = !flip ? b : (d1 == 2 ? transpose(a, 0, 1) : a);
+    if (t1.shape().back() != t2.shape()[0]) shape_error(a, b);
+    Shape out_shape(t1.shape().begin(), t1.shape().end() - 1);
+    const std::int64_t folded = shape_numel(out_shape);
+    const Tensor t1f = reshape(t1, {folded, t1.shape().back()});
+    if (t2.dim() == 1) return view(mm_node(t1f, t2, "MvBackward0"), out_shape);
+    out_shape.push_back(t2.shape()[1]);
+    Tensor out = view(mm_node(t1f, t2, "MmBackward0"), out_shape);
+    return flip ? contiguous(transpose(out, -1, -2)) : out;
+  }
+  // Batched: expand the batch dims to their broadcast, reshape both to 3-D, one bmm.
+  const std::int64_t n = d1 > 1 ? a.shape()[static_cast<std::size_t>(d1 - 2)] : 1;
+  const std::int64_t m1 = a.shape().back();
+  const std::int64_t m2 = d2 > 1 ? b.shape()[static_cast<std::size_t>(d2 - 2)] : b.shape()[0];
+  const std::int64_t p = d2 > 1 ? b.shape().back() : 1;
+  if (m1 != m2) shape_error(a, b);
+  const Shape batch1(a.shape().begin(), a.shape().begin() + std::max<std::int64_t>(d1 - 2, 0));
+  const Shape batch2(b.shape().begin(), b.shape().begin() + std::max<std::int64_t>(d2 - 2, 0));
+  const Shape batch = broadcast_shapes(batch1, batch2, "matmul");
+  const std::int64_t bp = shape_numel(batch);
+  Shape e1 = batch, e2 = batch, out_shape = batch;
+  e1.insert(e1.end(), {n, m1});
+  e2.insert(e2.end(), {m2, p});
+  if (d1 > 1) out_shape.push_back(n);
+  if (d2 > 1) out_shape.push_back(p);
+  const Tensor t1 = reshape(expand(a, e1), {bp, n, m1});
+  const Tensor t2 = reshape(expand(b, e2), {bp, m2, p});
+  return view(bmm_node(t1, t2), out_shape);
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {

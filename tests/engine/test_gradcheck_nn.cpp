@@ -228,6 +228,26 @@ class TestGradcheckNn : public QObject {
     row("relu6", [](const TensorList& x) { return hardtanh(x[0], 0, 6); }, {L({4, 5}, 87, -3, 8)});
     row("erf", [](const TensorList& x) { return erf(x[0]); }, {L({4, 5}, 88, -2, 2)});
 
+    // matmul's decomposition (PyTorch 1.13's fold / bmm paths)
+    row("matmul dot", [](const TensorList& x) { return matmul(x[0], x[1]); },
+        {L({4}, 100), L({4}, 101)});
+    row("matmul 1d @ 3d", [](const TensorList& x) { return matmul(x[0], x[1]); },
+        {L({4}, 102), L({2, 4, 3}, 103)});
+    row("matmul 2d @ 3d", [](const TensorList& x) { return matmul(x[0], x[1]); },
+        {L({3, 4}, 104), L({2, 4, 5}, 105)});
+    row("matmul 3d @ 1d", [](const TensorList& x) { return matmul(x[0], x[1]); },
+        {L({2, 3, 4}, 106), L({4}, 107)});
+    row("matmul transposed 3d @ 2d (bmm, no fold)",
+        [](const TensorList& x) { return matmul(transpose(x[0], 1, 2), x[1]); },
+        {L({2, 4, 3}, 108), L({4, 5}, 109)});
+    row("matmul 4d attention",
+        [](const TensorList& x) {
+          return matmul(transpose(x[0], 1, 2), transpose(transpose(x[1], 1, 2), -1, -2));
+        },
+        {L({2, 3, 2, 4}, 110), L({2, 3, 2, 4}, 111)});
+    row("matmul broadcast 4d @ 3d", [](const TensorList& x) { return matmul(x[0], x[1]); },
+        {L({2, 2, 3, 4}, 112), L({2, 4, 5}, 113)});
+
     // in-place
     row("relu_",
         [](const TensorList& x) {

@@ -113,3 +113,15 @@ CKPTLAB_ORACLE_CASE(inplace_on_leaf) {
   Tensor x = c.input("x");
   return {relu_(x)};
 }
+
+CKPTLAB_ORACLE_CASE(matmul) {
+  Tensor a = c.input("a"), b = c.input("b");
+  const auto how = c.attr_string("how");
+  if (how == "t01") a = transpose(a, 0, 1);
+  if (how == "slice") a = slice(a, -1, 0, 4);
+  if (how == "attention") {
+    a = transpose(a, 1, 2);
+    b = transpose(transpose(b, 1, 2), -1, -2);
+  }
+  return {matmul(a, b)};
+}

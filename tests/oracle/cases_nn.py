@@ -242,3 +242,41 @@ def inplace_modifies_saved(c):
 def inplace_on_leaf(c):
     x = c.input("x", [4, 5])
     return F.relu(x, inplace=True)
+
+
+# --- matmul: what PyTorch 1.13's folding and bmm paths save -------------------------------
+MATMUL = {
+    "mm": ([3, 4], [4, 5], None),
+    "dot": ([4], [4], None),
+    "mv": ([3, 4], [4], None),
+    "vm": ([4], [4, 3], None),
+    "3d_2d": ([2, 3, 4], [4, 5], None),
+    "3d_transposed_2d": ([3, 2, 4], [4, 5], "t01"),
+    "3d_slice_2d": ([2, 3, 12], [4, 5], "slice"),
+    "2d_3d": ([3, 4], [2, 4, 5], None),
+    "1d_3d": ([4], [2, 4, 5], None),
+    "3d_1d": ([2, 3, 4], [4], None),
+    "bmm": ([2, 3, 4], [2, 4, 5], None),
+    "broadcast_4d_3d": ([2, 2, 3, 4], [2, 4, 5], None),
+    "attention": ([2, 3, 4, 5], [2, 3, 4, 5], "attention"),
+}
+
+
+def matmul_case(name, sa, sb, how):
+    @case(f"matmul@{name}")
+    def f(c):
+        a = c.input("a", sa)
+        b = c.input("b", sb)
+        c.attr("how", how or "plain")
+        if how == "t01":
+            a = a.transpose(0, 1)
+        elif how == "slice":
+            a = a[..., 0:4]
+        elif how == "attention":
+            a = a.transpose(1, 2)
+            b = b.transpose(1, 2).transpose(-1, -2)
+        return a @ b
+
+
+for _name, (_sa, _sb, _how) in MATMUL.items():
+    matmul_case(_name, _sa, _sb, _how)
