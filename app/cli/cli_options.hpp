@@ -1,0 +1,61 @@
+#pragma once
+
+// Parsing of ckptlab-cli's run options into a CheckpointConfig (shared by `run`, `compare`'s
+// --config strings and `code`).
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/run/runner.hpp"
+
+namespace ckpt::cli {
+
+// A usage error: exit code 2, message printed with a hint to --help.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class DeviceChoice { auto_select, cpu, cuda };
+
+struct RunOptions {
+  std::vector<std::string> checkpoint;            // --checkpoint (repeatable)
+  std::vector<std::string> checkpoint_instances;  // --checkpoint-instances DEF
+  bool checkpoint_all = false;
+  std::optional<int> checkpoint_depth;
+  int segments = 0;
+  std::optional<bool> use_reentrant;
+  bool no_preserve_rng = false;
+  bool early_stop = false;
+  bool no_check_recompute = false;
+  SelectivePolicy policy = SelectivePolicy::none;
+  std::optional<std::int64_t> batch;
+  std::optional<std::uint64_t> seed;
+  int threads = 0;
+  std::int64_t max_memory = 0;
+  DeviceChoice device = DeviceChoice::auto_select;
+  bool input_requires_grad = false;
+  std::vector<std::string> input_files;
+  std::optional<LossKind> loss;
+  // Output options (run only).
+  bool json = false;
+  bool no_baseline = false;
+  std::string dump_dir;
+  std::string trace_file;
+  std::string plot_file;
+};
+
+// Consumes the run options in args (throws UsageError on an unknown or malformed one);
+// positional arguments are returned in `positional`.
+RunOptions parse_run_options(const std::vector<std::string>& args,
+                             std::vector<std::string>* positional, bool allow_outputs);
+
+// Splits a --config value "label: --opt a --opt b" into label and arguments (shell-like quoting).
+std::pair<std::string, std::vector<std::string>> split_config(const std::string& text, int index);
+
+// Resolves module selections against the model and builds the engine's config; unknown or
+// non-checkpointable modules are UsageErrors naming the module and what exists.
+CheckpointConfig make_config(const Model& model, const RunOptions& o);
+
+}  // namespace ckpt::cli

@@ -1,0 +1,184 @@
+#include "engine/run/run_summary.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace ckpt {
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+nlohmann::json categories_json(const CategoryBytes& b) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
+    j[category_name(static_cast<MemoryCategory>(i))] = b[i];
+  return j;
+}
+
+nlohmann::json to_json(const RunSummary& s) {
+  nlohmann::json j;
+  j["model"] = s.model;
+  j["label"] = s.label;
+  j["ok"] = s.ok;
+  j["error"] = s.error;
+  j["loss"] = s.loss;
+  j["peak"] = {{"bytes", s.peak.bytes},
+               {"step", s.peak.step},
+               {"op", s.peak_op},
+               {"node", s.peak_node},
+               {"phase", phase_name(s.peak_phase)},
+               {"by_category", categories_json(s.peak.by_category)}};
+  j["end_of_forward"] = {{"bytes", s.end_of_forward_total},
+                         {"by_category", categories_json(s.end_of_forward)}};
+  j["executions"] = {{"forward", s.executions.forward},
+                     {"recompute", s.executions.recompute},
+                     {"backward", s.executions.backward},
+                     {"total", s.total_executions()}};
+  j["times_ms"] = {{"forward", s.times.forward_ms},
+                   {"backward", s.times.backward_ms},
+                   {"recompute", s.times.recompute_ms},
+                   {"total", s.times.total_ms}};
+  j["checkpoints"] = s.checkpoints;
+  nlohmann::json msgs = nlohmann::json::array();
+  for (const auto& m : s.messages)
+    msgs.push_back({{"step", m.step}, {"severity", severity_name(m.severity)}, {"text", m.text}});
+  j["messages"] = msgs;
+  if (s.baseline) {
+    const auto& b = *s.baseline;
+    j["baseline"] = {
+        {"peak_bytes", b.peak_bytes},
+        {"executions", b.executions},
+        {"total_ms", b.total_ms},
+        {"memory_saved_bytes", b.peak_bytes - s.peak.bytes},
+        {"peak_ratio", b.peak_bytes ? double(s.peak.bytes) / double(b.peak_bytes) : 0.0},
+        {"extra_executions", s.total_executions() - b.executions},
+        {"execution_ratio",
+         b.executions ? double(s.total_executions()) / double(b.executions) : 0.0},
+        {"time_ratio", b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0.0}};
+  } else {
+    j["baseline"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string format_bytes(std::int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  const double a = std::abs(b);
+  if (a >= 1024.0 * 1024 * 1024) return fixed(b / (1024.0 * 1024 * 1024), 2) + " GiB";
+  if (a >= 1024.0 * 1024) return fixed(b / (1024.0 * 1024), 2) + " MiB";
+  if (a >= 1024.0) return fixed(b / 1024.0, 1) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+RunSummary summarize(const Model& model, const RunResult& run, const std::string& label,
+                     const RunResult* baseline) {
+  RunSummary s;
+  s.model = model.name;
+  s.label = label;
+  s.ok = run.ok;
+  s.error = run.error;
+  if (run.loss.defined() && run.loss.numel() == 1) s.loss = run.loss.item();
+  const Trace& t = run.trace;
+  s.peak = t.peak();
+  if (s.peak.step >= 0 && s.peak.step < t.step_count()) {
+    const auto& st = t.step(s.peak.step);
+    s.peak_op = st.op;
+    s.peak_node = st.node;
+    s.peak_phase = st.phase;
+  }
+  const auto fe = t.forward_end();
+  s.end_of_forward = t.memory_at(fe);
+  s.end_of_forward_total = t.total_at(fe);
+  s.executions = t.counts();
+  s.times = run.times;
+  s.messages = t.messages();
+  s.checkpoints = 0;
+  {
+    std::string last;
+    for (std::int64_t k = 0; k <= fe; ++k) {
+      const auto& seg = t.step(k).segment;
+      if (!seg.empty() && seg != last) ++s.checkpoints;
+      last = seg;
+    }
+  }
+  if (baseline) {
+    RunSummary::Baseline b;
+    b.peak_bytes = baseline->trace.peak().bytes;
+    const auto c = baseline->trace.counts();
+    b.executions = c.forward + c.recompute + c.backward;
+    b.total_ms = baseline->times.total_ms;
+    s.baseline = b;
+  }
+  return s;
+}
+
+std::string summary_text(const RunSummary& s) {
+  std::ostringstream os;
+  os << "model      " << s.model << "  [" << s.label << "]\n";
+  if (!s.ok) os << "RUN FAILED " << s.error << "\n";
+  os << "loss       " << s.loss << "\n";
+  os << "peak       " << format_bytes(s.peak.bytes) << " (" << s.peak.bytes << " bytes) at step "
+     << s.peak.step << ", " << phase_name(s.peak_phase) << " " << s.peak_op;
+  if (!s.peak_node.empty()) os << " (" << s.peak_node << ")";
+  os << "\n";
+  auto table = [&](const CategoryBytes& b) {
+    for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) {
+      if (b[i] == 0) continue;
+      char line[96];
+      std::snprintf(line, sizeof line, "    %-17s %12s  %14lld bytes\n",
+                    category_name(static_cast<MemoryCategory>(i)), format_bytes(b[i]).c_str(),
+                    static_cast<long long>(b[i]));
+      os << line;
+    }
+  };
+  table(s.peak.by_category);
+  os << "end of forward  " << format_bytes(s.end_of_forward_total) << " live\n";
+  table(s.end_of_forward);
+  os << "op executions   forward " << s.executions.forward << ", recompute "
+     << s.executions.recompute << ", backward " << s.executions.backward << " (total "
+     << s.total_executions() << ")\n";
+  os << "checkpoints     " << s.checkpoints << " segments\n";
+  os << "wall time       forward " << fixed(s.times.forward_ms, 2) << " ms, backward "
+     << fixed(s.times.backward_ms, 2) << " ms (recompute " << fixed(s.times.recompute_ms, 2)
+     << " ms), total " << fixed(s.times.total_ms, 2) << " ms\n";
+  if (s.baseline) {
+    const auto& b = *s.baseline;
+    os << "vs no checkpointing (same process)\n";
+    os << "    peak           " << format_bytes(b.peak_bytes) << " -> "
+       << format_bytes(s.peak.bytes) << " (saves " << format_bytes(b.peak_bytes - s.peak.bytes)
+       << ", ratio " << fixed(b.peak_bytes ? double(s.peak.bytes) / double(b.peak_bytes) : 0, 3)
+       << ")\n";
+    os << "    op executions  " << b.executions << " -> " << s.total_executions() << " (+"
+       << s.total_executions() - b.executions << ", ratio "
+       << fixed(b.executions ? double(s.total_executions()) / double(b.executions) : 0, 3) << ")\n";
+    os << "    wall time      " << fixed(b.total_ms, 2) << " ms -> " << fixed(s.times.total_ms, 2)
+       << " ms (ratio " << fixed(b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0, 2) << ")\n";
+  }
+  if (!s.messages.empty()) {
+    os << "messages\n";
+    for (const auto& m : s.messages)
+      os << "    [" << severity_name(m.severity) << " @ step " << m.step << "] " << m.text << "\n";
+  }
+  return os.str();
+}
+
+std::string summary_json(const RunSummary& s, int indent) {
+  return to_json(s).dump(indent);
+}
+
+std::string summaries_json(const std::vector<RunSummary>& all, int indent) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : all) a.push_back(to_json(s));
+  return a.dump(indent);
+}
+
+}  // namespace ckpt

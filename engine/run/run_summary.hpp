@@ -1,0 +1,56 @@
+#pragma once
+
+// The figures of one run, as the CLI prints them and the GUI's summary dock shows them: both
+// call summarize(), so they agree to the byte.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/run/runner.hpp"
+
+namespace ckpt {
+
+struct RunSummary {
+  std::string model;
+  std::string label;  // the configuration's label ("plain", "all", ...)
+  bool ok = false;
+  std::string error;
+  double loss = 0;
+
+  PeakInfo peak;
+  std::string peak_op;    // op executing at the peak
+  std::string peak_node;  // model node of that op
+  Phase peak_phase = Phase::forward;
+  CategoryBytes end_of_forward{};  // live bytes by category when the forward ends
+  std::int64_t end_of_forward_total = 0;
+  PhaseCounts executions;
+  PhaseTimes times;
+  std::int64_t checkpoints = 0;  // checkpointed segments run in the forward
+  std::vector<TraceMessage> messages;
+
+  // Against the same model run without checkpointing in the same process.
+  struct Baseline {
+    std::int64_t peak_bytes = 0;
+    std::int64_t executions = 0;  // total op executions
+    double total_ms = 0;
+  };
+  std::optional<Baseline> baseline;
+
+  std::int64_t total_executions() const {
+    return executions.forward + executions.recompute + executions.backward;
+  }
+};
+
+RunSummary summarize(const Model& model, const RunResult& run, const std::string& label,
+                     const RunResult* baseline = nullptr);
+
+// Human-readable report (what `ckptlab-cli run` prints).
+std::string summary_text(const RunSummary& s);
+// One JSON object with documented, stable keys (see README "ckptlab-cli --json").
+std::string summary_json(const RunSummary& s, int indent = 2);
+// A JSON array of summaries (`compare --json`).
+std::string summaries_json(const std::vector<RunSummary>& s, int indent = 2);
+std::string format_bytes(std::int64_t bytes);
+
+}  // namespace ckpt

@@ -1,0 +1,268 @@
+// ckptlab-cli as a user runs it: through a process, checking exit codes, messages and files,
+// and that its figures equal the engine's for the same run.
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "engine/model/loader.hpp"
+#include "engine/run/run_summary.hpp"
+#include "engine/run/runner.hpp"
+#include "engine/tensor/npy.hpp"
+
+using namespace ckpt;
+
+namespace {
+
+const char* kModel = R"({
+  "format": "checkpoint-lab-model", "version": 1,
+  "name": "cli-mlp", "seed": 3, "batch": 4,
+  "inputs": [{"name": "x", "shape": ["batch", 16], "requires_grad": false}],
+  "model": {"type": "sequential", "layers": [
+    {"type": "linear", "name": "fc1", "in": 16, "out": 32},
+    {"type": "sequential", "name": "block", "layers": [
+      {"type": "linear", "name": "fc", "in": 32, "out": 32},
+      {"type": "tanh"},
+      {"type": "linear", "name": "fc2", "in": 32, "out": 32},
+      {"type": "sin"}
+    ]},
+    {"type": "linear", "name": "head", "in": 32, "out": 2}
+  ]}
+})";
+
+struct Result {
+  int code = -1;
+  QString out;
+  QString err;
+};
+
+Result cli(const QStringList& args) {
+  QProcess p;
+  p.start(qEnvironmentVariable("CKPTLAB_CLI"), args);
+  Result r;
+  if (!p.waitForFinished(120000)) return r;
+  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+QJsonObject json_object(const QString& text) {
+  QJsonParseError e;
+  const auto doc = QJsonDocument::fromJson(text.toUtf8(), &e);
+  if (e.error != QJsonParseError::NoError) qWarning() << e.errorString() << text.left(400);
+  return doc.object();
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString model_;
+
+  QString path(const QString& name) const { return dir_.filePath(name); }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    model_ = path("model.json");
+    QFile f(model_);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(kModel);
+  }
+
+  void versionHelpAndUsage() {
+    auto r = cli({"--version"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.startsWith("ckptlab-cli "));
+    r = cli({"--help"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains("compare MODEL"));
+    r = cli({});
+    QCOMPARE(r.code, 2);
+    for (const char* c : {"run", "modules", "compare"}) {
+      r = cli({c, "--help"});
+      QCOMPARE(r.code, 0);
+      QVERIFY2(r.out.contains("usage: ckptlab-cli"), c);
+    }
+    r = cli({"frobnicate"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("unknown command 'frobnicate'"));
+  }
+
+  void badArgumentsAreUsageErrors() {
+    auto r = cli({"run", model_, "--batch", "zero"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--batch expects a number, got 'zero'"), qPrintable(r.err));
+    r = cli({"run", model_, "--variant", "sideways"});
+    QCOMPARE(r.code, 2);
+    r = cli({"run", model_, "--checkpoint", "blok"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("no module 'blok'"), qPrintable(r.err));
+    r = cli({"run", model_, "--frob"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("unknown option --frob"));
+    r = cli({"run", model_, "--trace", path("t.txt")});
+    QCOMPARE(r.code, 2);
+    r = cli({"run", model_, "--input", path("missing.npy")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("missing.npy"), qPrintable(r.err));
+  }
+
+  void badModelsExitThreeNamingTheFile() {
+    auto r = cli({"run", path("nope.json")});
+    QCOMPARE(r.code, 3);
+    QVERIFY2(r.err.contains("nope.json"), qPrintable(r.err));
+    QFile bad(path("broken.json"));
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write("{\n  \"name\": \"x\",\n  \"model\": {\n");
+    bad.close();
+    r = cli({"run", bad.fileName()});
+    QCOMPARE(r.code, 3);
+    QVERIFY2(r.err.contains("broken.json"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("broken.json:4:1"), qPrintable(r.err));  // line and column
+  }
+
+  void runJsonEqualsTheEngine() {
+    const auto r = cli({"run", model_, "--json", "--seed", "5"});
+    QCOMPARE(r.code, 0);
+    const QJsonObject j = json_object(r.out);
+    QVERIFY(j["ok"].toBool());
+
+    auto model = load_model(model_.toStdString());
+    CheckpointConfig c;
+    c.seed = 5;
+    const RunResult run = Runner(model).run(c);
+    QVERIFY(run.ok);
+    const RunSummary s = summarize(*model, run, "plain");
+    QCOMPARE(j["peak"].toObject()["bytes"].toInteger(), s.peak.bytes);
+    QCOMPARE(j["peak"].toObject()["step"].toInteger(), s.peak.step);
+    QCOMPARE(j["end_of_forward"].toObject()["bytes"].toInteger(), s.end_of_forward_total);
+    QCOMPARE(j["executions"].toObject()["forward"].toInteger(), s.executions.forward);
+    QCOMPARE(j["executions"].toObject()["backward"].toInteger(), s.executions.backward);
+    QCOMPARE(j["loss"].toDouble(), s.loss);
+    const auto cats = j["peak"].toObject()["by_category"].toObject();
+    for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
+      QCOMPARE(cats[category_name(static_cast<MemoryCategory>(i))].toInteger(),
+               s.peak.by_category[i]);
+    // The baseline ran in the same process.
+    QVERIFY(j["baseline"].isObject());
+    QCOMPARE(j["baseline"].toObject()["peak_bytes"].toInteger(), s.peak.bytes);
+  }
+
+  void textSummaryNamesTheFigures() {
+    const auto r = cli({"run", model_});
+    QCOMPARE(r.code, 0);
+    for (const char* key :
+         {"peak", "end of forward", "op executions", "wall time", "vs no checkpointing"})
+      QVERIFY2(r.out.contains(key), key);
+  }
+
+  void dumpWritesNpyThatNumpyReads() {
+    const QString d = path("dump");
+    const auto r = cli({"run", model_, "--dump", d, "--no-baseline"});
+    QCOMPARE(r.code, 0);
+    auto model = load_model(model_.toStdString());
+    const RunResult run = Runner(model).run(scenario_config(*model));
+    QVERIFY(!run.gradients.empty());
+    for (const auto& [name, g] : run.gradients) {
+      const QString f = d + "/" + QString::fromStdString(name) + ".npy";
+      QVERIFY2(QFile::exists(f), qPrintable(f));
+      QCOMPARE(load_npy(f.toStdString()).to_vector(), g.to_vector());
+    }
+    // numpy (the interpreter that has torch) reads them too.
+    QProcess py;
+    py.start(qEnvironmentVariable("CKPTLAB_PYTHON"),
+             {"-c", "import numpy, sys; a = numpy.load(sys.argv[1]); print(a.shape, a.dtype)",
+              d + "/fc1.weight.npy"});
+    QVERIFY(py.waitForFinished(60000));
+    QCOMPARE(py.exitCode(), 0);
+    QCOMPARE(QString(py.readAllStandardOutput()).trimmed(), QString("(32, 16) float32"));
+    QVERIFY(QFile::exists(d + "/loss.npy"));
+  }
+
+  void traceExportsParse() {
+    const QString perf = path("t.perfetto.json");
+    QCOMPARE(cli({"run", model_, "--trace", perf, "--no-baseline"}).code, 0);
+    QFile f(perf);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const auto doc = QJsonDocument::fromJson(f.readAll());
+    QVERIFY(!doc.isNull());
+    const QJsonArray events = doc.isArray() ? doc.array() : doc.object()["traceEvents"].toArray();
+    QVERIFY(events.size() > 10);
+    bool counter = false, slice = false;
+    for (const auto& e : events) {
+      const auto o = e.toObject();
+      counter = counter || (o["ph"].toString() == "C" && o["name"].toString().startsWith("memory"));
+      slice = slice || o["ph"].toString() == "X";
+    }
+    QVERIFY(counter);
+    QVERIFY(slice);
+
+    const QString csv = path("t.csv");
+    QCOMPARE(cli({"run", model_, "--trace", csv, "--no-baseline"}).code, 0);
+    QFile c(csv);
+    QVERIFY(c.open(QIODevice::ReadOnly));
+    const auto lines = QString(c.readAll()).trimmed().split('\n');
+    auto model = load_model(model_.toStdString());
+    const RunResult run = Runner(model).run({});
+    QCOMPARE(lines.size(), int(run.trace.step_count()) + 2);  // header + before + steps
+  }
+
+  void plotWritesPngAndSvg() {
+    for (const char* ext : {"png", "svg"}) {
+      const QString p = path(QString("plot.") + ext);
+      const auto r = cli({"run", model_, "--plot", p});
+      QCOMPARE(r.code, 0);
+      QVERIFY(QFileInfo(p).size() > 1000);
+    }
+    QFile svg(path("plot.svg"));
+    QVERIFY(svg.open(QIODevice::ReadOnly));
+    QVERIFY(svg.readAll().contains("<svg"));
+  }
+
+  void compareSideBySide() {
+    auto r = cli({"compare", model_, "--config", "plain:", "--config", "b2: --batch 2"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains("plain"));
+    QVERIFY(r.out.contains("b2"));
+    r = cli(
+        {"compare", model_, "--config", "one: --seed 1", "--config", "two: --seed 2", "--json"});
+    QCOMPARE(r.code, 0);
+    const auto a = QJsonDocument::fromJson(r.out.toUtf8()).array();
+    QCOMPARE(a.size(), 2);
+    QCOMPARE(a[0].toObject()["label"].toString(), QString("one"));
+    r = cli({"compare", model_});
+    QCOMPARE(r.code, 2);
+  }
+
+  void runFailuresExitFour() {
+    auto r = cli({"run", model_, "--device", "cuda"});
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains("cuda"), qPrintable(r.err));
+    r = cli(
+        {"run", model_, "--max-memory", "2000", "--no-baseline", "--trace", path("capped.json")});
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains("memory cap exceeded"), qPrintable(r.err));
+    // The trace is written up to the failure.
+    QVERIFY(QFileInfo(path("capped.json")).size() > 0);
+  }
+
+  void modulesListsTheTree() {
+    const auto r = cli({"modules", model_});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains("block"));
+    QVERIFY(r.out.contains("fc2"));
+    const auto j = cli({"modules", model_, "--json"});
+    QCOMPARE(j.code, 0);
+    const auto a = QJsonDocument::fromJson(j.out.toUtf8()).array();
+    QVERIFY(a.size() >= 5);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
