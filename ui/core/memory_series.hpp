@@ -24,6 +24,7 @@ struct MemorySeries {
   std::vector<Phase> phases;         // phase of step k
   std::vector<SeriesSpan> recomputes;
   std::int64_t forwardEnd = -1;  // last forward step
+  bool failed = false;           // the run stopped with an error (the curve ends there)
   std::int64_t peakBytes = 0;
   std::int64_t peakStep = -1;
   CategoryBytes peakByCategory{};

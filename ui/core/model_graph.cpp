@@ -193,7 +193,9 @@ void ModelGraph::build() {
       clusterIndex_[cluster] = static_cast<int>(clusters_.size());
       std::string title = m->kind.empty() ? m->name : m->name + " · " + m->kind;
       clusters_.push_back({cluster, m->path, title, depth});
-      layout_.clusters.push_back({cluster, title, parentCluster});
+      // The label only reserves room: the view draws the title, a collapse button and a
+      // "checkpoint" badge in the cluster's title bar.
+      layout_.clusters.push_back({cluster, title + "      [checkpoint]", parentCluster});
     }
     std::vector<Item> items;
     if (auto it = idx.directOps.find(m->path); it != idx.directOps.end())

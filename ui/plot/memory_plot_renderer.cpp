@@ -386,7 +386,11 @@ void MemoryPlotRenderer::drawPeak(QPainter& p, const QRectF& area, const MemoryP
   p.drawEllipse(QPointF(x, y), 4.5, 4.5);
 
   QString label = QObject::tr("peak %1").arg(bytesText(s.peakBytes));
-  if (m.ghost && m.ghost->peakBytes > 0) {
+  if (s.failed) {
+    label = QObject::tr("run failed at step %1 (peak so far %2)")
+                .arg(s.steps() - 1)
+                .arg(bytesText(s.peakBytes));
+  } else if (m.ghost && m.ghost->peakBytes > 0) {
     const std::int64_t delta = s.peakBytes - m.ghost->peakBytes;
     const double pct = 100.0 * static_cast<double>(delta) / static_cast<double>(m.ghost->peakBytes);
     if (delta != 0)

@@ -1,0 +1,109 @@
+// ckptlab: opens a model (a path on the command line, or the embedded default sample) in the
+// main window. --screenshot FILE renders the window once the first run and layout are done.
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFileInfo>
+#include <QTimer>
+#include <cstdio>
+
+#include "ui/app/main_window.hpp"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("Checkpoint Lab"));
+  QApplication::setOrganizationName(QStringLiteral("ckptlab"));
+  QApplication::setApplicationVersion(QStringLiteral(CKPTLAB_VERSION));
+  QApplication::setDesktopFileName(QStringLiteral("ckptlab"));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      QStringLiteral("Activation checkpointing, made visible: click blocks to checkpoint them and "
+                     "watch a real forward and backward with a live memory plot."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(
+      QStringLiteral("model"),
+      QStringLiteral("A .json or .onnx model (default: a bundled sample)."));
+  QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                QStringLiteral("Render the window to FILE after the first run and "
+                                               "layout, then exit."),
+                                QStringLiteral("FILE"));
+  QCommandLineOption size(QStringLiteral("size"),
+                          QStringLiteral("Window size WxH (default 1440x900 with --screenshot)."),
+                          QStringLiteral("WxH"));
+  QCommandLineOption checkpoint(QStringLiteral("checkpoint"),
+                                QStringLiteral("Checkpoint MODULE once opened (repeatable)."),
+                                QStringLiteral("MODULE"));
+  QCommandLineOption timeout(
+      QStringLiteral("timeout"),
+      QStringLiteral("With --screenshot: give up after SECONDS (default 120)."),
+      QStringLiteral("SECONDS"), QStringLiteral("120"));
+  parser.addOptions({screenshot, size, checkpoint, timeout});
+  parser.process(app);
+
+  ckpt::ui::MainWindow window;
+  const QString shot = parser.value(screenshot);
+  if (!shot.isEmpty() || parser.isSet(size)) {
+    const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+    const int w = wh.size() == 2 ? wh[0].toInt() : 1440;
+    const int h = wh.size() == 2 ? wh[1].toInt() : 900;
+    window.resize(w > 0 ? w : 1440, h > 0 ? h : 900);
+  }
+  window.show();
+
+  const QStringList toCheckpoint = parser.values(checkpoint);
+  int exitCode = 0;
+  bool applied = toCheckpoint.isEmpty();
+  QObject::connect(&window, &ckpt::ui::MainWindow::ready, &window, [&] {
+    if (!applied) {
+      // Ready fires again for the checkpointed configuration's run.
+      applied = true;
+      for (const QString& m : toCheckpoint) window.session()->toggleModule(m);
+      QObject::connect(window.session(), &ckpt::ui::Session::runFinished, &window, [&] {
+        if (shot.isEmpty()) return;
+        QTimer::singleShot(150, &window, [&] {
+          if (!window.grab().save(shot)) {
+            std::fprintf(stderr, "ckptlab: cannot write %s\n", qPrintable(shot));
+            exitCode = 1;
+          }
+          QApplication::exit(exitCode);
+        });
+      });
+      return;
+    }
+    if (shot.isEmpty()) return;
+    QTimer::singleShot(150, &window, [&] {
+      if (!window.grab().save(shot)) {
+        std::fprintf(stderr, "ckptlab: cannot write %s\n", qPrintable(shot));
+        exitCode = 1;
+      }
+      QApplication::exit(exitCode);
+    });
+  });
+  QObject::connect(window.session(), &ckpt::ui::Session::openFailed, &window,
+                   [&](const QString& message) {
+                     std::fprintf(stderr, "ckptlab: %s\n", qPrintable(message));
+                     if (!shot.isEmpty()) QApplication::exit(1);
+                   });
+  if (!shot.isEmpty()) {
+    const int seconds = parser.value(timeout).toInt();
+    QTimer::singleShot(std::max(1, seconds) * 1000, &window, [&] {
+      std::fprintf(stderr, "ckptlab: --screenshot timed out after %d s\n", seconds);
+      QApplication::exit(2);
+    });
+  }
+
+  const QStringList args = parser.positionalArguments();
+  if (!args.isEmpty()) {
+    const QString path = args.front();
+    if (!path.startsWith(QLatin1String(":/")) && !QFileInfo::exists(path)) {
+      std::fprintf(stderr, "ckptlab: %s: no such file\n", qPrintable(path));
+      if (!shot.isEmpty()) return 1;
+    }
+    window.openPath(path);
+  } else {
+    window.openDefaultSample();
+  }
+  return app.exec();
+}

@@ -1,0 +1,341 @@
+// The main window end to end, on the offscreen platform: open, click a block, replay, stress
+// the toggles, export, settings, screenshots.
+
+#include <QDir>
+#include <QGraphicsScene>
+#include <QRandomGenerator>
+#include <QSet>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "engine/run/runner.hpp"
+#include "support/test_models.hpp"
+#include "ui/app/main_window.hpp"
+#include "ui/graph/graph_view.hpp"
+#include "ui/panels/module_tree.hpp"
+#include "ui/player/player.hpp"
+#include "ui/plot/memory_plot.hpp"
+
+using namespace ckpt;
+using namespace ckpt::ui;
+
+namespace {
+
+constexpr int kTimeout = 120000;
+
+bool waitReady(MainWindow& w) {
+  QElapsedTimer t;
+  t.start();
+  while (t.elapsed() < kTimeout) {
+    if (w.isReady() && !w.session()->runs()->busy() && !w.session()->layingOut()) return true;
+    QTest::qWait(20);
+  }
+  return false;
+}
+
+bool waitRunOf(MainWindow& w, const std::set<std::string>& modules) {
+  QElapsedTimer t;
+  t.start();
+  while (t.elapsed() < kTimeout) {
+    auto snap = w.session()->current();
+    if (snap && snap->config.modules == modules && !w.session()->runs()->busy()) return true;
+    QTest::qWait(20);
+  }
+  return false;
+}
+
+// The first checkpointable module in the graph, drawn as a cluster (expanded) or as a node
+// (collapsed), and where to click it: a cluster's title bar, a node's middle.
+std::pair<const Module*, QGraphicsItem*> firstBlock(const MainWindow& w) {
+  const Model& model = *w.session()->model();
+  for (const auto& c : w.session()->graph()->clusters()) {
+    const Module* m = findModule(model.root, c.module);
+    if (m && m->checkpointable)
+      return {m, w.graphView()->clusterItem(QString::fromStdString(c.module))};
+  }
+  const auto& nodes = w.session()->graph()->nodes();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].kind != VisualNode::Kind::module) continue;
+    const Module* m = findModule(model.root, nodes[i].module);
+    if (m && m->checkpointable) return {m, w.graphView()->nodeItem(static_cast<int>(i))};
+  }
+  return {nullptr, nullptr};
+}
+
+void clickBlock(GraphView* view, QGraphicsItem* item) {
+  view->centerOn(item);
+  const QRectF r = item->boundingRect();
+  const QPointF scenePos = item->type() == ClusterItem::Type
+                               ? QPointF(r.center().x(), r.top() + 12)
+                               : QPointF(r.center().x() - 10, r.center().y());
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->mapFromScene(scenePos));
+}
+
+int distinctColours(const QImage& img) {
+  QSet<QRgb> colours;
+  for (int y = 0; y < img.height(); y += 7)
+    for (int x = 0; x < img.width(); x += 7) colours.insert(img.pixel(x, y));
+  return colours.size();
+}
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir home_;
+  test::ModelFiles models_;
+
+ private slots:
+  void initTestCase() {
+    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
+    qputenv("XDG_CACHE_HOME", home_.filePath(QStringLiteral("cache")).toUtf8());
+    QCoreApplication::setOrganizationName(QStringLiteral("ckptlab-test"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_ui_main_window"));
+  }
+
+  void clickingAClusterRerunsAndLeavesAGhost_data() {
+    QTest::addColumn<QString>("path");
+    for (const QString& p : models_.all()) QTest::newRow(qPrintable(QFileInfo(p).fileName())) << p;
+  }
+
+  void clickingAClusterRerunsAndLeavesAGhost() {
+    QFETCH(QString, path);
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    w.openPath(path);
+    QVERIFY2(waitReady(w), qPrintable(path));
+    auto first = w.session()->current();
+    QVERIFY(first->series);
+    QCOMPARE(w.memoryPlot()->model().series, first->series);
+    QCOMPARE(w.memoryPlot()->model().series->peakBytes, first->trace().peak().bytes);
+
+    auto [m, item] = firstBlock(w);
+    QVERIFY2(m && item, "no checkpointable module in the graph");
+    std::set<std::string> expected = first->config.modules;
+    if (!expected.erase(m->path)) expected.insert(m->path);
+    clickBlock(w.graphView(), item);
+    QCOMPARE(w.session()->config().modules, expected);
+    QVERIFY(waitRunOf(w, expected));
+
+    auto second = w.session()->current();
+    QVERIFY(second != first);
+    // The plot shows the engine's figure for this configuration, computed independently.
+    Runner runner(w.session()->model());
+    RunResult direct = runner.run(second->config);
+    QCOMPARE(w.memoryPlot()->model().series->peakBytes, direct.trace.peak().bytes);
+    QCOMPARE(w.memoryPlot()->model().series->steps(), direct.trace.step_count());
+    QCOMPARE(direct.ok, second->result->ok);
+    // The ghost is the previous configuration's curve.
+    QCOMPARE(w.memoryPlot()->model().ghost, first->series);
+    QCOMPARE(w.session()->ghost(), first->series);
+    QCOMPARE(item->isVisible(), true);
+    QCOMPARE(w.moduleTree()->itemFor(QString::fromStdString(m->path))->checkState(0),
+             expected.count(m->path) ? Qt::Checked : Qt::Unchecked);
+  }
+
+  void playerStepsAndKeys() {
+    MainWindow w;
+    w.show();
+    w.openPath(models_.path(QStringLiteral("blocks.json")));
+    QVERIFY(waitReady(w));
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.activateWindow();
+    Player* p = w.player();
+    const std::int64_t n = w.session()->current()->trace().step_count();
+    QCOMPARE(p->stepCount(), n);
+    // Forward through every step in order, then back.
+    p->toStart();
+    QSignalSpy moved(p, &Player::cursorChanged);
+    for (std::int64_t k = 1; k < n; ++k) {
+      p->stepForward();
+      QCOMPARE(p->cursor(), k);
+      QCOMPARE(w.memoryPlot()->model().cursor, k);
+    }
+    p->stepForward();
+    QCOMPARE(p->cursor(), n - 1);  // clamped at the end
+    for (std::int64_t k = n - 2; k >= 0; --k) {
+      p->stepBack();
+      QCOMPARE(p->cursor(), k);
+    }
+    QCOMPARE(moved.size(), static_cast<qsizetype>(2 * (n - 1)));
+
+    // The op at the cursor is highlighted in the graph.
+    for (std::int64_t k = 0; k < n; ++k) {
+      p->setCursor(k);
+      const TraceStep s = w.session()->current()->trace().step(k);
+      const std::int64_t op = w.session()->model()->op_index(s.node);
+      if (op < 0) continue;
+      QCOMPARE(w.graphView()->currentNode(), w.session()->graph()->nodeOfOp(op));
+    }
+
+    // Keyboard: Home, Right, Right, Left, End, Space plays, Space pauses.
+    QTest::keyClick(&w, Qt::Key_Home);
+    QCOMPARE(p->cursor(), 0);
+    QTest::keyClick(&w, Qt::Key_Right);
+    QTest::keyClick(&w, Qt::Key_Right);
+    QCOMPARE(p->cursor(), 2);
+    QTest::keyClick(&w, Qt::Key_Left);
+    QCOMPARE(p->cursor(), 1);
+    QTest::keyClick(&w, Qt::Key_End);
+    QCOMPARE(p->cursor(), n - 1);
+    QTest::keyClick(&w, Qt::Key_Home);
+    QTest::keyClick(&w, Qt::Key_Space);
+    QVERIFY(p->isPlaying());
+    QTRY_VERIFY_WITH_TIMEOUT(p->cursor() > 0, 5000);
+    QTest::keyClick(&w, Qt::Key_Space);
+    QVERIFY(!p->isPlaying());
+
+    // Clicking the plot moves the cursor there.
+    MemoryPlot* plot = w.memoryPlot();
+    const QRectF rect(plot->rect());
+    const double x = plot->renderer().xOfStep(5, rect, plot->model());
+    QTest::mouseClick(plot, Qt::LeftButton, {}, QPoint(int(x), plot->height() / 2));
+    QCOMPARE(p->cursor(), std::int64_t(5));
+  }
+
+  void recomputeStepsLightUpTheSegment() {
+    MainWindow w;
+    w.show();
+    w.openPath(models_.path(QStringLiteral("blocks.json")));
+    QVERIFY(waitReady(w));
+    QVERIFY(w.session()->toggleModule(QStringLiteral("block")));
+    QVERIFY(waitRunOf(w, {"block"}));
+    auto snap = w.session()->current();
+    if (!snap->result->ok && snap->result->error.find("engine/checkpoint") != std::string::npos)
+      QSKIP("this build's engine has no checkpointing yet");
+    QVERIFY2(snap->result->ok, snap->result->error.c_str());
+    const Trace& trace = snap->trace();
+    QVERIFY(!trace.recomputes().empty());
+    const RecomputeSpan span = trace.recomputes().front();
+    QCOMPARE(span.segment, std::string("block"));
+    const std::int64_t last = span.end_step - 1;
+    w.player()->setCursor(last);
+    QCOMPARE(w.graphView()->recomputingModule(), QStringLiteral("block"));
+    QVERIFY(w.graphView()->clusterItem(QStringLiteral("block")));
+    // Nodes inside the segment show recomputed tensors; nodes outside do not.
+    const Model& model = *w.session()->model();
+    int recomputedInside = 0;
+    for (std::size_t i = 0; i < model.ops.size(); ++i) {
+      const int node = w.session()->graph()->nodeOfOp(static_cast<std::int64_t>(i));
+      const auto counts = w.graphView()->statesOf(node);
+      const int recomputed = counts[static_cast<std::size_t>(ActivationState::recomputed)];
+      if (model.ops[i].module == "block")
+        recomputedInside += recomputed;
+      else
+        QCOMPARE(recomputed, 0);
+    }
+    QVERIFY(recomputedInside > 0);
+    // Outside the span, nothing is being recomputed.
+    w.player()->setCursor(0);
+    QVERIFY(w.graphView()->recomputingModule().isEmpty());
+  }
+
+  void rapidRandomTogglesEndConsistent() {
+    MainWindow w;
+    w.show();
+    w.openPath(models_.path(QStringLiteral("blocks.json")));
+    QVERIFY(waitReady(w));
+    std::vector<QString> modules;
+    for (const Module* m : w.session()->model()->all_modules())
+      if (m->checkpointable) modules.push_back(QString::fromStdString(m->path));
+    QVERIFY(!modules.empty());
+    QRandomGenerator rng(20261122);
+    for (int i = 0; i < 200; ++i) {
+      w.session()->toggleModule(modules[rng.bounded(static_cast<quint32>(modules.size()))]);
+      if (i % 7 == 0) QCoreApplication::processEvents();
+      if (i % 50 == 0) w.player()->setCursor(rng.bounded(5));
+    }
+    const auto expected = w.session()->config().modules;
+    QVERIFY(waitRunOf(w, expected));
+    QTest::qWait(100);
+    auto snap = w.session()->current();
+    QCOMPARE(snap->config.modules, expected);
+    QCOMPARE(w.memoryPlot()->model().series, snap->series);
+    for (const QString& m : modules) {
+      const bool on = expected.count(m.toStdString()) > 0;
+      QCOMPARE(w.moduleTree()->itemFor(m)->checkState(0), on ? Qt::Checked : Qt::Unchecked);
+    }
+    QCOMPARE(w.player()->stepCount(), snap->trace().step_count());
+  }
+
+  void exportsGraphAndPlot() {
+    MainWindow w;
+    w.show();
+    w.openPath(models_.path(QStringLiteral("blocks.json")));
+    QVERIFY(waitReady(w));
+    QTemporaryDir dir;
+    for (const char* name : {"graph.png", "graph.svg", "plot.png", "plot.svg"}) {
+      const QString path = dir.filePath(QLatin1String(name));
+      QString error;
+      const bool ok = QString::fromLatin1(name).startsWith(QLatin1String("graph"))
+                          ? w.exportGraph(path, &error)
+                          : w.exportPlot(path, &error);
+      QVERIFY2(ok, qPrintable(error));
+      QVERIFY2(QFileInfo(path).size() > 1000, name);
+    }
+    QVERIFY(!QImage(dir.filePath(QStringLiteral("graph.png"))).isNull());
+    QString error;
+    QVERIFY(!w.exportGraph(dir.filePath(QStringLiteral("graph.gifx")), &error));
+    QVERIFY(error.contains(QStringLiteral("graph.gifx")));
+  }
+
+  void settingsSurviveARestart() {
+    const QString file = models_.path(QStringLiteral("blocks.json"));
+    {
+      MainWindow w;
+      w.show();
+      w.resize(1234, 777);
+      w.openPath(file);
+      QVERIFY(waitReady(w));
+      w.setTheme(ThemeMode::dark);
+      w.player()->setSpeed(4.0);
+      w.close();
+    }
+    MainWindow again;
+    QCOMPARE(again.theme(), ThemeMode::dark);
+    QCOMPARE(again.recentFiles().value(0), QFileInfo(file).absoluteFilePath());
+    QCOMPARE(again.size(), QSize(1234, 777));
+    QCOMPARE(again.player()->speed(), 4.0);
+    again.setTheme(ThemeMode::system);
+  }
+
+  void openingABadFileSaysWhy() {
+    QTemporaryDir dir;
+    const QString bad = dir.filePath(QStringLiteral("bad.json"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{ \"model\": [1, 2");
+    f.close();
+    MainWindow w;
+    w.show();
+    QSignalSpy failed(w.session(), &Session::openFailed);
+    w.openPath(bad);
+    QVERIFY(failed.wait(kTimeout));
+    QVERIFY(failed.first().at(0).toString().contains(QStringLiteral("bad.json")));
+    QVERIFY(w.graphView()->overlayText().contains(QStringLiteral("bad.json")));
+  }
+
+  void screenshotOfEachModel_data() { clickingAClusterRerunsAndLeavesAGhost_data(); }
+
+  void screenshotOfEachModel() {
+    QFETCH(QString, path);
+    MainWindow w;
+    w.resize(1440, 900);
+    w.show();
+    w.openPath(path);
+    QVERIFY(waitReady(w));
+    const QImage shot = w.grab().toImage();
+    QCOMPARE(shot.size(), QSize(1440, 900));
+    QVERIFY(distinctColours(shot) > 30);
+    QVERIFY(!w.graphView()->scene()->items().isEmpty());
+    if (const QString keep = qEnvironmentVariable("CKPTLAB_UI_ARTIFACTS"); !keep.isEmpty())
+      shot.save(QDir(keep).filePath(QFileInfo(path).completeBaseName() + QStringLiteral(".png")));
+  }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

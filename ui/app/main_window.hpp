@@ -1,0 +1,129 @@
+#pragma once
+
+// The main window: graph above, memory plot and player below, docks for the module tree,
+// Inspector, run summary, lessons, teaching notes and PyTorch code; a toolbar with the run's
+// options. It only wires views to the Session; every view is a function of (snapshot, cursor,
+// selection).
+
+#include <QMainWindow>
+
+#include "ui/app/theme.hpp"
+#include "ui/session/session.hpp"
+
+class QAction;
+class QActionGroup;
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QMenu;
+class QSpinBox;
+class QTextBrowser;
+
+namespace ckpt::ui {
+
+class CodeView;
+class GraphView;
+class Inspector;
+class LessonsView;
+class MemoryPlot;
+class ModuleTree;
+class Player;
+class PlayerBar;
+class SummaryView;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Opens a file or an embedded sample (":/samples/...").
+  void openPath(const QString& path);
+  void openDefaultSample();
+  // True once the current model has a laid-out graph and a finished run.
+  bool isReady() const;
+
+  Session* session() const { return session_; }
+  GraphView* graphView() const { return graph_; }
+  MemoryPlot* memoryPlot() const { return plot_; }
+  Player* player() const { return player_; }
+  PlayerBar* playerBar() const { return playerBar_; }
+  ModuleTree* moduleTree() const { return modules_; }
+  Inspector* inspector() const { return inspector_; }
+  SummaryView* summaryView() const { return summary_; }
+  LessonsView* lessonsView() const { return lessons_; }
+  CodeView* codeView() const { return code_; }
+  QLabel* banner() const { return banner_; }
+  QStringList recentFiles() const { return recent_; }
+  ThemeMode theme() const { return theme_; }
+  void setTheme(ThemeMode mode);
+
+  bool exportGraph(const QString& path, QString* error = nullptr) const;
+  bool exportPlot(const QString& path, QString* error = nullptr) const;
+
+ signals:
+  // The model's first run and layout are both done (for --screenshot and tests).
+  void ready();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
+ private:
+  void buildCentral();
+  void buildDocks();
+  void buildToolBar();
+  void buildMenus();
+  void wireSession();
+  void loadSettings();
+  void saveSettings() const;
+  void addRecent(const QString& path);
+  void rebuildRecentMenu();
+  void syncControls();
+  void onModelChanged();
+  void onRunFinished(RunSnapshotPtr snapshot);
+  void onCursor(std::int64_t step);
+  void updateBanner();
+  void updateCallout();
+  void applyPalette();
+  void checkReady();
+  QString describeStep(std::int64_t step, bool rich) const;
+  void exportDialog(bool graph);
+  void showMessage(const QString& text, bool important = false);
+
+  Session* session_;
+  Player* player_;
+  GraphView* graph_ = nullptr;
+  MemoryPlot* plot_ = nullptr;
+  PlayerBar* playerBar_ = nullptr;
+  ModuleTree* modules_ = nullptr;
+  Inspector* inspector_ = nullptr;
+  SummaryView* summary_ = nullptr;
+  LessonsView* lessons_ = nullptr;
+  QTextBrowser* notes_ = nullptr;
+  CodeView* code_ = nullptr;
+  QLabel* banner_ = nullptr;
+  QLabel* callout_ = nullptr;
+  QLabel* runState_ = nullptr;
+
+  QComboBox* variant_ = nullptr;
+  QCheckBox* preserveRng_ = nullptr;
+  QComboBox* policy_ = nullptr;
+  QSpinBox* batch_ = nullptr;
+  QMenu* recentMenu_ = nullptr;
+  QMenu* sampleMenu_ = nullptr;
+  QMenu* viewMenu_ = nullptr;
+  QActionGroup* themeGroup_ = nullptr;
+  QAction* followAction_ = nullptr;
+
+  QStringList recent_;
+  ThemeMode theme_ = ThemeMode::system;
+  bool syncing_ = false;
+  bool firstRunOfModel_ = true;
+  bool readyEmitted_ = false;
+};
+
+}  // namespace ckpt::ui

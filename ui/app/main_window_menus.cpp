@@ -1,0 +1,225 @@
+// MainWindow: menus, files (open, recent, samples, drag and drop), export, theme, settings.
+
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+
+#include "ui/app/main_window.hpp"
+#include "ui/app/sample_catalog.hpp"
+#include "ui/graph/graph_view.hpp"
+#include "ui/player/player.hpp"
+#include "ui/player/player_bar.hpp"
+#include "ui/plot/memory_plot.hpp"
+
+namespace ckpt::ui {
+
+namespace {
+constexpr int kMaxRecent = 10;
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(QIcon(QStringLiteral(":/icons/open.svg")), tr("&Open…"));
+  open->setShortcut(QKeySequence::Open);
+  connect(open, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open a model"), QString(),
+        tr("Models (*.json *.onnx);;Native JSON (*.json);;ONNX (*.onnx);;All files (*)"));
+    if (!path.isEmpty()) openPath(path);
+  });
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  sampleMenu_ = file->addMenu(tr("Open &Sample"));
+  const auto samples = bundledSamples();
+  for (const SampleEntry& s : samples) {
+    QAction* a = sampleMenu_->addAction(s.title);
+    a->setToolTip(s.path);
+    a->setData(s.path);
+    connect(a, &QAction::triggered, this, [this, path = s.path] { openPath(path); });
+  }
+  if (samples.isEmpty()) sampleMenu_->addAction(tr("(no sample bundled)"))->setEnabled(false);
+  file->addSeparator();
+  QAction* exportGraphAction =
+      file->addAction(QIcon(QStringLiteral(":/icons/export.svg")), tr("Export &Graph…"));
+  connect(exportGraphAction, &QAction::triggered, this, [this] { exportDialog(true); });
+  QAction* exportPlotAction = file->addAction(tr("Export &Plot…"));
+  connect(exportPlotAction, &QAction::triggered, this, [this] { exportDialog(false); });
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"));
+  quit->setShortcut(QKeySequence::Quit);
+  connect(quit, &QAction::triggered, this, &QWidget::close);
+
+  viewMenu_ = menuBar()->addMenu(tr("&View"));
+  QMenu* theme = viewMenu_->addMenu(tr("&Theme"));
+  themeGroup_ = new QActionGroup(this);
+  for (ThemeMode m : {ThemeMode::system, ThemeMode::light, ThemeMode::dark}) {
+    const QString label = m == ThemeMode::system  ? tr("&System")
+                          : m == ThemeMode::light ? tr("&Light")
+                                                  : tr("&Dark");
+    QAction* a = theme->addAction(label);
+    a->setCheckable(true);
+    a->setData(themeName(m));
+    themeGroup_->addAction(a);
+    connect(a, &QAction::triggered, this, [this, m] { setTheme(m); });
+  }
+  viewMenu_->addSeparator();
+  followAction_ = viewMenu_->addAction(tr("&Follow the op while playing"));
+  followAction_->setCheckable(true);
+  followAction_->setChecked(true);
+  viewMenu_->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
+
+  QMenu* play = menuBar()->addMenu(tr("&Player"));
+  play->addActions(playerBar_->playerActions());
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About Checkpoint Lab"), this, [this] {
+    QMessageBox::about(
+        this, tr("About Checkpoint Lab"),
+        tr("<h3>Checkpoint Lab %1</h3><p>Activation checkpointing, made visible: a real autograd "
+           "engine runs the forward and backward of the model; every byte in the plot is memory "
+           "its allocator held. PyTorch 1.13's torch.utils.checkpoint semantics.</p>")
+            .arg(QApplication::applicationVersion()));
+  });
+  rebuildRecentMenu();
+}
+
+void MainWindow::openPath(const QString& path) {
+  graph_->setOverlayText(tr("Opening %1…").arg(QFileInfo(path).fileName()));
+  showMessage(tr("Opening %1…").arg(path));
+  session_->openFile(path);
+}
+
+void MainWindow::openDefaultSample() {
+  const QString path = defaultSamplePath();
+  if (path.isEmpty()) {
+    graph_->setOverlayText(
+        tr("No sample is bundled with this build: open a model with File ▸ Open."), true);
+    return;
+  }
+  openPath(path);
+}
+
+void MainWindow::addRecent(const QString& path) {
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  recent_.removeAll(abs);
+  recent_.prepend(abs);
+  while (recent_.size() > kMaxRecent) recent_.removeLast();
+  rebuildRecentMenu();
+  saveSettings();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  if (!recentMenu_) return;
+  recentMenu_->clear();
+  for (const QString& path : recent_) {
+    QAction* a = recentMenu_->addAction(QFileInfo(path).fileName());
+    a->setToolTip(path);
+    a->setStatusTip(path);
+    connect(a, &QAction::triggered, this, [this, path] { openPath(path); });
+  }
+  if (recent_.isEmpty())
+    recentMenu_->addAction(tr("(none)"))->setEnabled(false);
+  else {
+    recentMenu_->addSeparator();
+    recentMenu_->addAction(tr("Clear"), this, [this] {
+      recent_.clear();
+      rebuildRecentMenu();
+      saveSettings();
+    });
+  }
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) {
+    for (const QUrl& url : event->mimeData()->urls())
+      if (url.isLocalFile()) {
+        event->acceptProposedAction();
+        return;
+      }
+  }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls()) {
+    if (!url.isLocalFile()) continue;
+    openPath(url.toLocalFile());
+    event->acceptProposedAction();
+    return;
+  }
+}
+
+bool MainWindow::exportGraph(const QString& path, QString* error) const {
+  return graph_->exportImage(path, error);
+}
+
+bool MainWindow::exportPlot(const QString& path, QString* error) const {
+  return plot_->exportImage(path, error);
+}
+
+void MainWindow::exportDialog(bool graph) {
+  const QString base = QFileInfo(session_->source()).completeBaseName();
+  const QString suggested = (base.isEmpty() ? QStringLiteral("ckptlab") : base) +
+                            (graph ? QStringLiteral("-graph.png") : QStringLiteral("-memory.png"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, graph ? tr("Export the graph") : tr("Export the memory plot"), suggested,
+      tr("PNG image (*.png);;SVG drawing (*.svg)"));
+  if (path.isEmpty()) return;
+  QString error;
+  const bool ok = graph ? exportGraph(path, &error) : exportPlot(path, &error);
+  if (ok)
+    showMessage(tr("Wrote %1").arg(path));
+  else
+    QMessageBox::warning(this, tr("Export failed"), error);
+}
+
+void MainWindow::setTheme(ThemeMode mode) {
+  theme_ = mode;
+  applyTheme(mode);
+  if (themeGroup_)
+    for (QAction* a : themeGroup_->actions())
+      a->setChecked(a->data().toString() == themeName(mode));
+  applyPalette();
+  saveSettings();
+}
+
+void MainWindow::loadSettings() {
+  QSettings s;
+  restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+  if (!restoreState(s.value(QStringLiteral("window/state")).toByteArray())) resize(1440, 900);
+  recent_ = s.value(QStringLiteral("files/recent")).toStringList();
+  rebuildRecentMenu();
+  const double speed = s.value(QStringLiteral("player/speed"), 1.0).toDouble();
+  player_->setSpeed(speed);
+  followAction_->setChecked(s.value(QStringLiteral("view/follow"), true).toBool());
+  theme_ = themeFromName(s.value(QStringLiteral("view/theme")).toString());
+  applyTheme(theme_);
+  for (QAction* a : themeGroup_->actions())
+    a->setChecked(a->data().toString() == themeName(theme_));
+}
+
+void MainWindow::saveSettings() const {
+  QSettings s;
+  s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  s.setValue(QStringLiteral("window/state"), saveState());
+  s.setValue(QStringLiteral("files/recent"), recent_);
+  s.setValue(QStringLiteral("player/speed"), player_->speed());
+  s.setValue(QStringLiteral("view/follow"), followAction_->isChecked());
+  s.setValue(QStringLiteral("view/theme"), themeName(theme_));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  saveSettings();
+  session_->runs()->cancelAll();
+  QMainWindow::closeEvent(event);
+}
+
+}  // namespace ckpt::ui

@@ -1,0 +1,111 @@
+#include "ui/core/lessons.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "ui/core/memory_series.hpp"
+#include "ui/core/model_graph.hpp"
+
+namespace ckpt::ui {
+
+bool lessonAt(const Lesson& l, std::int64_t k) {
+  if (l.step < 0) return false;
+  if (l.endStep > l.step) return k >= l.step && k < l.endStep;
+  return k == l.step;
+}
+
+std::vector<Lesson> lessonsOf(const Model& model, const CheckpointConfig& config,
+                              const RunResult& result) {
+  std::vector<Lesson> out;
+  const Trace& trace = result.trace;
+  for (const auto& m : trace.messages()) {
+    Lesson l;
+    l.step = m.step;
+    l.severity = m.severity;
+    l.title = m.text.substr(0, m.text.find('\n'));
+    l.text = m.text;
+    out.push_back(std::move(l));
+  }
+  if (!result.ok && result.error != "cancelled") {
+    const bool already = std::any_of(out.begin(), out.end(), [&](const Lesson& l) {
+      return l.severity == Severity::error && l.text == result.error;
+    });
+    if (!already)
+      out.push_back({trace.step_count() > 0 ? trace.step_count() - 1 : -1, -1, Severity::error,
+                     "The run failed: " + result.error.substr(0, result.error.find('\n')),
+                     result.error, ""});
+  }
+
+  // Segments checkpointed in the forward, and which of them were recomputed.
+  std::map<std::string, const CheckpointSpan*> firstForward;
+  for (const auto& c : trace.checkpoints()) firstForward.emplace(c.segment, &c);
+  std::map<std::string, const RecomputeSpan*> firstRecompute;
+  for (const auto& r : trace.recomputes()) firstRecompute.emplace(r.segment, &r);
+
+  const auto rng = static_cast<std::size_t>(MemoryCategory::rng_state);
+  std::int64_t rngEach = 0, rngMax = 0;
+  const CheckpointSpan* firstRng = nullptr;
+  for (const auto& c : trace.checkpoints()) {
+    const std::int64_t before = trace.memory_at(c.begin_step - 1)[rng];
+    const std::int64_t after = trace.memory_at(std::max(c.begin_step, c.end_step - 1))[rng];
+    if (after > before && !firstRng) {
+      firstRng = &c;
+      rngEach = after - before;
+    }
+  }
+  if (firstRng) {
+    for (std::int64_t k = 0; k < trace.step_count(); ++k)
+      rngMax = std::max(rngMax, trace.memory_at(k)[rng]);
+    out.push_back(
+        {firstRng->begin_step, -1, Severity::info,
+         "Each checkpoint stashes the RNG state: " + formatBytes(rngEach) + " per segment",
+         "preserve_rng_state=True (the default) saves the CPU generator's state (" +
+             formatBytes(rngEach) +
+             ") in every checkpoint so that the recompute draws the same "
+             "random numbers. Up to " +
+             formatBytes(rngMax) +
+             " of RNG state are held at once in this run. It is memory too: turn "
+             "preserve_rng_state off when the segment draws no random numbers.",
+         firstRng->segment});
+  }
+
+  if (result.ok) {
+    for (const auto& [segment, span] : firstForward) {
+      if (firstRecompute.count(segment)) continue;
+      out.push_back({span->begin_step, span->end_step, Severity::info,
+                     segment + " is checkpointed but never recomputed",
+                     "Non-reentrant checkpointing recomputes a segment only when the backward "
+                     "unpacks one of its saved tensors. None of the ops of " +
+                         segment +
+                         " saved a tensor for backward (additions, views and sums save "
+                         "nothing), so there was nothing to recompute and nothing was saved by "
+                         "checkpointing it either.",
+                     segment});
+    }
+  }
+
+  // BatchNorm inside a recomputed segment runs its forward twice.
+  for (const auto& [segment, span] : firstRecompute) {
+    const Module* m = findModule(model.root, segment);
+    if (!m) continue;
+    for (std::int64_t i = m->first_op; i < m->end_op; ++i) {
+      const OpNode& op = model.ops[static_cast<std::size_t>(i)];
+      if (op.op_type.find("batch_norm") == std::string::npos) continue;
+      out.push_back(
+          {span->begin_step, span->end_step, Severity::warning,
+           "BatchNorm " + op.name + " runs twice: its running statistics are updated twice",
+           "The recompute of " + segment + " runs " + op.name +
+               " in training mode a second time, so running_mean, running_var and "
+               "num_batches_tracked are updated twice per step (as in PyTorch, in both "
+               "variants).",
+           segment});
+      break;
+    }
+  }
+  (void)config;
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Lesson& a, const Lesson& b) { return a.step < b.step; });
+  return out;
+}
+
+}  // namespace ckpt::ui

@@ -1,0 +1,20 @@
+#pragma once
+
+// "PyTorch code" of the current configuration: the sample's forward with checkpoint(...) calls
+// where the user put them, or for an ONNX model the code that wraps the chosen submodules.
+
+#include <QPlainTextEdit>
+
+#include "engine/run/runner.hpp"
+
+namespace ckpt::ui {
+
+class CodeView : public QPlainTextEdit {
+  Q_OBJECT
+
+ public:
+  explicit CodeView(QWidget* parent = nullptr);
+  void setConfig(std::shared_ptr<const Model> model, const CheckpointConfig& config);
+};
+
+}  // namespace ckpt::ui

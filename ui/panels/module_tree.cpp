@@ -1,0 +1,128 @@
+#include "ui/panels/module_tree.hpp"
+
+#include <QHeaderView>
+#include <QMenu>
+
+namespace ckpt::ui {
+
+namespace {
+constexpr int kPathRole = Qt::UserRole + 1;
+}
+
+ModuleTree::ModuleTree(QWidget* parent) : QTreeWidget(parent) {
+  setColumnCount(3);
+  setHeaderLabels({tr("Module (✓ = checkpointed)"), tr("Type"), tr("Ops")});
+  header()->setSectionResizeMode(0, QHeaderView::Stretch);
+  header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+  header()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
+  header()->setStretchLastSection(false);
+  setUniformRowHeights(true);
+  setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(this, &QTreeWidget::itemChanged, this, &ModuleTree::onItemChanged);
+  connect(this, &QTreeWidget::customContextMenuRequested, this, &ModuleTree::showMenu);
+  connect(this, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
+    if (item && !updating_) emit moduleSelected(item->data(0, kPathRole).toString());
+  });
+}
+
+void ModuleTree::setModel(std::shared_ptr<const Model> model) {
+  updating_ = true;
+  clear();
+  items_.clear();
+  model_ = std::move(model);
+  if (model_) {
+    std::vector<std::pair<const Module*, QTreeWidgetItem*>> stack;
+    for (auto it = model_->root.children.rbegin(); it != model_->root.children.rend(); ++it)
+      stack.push_back({it->get(), nullptr});
+    std::vector<QTreeWidgetItem*> top;
+    while (!stack.empty()) {
+      auto [m, parent] = stack.back();
+      stack.pop_back();
+      auto* item = new QTreeWidgetItem;
+      item->setText(0, QString::fromStdString(m->name));
+      item->setText(1, QString::fromStdString(m->kind));
+      item->setText(2, QString::number(m->end_op - m->first_op));
+      item->setTextAlignment(2, Qt::AlignRight | Qt::AlignVCenter);
+      item->setData(0, kPathRole, QString::fromStdString(m->path));
+      Qt::ItemFlags flags = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
+      if (m->checkpointable) flags |= Qt::ItemIsUserCheckable;
+      item->setFlags(flags);
+      item->setCheckState(0, Qt::Unchecked);
+      QString tip =
+          QStringLiteral("<b>%1</b>").arg(QString::fromStdString(m->path).toHtmlEscaped());
+      if (!m->checkpointable)
+        tip += tr("<br>Cannot be checkpointed: %1")
+                   .arg(QString::fromStdString(m->not_checkpointable_reason).toHtmlEscaped());
+      else
+        tip += tr("<br>Tick to run it under checkpoint().");
+      item->setToolTip(0, tip);
+      if (!m->checkpointable) item->setForeground(0, palette().brush(QPalette::PlaceholderText));
+      if (parent)
+        parent->addChild(item);
+      else
+        top.push_back(item);
+      items_[m->path] = item;
+      for (auto it = m->children.rbegin(); it != m->children.rend(); ++it)
+        stack.push_back({it->get(), item});
+    }
+    // Adding the top level last keeps one layout pass for a 1,000-module tree.
+    addTopLevelItems(QList<QTreeWidgetItem*>(top.begin(), top.end()));
+    if (items_.size() <= 200) expandToDepth(1);
+  }
+  updating_ = false;
+}
+
+void ModuleTree::setCheckpointed(const std::set<std::string>& modules) {
+  updating_ = true;
+  for (auto& [path, item] : items_) {
+    const Qt::CheckState want = modules.count(path) ? Qt::Checked : Qt::Unchecked;
+    if (item->checkState(0) != want) item->setCheckState(0, want);
+  }
+  updating_ = false;
+}
+
+QTreeWidgetItem* ModuleTree::itemFor(const QString& module) const {
+  auto it = items_.find(module.toStdString());
+  return it == items_.end() ? nullptr : it->second;
+}
+
+void ModuleTree::selectModule(const QString& module) {
+  if (QTreeWidgetItem* item = itemFor(module)) {
+    updating_ = true;
+    setCurrentItem(item);
+    scrollToItem(item);
+    updating_ = false;
+  }
+}
+
+void ModuleTree::onItemChanged(QTreeWidgetItem* item, int column) {
+  if (updating_ || column != 0) return;
+  emit toggleRequested(item->data(0, kPathRole).toString());
+}
+
+void ModuleTree::showMenu(const QPoint& pos) {
+  QTreeWidgetItem* item = itemAt(pos);
+  if (!item || !model_) return;
+  const QString path = item->data(0, kPathRole).toString();
+  QMenu menu(this);
+  menu.addAction(tr("Show in graph"), this, [this, path] { emit expandInGraphRequested(path); });
+  std::string definition;
+  // "All instances" applies to every call of the same module definition (cell, cell_1, ...).
+  std::vector<const Module*> stack{&model_->root};
+  while (!stack.empty() && definition.empty()) {
+    const Module* m = stack.back();
+    stack.pop_back();
+    if (m->path == path.toStdString()) definition = m->definition;
+    for (const auto& c : m->children) stack.push_back(c.get());
+  }
+  if (!definition.empty()) {
+    const QString def = QString::fromStdString(definition);
+    menu.addAction(tr("Checkpoint all instances of %1").arg(def), this,
+                   [this, def] { emit setAllInstancesRequested(def, true); });
+    menu.addAction(tr("Checkpoint no instance of %1").arg(def), this,
+                   [this, def] { emit setAllInstancesRequested(def, false); });
+  }
+  menu.exec(viewport()->mapToGlobal(pos));
+}
+
+}  // namespace ckpt::ui

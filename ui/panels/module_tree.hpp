@@ -1,0 +1,39 @@
+#pragma once
+
+// The module tree dock: every module instance with a checkbox that checkpoints it (the same
+// toggle as clicking its cluster), greyed out with the reason when it cannot be.
+
+#include <QTreeWidget>
+#include <set>
+#include <unordered_map>
+
+#include "engine/model/model.hpp"
+
+namespace ckpt::ui {
+
+class ModuleTree : public QTreeWidget {
+  Q_OBJECT
+
+ public:
+  explicit ModuleTree(QWidget* parent = nullptr);
+  void setModel(std::shared_ptr<const Model> model);
+  void setCheckpointed(const std::set<std::string>& modules);
+  void selectModule(const QString& module);
+  QTreeWidgetItem* itemFor(const QString& module) const;
+
+ signals:
+  void toggleRequested(const QString& module);
+  void moduleSelected(const QString& module);
+  void expandInGraphRequested(const QString& module);
+  void setAllInstancesRequested(const QString& definition, bool checkpointed);
+
+ private:
+  void onItemChanged(QTreeWidgetItem* item, int column);
+  void showMenu(const QPoint& pos);
+
+  std::shared_ptr<const Model> model_;
+  std::unordered_map<std::string, QTreeWidgetItem*> items_;
+  bool updating_ = false;
+};
+
+}  // namespace ckpt::ui

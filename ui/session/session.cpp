@@ -1,0 +1,242 @@
+#include "ui/session/session.hpp"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "engine/model/loader.hpp"
+
+namespace ckpt::ui {
+
+namespace {
+
+struct Loaded {
+  std::shared_ptr<const Model> model;
+  QString error;
+};
+
+// Embedded samples are read from the resources; an embedded ONNX file goes through a
+// temporary copy because the ONNX loader reads files.
+Loaded loadOnWorker(QString path) {
+  Loaded out;
+  try {
+    if (path.startsWith(QLatin1String(":/"))) {
+      QFile f(path);
+      if (!f.open(QIODevice::ReadOnly))
+        throw std::runtime_error(path.toStdString() + ": not found");
+      const QByteArray bytes = f.readAll();
+      if (path.endsWith(QLatin1String(".onnx"), Qt::CaseInsensitive)) {
+        QTemporaryDir dir;
+        const QString copy = dir.filePath(QFileInfo(path).fileName());
+        QFile t(copy);
+        if (!t.open(QIODevice::WriteOnly) || t.write(bytes) != bytes.size())
+          throw std::runtime_error(path.toStdString() + ": cannot copy to a temporary file");
+        t.close();
+        auto m = load_model(copy.toStdString());
+        m->source = path.toStdString();
+        out.model = std::move(m);
+      } else {
+        out.model = load_model_json_text(bytes.toStdString(), path.toStdString());
+      }
+    } else {
+      out.model = load_model(path.toStdString());
+    }
+  } catch (const std::exception& e) {
+    out.error = QString::fromStdString(e.what());
+  }
+  return out;
+}
+
+std::string parentPath(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? std::string() : path.substr(0, dot);
+}
+
+}  // namespace
+
+bool sameRun(const CheckpointConfig& a, const CheckpointConfig& b) {
+  return a.modules == b.modules && a.segments == b.segments && a.use_reentrant == b.use_reentrant &&
+         a.preserve_rng_state == b.preserve_rng_state && a.early_stop == b.early_stop &&
+         a.policy == b.policy && a.seed == b.seed && a.batch == b.batch &&
+         a.input_requires_grad == b.input_requires_grad && a.loss == b.loss;
+}
+
+Session::Session(QObject* parent)
+    : QObject(parent), runs_(new RunController(this)), layouts_(new LayoutEngine(this)) {
+  const QString cache = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
+  if (!cache.isEmpty())
+    layouts_->setCacheDirectory(QDir(cache).filePath(QStringLiteral("layouts")));
+  connect(runs_, &RunController::busyChanged, this, &Session::runBusyChanged);
+  connect(runs_, &RunController::finished, this, &Session::onRunFinished);
+  connect(layouts_, &LayoutEngine::busyChanged, this, &Session::layoutBusyChanged);
+  connect(layouts_, &LayoutEngine::finished, this, [this](quint64 id, LayoutResultPtr result) {
+    if (id != pendingLayout_ || !pendingGraph_) return;
+    graph_ = pendingGraph_;
+    pendingGraph_.reset();
+    layout_ = std::move(result);
+    emit graphChanged();
+  });
+  connect(layouts_, &LayoutEngine::failed, this, [this](quint64 id, const QString& message) {
+    if (id != pendingLayout_) return;
+    // The expansion that could not be laid out is forgotten, the previous picture stays.
+    if (graph_) expanded_ = graph_->expanded();
+    pendingGraph_.reset();
+    emit layoutFailed(message);
+  });
+}
+
+Session::~Session() {
+  runs_->cancelAll();
+}
+
+QString Session::displayName() const {
+  if (!model_) return {};
+  if (!model_->scenario.title.empty()) return QString::fromStdString(model_->scenario.title);
+  if (!model_->name.empty()) return QString::fromStdString(model_->name);
+  return QFileInfo(source_).fileName();
+}
+
+void Session::openFile(const QString& path) {
+  const quint64 generation = ++openGeneration_;
+  loading_ = true;
+  auto* watcher = new QFutureWatcher<Loaded>(this);
+  connect(watcher, &QFutureWatcher<Loaded>::finished, this, [this, watcher, generation, path] {
+    watcher->deleteLater();
+    if (generation != openGeneration_) return;  // a newer open superseded this one
+    loading_ = false;
+    Loaded loaded = watcher->result();
+    if (!loaded.model) {
+      emit openFailed(loaded.error);
+      return;
+    }
+    adopt(std::move(loaded.model), path);
+  });
+  watcher->setFuture(QtConcurrent::run(loadOnWorker, path));
+}
+
+void Session::openModel(std::shared_ptr<const Model> model, const QString& source) {
+  ++openGeneration_;
+  loading_ = false;
+  adopt(std::move(model), source);
+}
+
+void Session::adopt(std::shared_ptr<const Model> model, const QString& source) {
+  model_ = std::move(model);
+  source_ = source;
+  current_.reset();
+  ghost_.reset();
+  ghostLabel_.clear();
+  graph_.reset();
+  layout_.reset();
+  config_ = scenario_config(*model_);
+  expanded_ = ModelGraph::initialExpansion(*model_);
+  runs_->setModel(model_);
+  emit modelChanged();
+  emit configChanged();
+  relayout();
+  runs_->request(config_);
+}
+
+std::int64_t Session::effectiveBatch() const {
+  if (config_.batch > 0) return config_.batch;
+  return model_ ? model_->scenario.batch : 0;
+}
+
+void Session::configure() {
+  emit configChanged();
+  if (model_) runs_->request(config_);
+}
+
+void Session::rerun() {
+  configure();
+}
+
+bool Session::toggleModule(const QString& module) {
+  if (!model_) return false;
+  const std::string path = module.toStdString();
+  const Module* m = findModule(model_->root, path);
+  if (!m || path.empty()) {
+    emit message(tr("No module named '%1'").arg(module));
+    return false;
+  }
+  if (!config_.modules.count(path) && !m->checkpointable) {
+    emit message(tr("%1 cannot be checkpointed: %2")
+                     .arg(module, QString::fromStdString(m->not_checkpointable_reason)));
+    return false;
+  }
+  if (!config_.modules.erase(path)) config_.modules.insert(path);
+  configure();
+  return true;
+}
+
+void Session::setModules(const std::set<std::string>& modules) {
+  if (modules == config_.modules) return;
+  config_.modules = modules;
+  configure();
+}
+
+void Session::setReentrant(bool reentrant) {
+  if (config_.use_reentrant == reentrant) return;
+  config_.use_reentrant = reentrant;
+  configure();
+}
+
+void Session::setPreserveRng(bool preserve) {
+  if (config_.preserve_rng_state == preserve) return;
+  config_.preserve_rng_state = preserve;
+  configure();
+}
+
+void Session::setPolicy(SelectivePolicy policy) {
+  if (config_.policy == policy) return;
+  config_.policy = policy;
+  configure();
+}
+
+void Session::setBatch(std::int64_t batch) {
+  if (model_ && batch == model_->scenario.batch) batch = 0;
+  if (config_.batch == batch) return;
+  config_.batch = batch;
+  configure();
+}
+
+void Session::expand(const QString& module) {
+  if (!model_) return;
+  // Expanding a module inside a collapsed one opens the whole path to it.
+  for (std::string p = module.toStdString(); !p.empty(); p = parentPath(p)) expanded_.insert(p);
+  relayout();
+}
+
+void Session::collapse(const QString& module) {
+  if (!model_) return;
+  const std::string path = module.toStdString();
+  for (auto it = expanded_.begin(); it != expanded_.end();) {
+    if (*it == path || it->starts_with(path + "."))
+      it = expanded_.erase(it);
+    else
+      ++it;
+  }
+  relayout();
+}
+
+void Session::relayout() {
+  if (!model_) return;
+  pendingGraph_ = std::make_shared<const ModelGraph>(model_, expanded_);
+  pendingLayout_ = layouts_->request(pendingGraph_->layoutGraph());
+}
+
+void Session::onRunFinished(RunSnapshotPtr snapshot) {
+  if (!snapshot || snapshot->model != model_) return;
+  // A failed run is no baseline to compare against: the ghost stays the last complete curve.
+  if (current_ && current_->result->ok && !sameRun(current_->config, snapshot->config)) {
+    ghost_ = current_->series;
+    ghostLabel_ = QString::fromStdString(describeConfig(current_->config));
+  }
+  current_ = std::move(snapshot);
+  emit runFinished(current_);
+}
+
+}  // namespace ckpt::ui

@@ -1,0 +1,100 @@
+#pragma once
+
+// The open document: a Model, its checkpoint configuration, the expansion of its graph, the
+// latest run and the previous configuration's curve (the ghost). The views observe it; every
+// change of configuration re-runs through the RunController, every expansion change re-lays
+// out through the LayoutEngine. Loading also happens off the UI thread.
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <memory>
+#include <set>
+
+#include "ui/core/model_graph.hpp"
+#include "ui/layout/layout_engine.hpp"
+#include "ui/session/run_controller.hpp"
+
+namespace ckpt::ui {
+
+class Session : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit Session(QObject* parent = nullptr);
+  ~Session() override;
+
+  // Opens a .json or .onnx file, or an embedded sample (":/samples/..."), off the UI thread;
+  // answers with modelChanged() or openFailed().
+  void openFile(const QString& path);
+  // Adopts an already loaded model (tests, benchmarks).
+  void openModel(std::shared_ptr<const Model> model, const QString& source);
+  bool loading() const { return loading_; }
+
+  std::shared_ptr<const Model> model() const { return model_; }
+  QString source() const { return source_; }
+  QString displayName() const;
+
+  const CheckpointConfig& config() const { return config_; }
+  bool isCheckpointed(const std::string& module) const { return config_.modules.count(module) > 0; }
+  // Returns false (and says why through message()) when the module cannot be checkpointed.
+  bool toggleModule(const QString& module);
+  void setModules(const std::set<std::string>& modules);
+  void setReentrant(bool reentrant);
+  void setPreserveRng(bool preserve);
+  void setPolicy(SelectivePolicy policy);
+  void setBatch(std::int64_t batch);  // 0: the scenario's
+  std::int64_t effectiveBatch() const;
+  void rerun();
+
+  std::shared_ptr<const ModelGraph> graph() const { return graph_; }
+  LayoutResultPtr layout() const { return layout_; }
+  const std::set<std::string>& expanded() const { return expanded_; }
+  void expand(const QString& module);
+  void collapse(const QString& module);
+  bool layingOut() const { return layouts_->busy(); }
+
+  RunSnapshotPtr current() const { return current_; }
+  MemorySeriesPtr ghost() const { return ghost_; }
+  QString ghostLabel() const { return ghostLabel_; }
+  RunController* runs() const { return runs_; }
+  LayoutEngine* layouts() const { return layouts_; }
+
+ signals:
+  void modelChanged();
+  void openFailed(const QString& message);
+  void configChanged();
+  void runBusyChanged(bool busy);
+  void runFinished(ckpt::ui::RunSnapshotPtr snapshot);
+  void graphChanged();
+  void layoutBusyChanged(bool busy);
+  void layoutFailed(const QString& message);
+  void message(const QString& text);
+
+ private:
+  void adopt(std::shared_ptr<const Model> model, const QString& source);
+  void configure();
+  void relayout();
+  void onRunFinished(RunSnapshotPtr snapshot);
+
+  std::shared_ptr<const Model> model_;
+  QString source_;
+  CheckpointConfig config_;
+  std::set<std::string> expanded_;
+  std::shared_ptr<const ModelGraph> graph_;
+  std::shared_ptr<const ModelGraph> pendingGraph_;
+  quint64 pendingLayout_ = 0;
+  LayoutResultPtr layout_;
+  RunSnapshotPtr current_;
+  MemorySeriesPtr ghost_;
+  QString ghostLabel_;
+  bool loading_ = false;
+  quint64 openGeneration_ = 0;
+
+  RunController* runs_;
+  LayoutEngine* layouts_;
+};
+
+// Whether two configurations run the same thing (the ghost is kept across an undo).
+bool sameRun(const CheckpointConfig& a, const CheckpointConfig& b);
+
+}  // namespace ckpt::ui
