@@ -106,10 +106,10 @@ void max_pool_forward(const T* x, const PoolGeometry& g, T* out, std::int64_t* i
         for (std::int64_t ih = h0; ih < h1; ih += g.dh)
           for (std::int64_t iw = w0; iw < w1; iw += g.dw) {
             const T v = in[ih * g.w + iw];
-            if (v > m || std::isnan(v)) {
-              m = v;
-              best = ih * g.w + iw;
-            }
+            // Branch-free (data-dependent branches mispredict on real activations).
+            const bool take = v > m || v != v;
+            m = take ? v : m;
+            best = take ? ih * g.w + iw : best;
           }
         const std::int64_t o = (pl * g.ho + oh) * g.wo + ow;
         out[o] = m;

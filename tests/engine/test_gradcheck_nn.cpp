@@ -1,3 +1,5 @@
+#include <omp.h>
+
 #include <QtTest>
 
 #include "engine/ops/ops.hpp"
@@ -74,6 +76,20 @@ class TestGradcheckNn : public QObject {
           return conv2d(x[0], C({2, 2, 3, 3}, 25), Tensor(), {1, 1}, {1, 1});
         },
         {L({1, 2, 4, 4}, 24)});
+
+    // >= 64 output pixels per image: the per-image GEMM path (images split across threads)
+    row("conv2d per-image groups bias",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], x[2], {1, 1}, {1, 1}, {1, 1}, 2);
+        },
+        {L({3, 2, 9, 8}, 26), L({4, 1, 3, 3}, 27), L({4}, 28)});
+    row("conv2d per-image pointwise", [](const TensorList& x) { return conv2d(x[0], x[1], x[2]); },
+        {L({2, 3, 8, 8}, 29), L({2, 3, 1, 1}, 290), L({2}, 291)});
+    row("conv2d per-image stride 2 weight only",
+        [](const TensorList& x) {
+          return conv2d(C({2, 2, 17, 16}, 292), x[0], Tensor(), {2, 2}, {1, 1});
+        },
+        {L({3, 2, 3, 3}, 293)});
 
     // pooling
     row("max_pool2d 2x2",
@@ -272,6 +288,37 @@ class TestGradcheckNn : public QObject {
     QVERIFY2(r.ok(),
              qPrintable(QString::fromStdString(r.where) +
                         QString(" (abs %1, rel %2)").arg(r.max_abs_error).arg(r.max_rel_error)));
+  }
+
+  // Convolutions big enough to split images across threads (per-thread column buffers and
+  // weight-gradient partials) give the single-threaded results.
+  void convThreadsAgree() {
+    struct Result {
+      std::vector<double> y, dx, dw, db;
+    };
+    auto run = [](int threads, std::array<std::int64_t, 2> stride) {
+      omp_set_num_threads(threads);
+      Tensor x = L({4, 16, 18, 18}, 200), w = L({32, 16, 3, 3}, 201), b = L({32}, 202);
+      Tensor y = conv2d(x, w, b, stride, {1, 1});
+      sum(mul(y, y)).backward();
+      return Result{y.to_vector(), x.grad().to_vector(), w.grad().to_vector(),
+                    b.grad().to_vector()};
+    };
+    const int saved = omp_get_max_threads();
+    for (auto stride : {std::array<std::int64_t, 2>{1, 1}, {2, 2}}) {
+      const Result one = run(1, stride), two = run(2, stride);
+      auto close = [](const std::vector<double>& a, const std::vector<double>& b) {
+        if (a.size() != b.size()) return false;
+        for (std::size_t i = 0; i < a.size(); ++i)
+          if (std::abs(a[i] - b[i]) > 1e-9 * (1 + std::abs(a[i]))) return false;
+        return true;
+      };
+      QVERIFY(close(one.y, two.y));
+      QVERIFY(close(one.dx, two.dx));
+      QVERIFY(close(one.dw, two.dw));
+      QVERIFY(close(one.db, two.db));
+    }
+    omp_set_num_threads(saved);
   }
 };
 
