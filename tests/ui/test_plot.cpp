@@ -4,6 +4,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "engine/run/run_summary.hpp"
 #include "ui/plot/memory_plot_renderer.hpp"
 
 using namespace ckpt;
@@ -61,11 +62,12 @@ class TestPlot : public QObject {
   Q_OBJECT
 
  private slots:
-  void formatsBytesLikePyTorch() {
+  void formatsBytesAsTheCli() {
     QCOMPARE(formatBytes(96), std::string("96 B"));
-    QCOMPARE(formatBytes(5056), std::string("4.94 KB"));
-    QCOMPARE(formatBytes(812 * 1024), std::string("812 KB"));
-    QCOMPARE(formatBytes(12 * 1024 * 1024 + 400 * 1024), std::string("12.4 MB"));
+    QCOMPARE(formatBytes(5056), std::string("4.9 KiB"));
+    QCOMPARE(formatBytes(12 * 1024 * 1024 + 400 * 1024), std::string("12.39 MiB"));
+    QCOMPARE(formatBytes(12 * 1024 * 1024 + 400 * 1024),
+             format_bytes(12 * 1024 * 1024 + 400 * 1024));
   }
 
   void decimationKeepsEveryStepAndThePeak() {

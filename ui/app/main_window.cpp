@@ -335,8 +335,8 @@ void MainWindow::onRunFinished(RunSnapshotPtr snap) {
   updateBanner();
   const RunSummary& s = snap->summary;
   showMessage(s.ok ? tr("Run: peak %1, %2 recomputed op executions, %3 ms")
-                         .arg(QString::fromStdString(formatBytes(s.peakBytes)))
-                         .arg(s.counts.recompute)
+                         .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
+                         .arg(s.executions.recompute)
                          .arg(snap->wallMs)
                    : tr("Run failed: %1").arg(QString::fromStdString(s.error)),
               !s.ok);

@@ -1,8 +1,8 @@
 #include "ui/core/memory_series.hpp"
 
+#include "engine/run/run_summary.hpp"
+
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <stdexcept>
 
 namespace ckpt::ui {
@@ -40,21 +40,7 @@ std::vector<PlotColumn> decimate(const MemorySeries& series, std::int64_t begin,
 }
 
 std::string formatBytes(std::int64_t bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (std::fabs(v) >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0)
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  else
-    std::snprintf(buf, sizeof buf,
-                  std::fabs(v) < 10 ? "%.2f %s" : (std::fabs(v) < 100 ? "%.1f %s" : "%.0f %s"), v,
-                  units[u]);
-  return buf;
+  return format_bytes(bytes);
 }
 
 }  // namespace ckpt::ui

@@ -55,7 +55,7 @@ struct PlotColumn {
 std::vector<PlotColumn> decimate(const MemorySeries& series, std::int64_t begin, std::int64_t end,
                                  int columns);
 
-// "12.4 MB", "812 KB", "96 B" (powers of 1024, as PyTorch's memory_summary).
+// "12.40 MiB", "812.0 KiB", "96 B": the CLI's format_bytes, so both print the same figures.
 std::string formatBytes(std::int64_t bytes);
 
 }  // namespace ckpt::ui

@@ -37,17 +37,17 @@ void SummaryView::refresh() {
     return;
   }
   const RunSummary& s = snapshot_->summary;
+  const Trace& trace = snapshot_->trace();
   const Palette pal = Palette::forApplication();
   QString html = QStringLiteral("<table>");
-  html += row(tr("configuration"),
-              QString::fromStdString(describeConfig(snapshot_->config)).toHtmlEscaped());
+  html += row(tr("configuration"), QString::fromStdString(s.label).toHtmlEscaped());
   html += row(tr("status"),
               s.ok ? tr("ok") + (running_ ? tr(" (re-running…)") : QString())
                    : QStringLiteral("<span style='color:%1'><b>%2</b></span>")
                          .arg(pal.error.name(), QString::fromStdString(s.error).toHtmlEscaped()));
-  QString peak = QStringLiteral("<b>%1</b>").arg(fmt(s.peakBytes));
+  QString peak = QStringLiteral("<b>%1</b>").arg(fmt(s.peak.bytes));
   if (ghost_ && ghost_->peakBytes > 0 && s.ok) {
-    const std::int64_t d = s.peakBytes - ghost_->peakBytes;
+    const std::int64_t d = s.peak.bytes - ghost_->peakBytes;
     const double pct = 100.0 * static_cast<double>(d) / static_cast<double>(ghost_->peakBytes);
     peak += QStringLiteral(" <span style='color:%1'>(%2%3, %4%5%)</span>")
                 .arg((d <= 0 ? pal.category(MemoryCategory::gradient) : pal.error).name(),
@@ -58,35 +58,44 @@ void SummaryView::refresh() {
                 .arg(ghostLabel_.toHtmlEscaped(), fmt(ghost_->peakBytes));
   }
   html += row(tr("peak memory"), peak);
-  html += row(tr("peak at"), tr("step %1 (%2) %3")
-                                 .arg(s.peakStep)
-                                 .arg(QLatin1String(phase_name(s.peakPhase)))
-                                 .arg(QString::fromStdString(s.peakOp).toHtmlEscaped()));
+  QString at = QString::fromStdString(s.peak_op).toHtmlEscaped();
+  if (!s.peak_node.empty())
+    at += QStringLiteral(" (%1)").arg(QString::fromStdString(s.peak_node).toHtmlEscaped());
+  html += row(
+      tr("peak at"),
+      tr("step %1, %2 %3").arg(s.peak.step).arg(QLatin1String(phase_name(s.peak_phase))).arg(at));
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
-    if (s.peakByCategory[c] == 0) continue;
+    if (s.peak.by_category[c] == 0) continue;
     html += row(QStringLiteral("&nbsp;&nbsp;<span style='color:%1'>■</span> %2")
                     .arg(pal.categories[c].name(), categoryLabel(static_cast<MemoryCategory>(c))),
-                fmt(s.peakByCategory[c]));
+                fmt(s.peak.by_category[c]));
   }
-  html += row(tr("live after forward"), fmt(s.forwardEndBytes));
-  html += row(tr("op executions"), tr("forward %1 · recompute %2 · backward %3")
-                                       .arg(s.counts.forward)
-                                       .arg(s.counts.recompute)
-                                       .arg(s.counts.backward));
+  html += row(tr("end of forward"), tr("%1 live").arg(fmt(s.end_of_forward_total)));
+  html += row(tr("op executions"), tr("forward %1 · recompute %2 · backward %3 (total %4)")
+                                       .arg(s.executions.forward)
+                                       .arg(s.executions.recompute)
+                                       .arg(s.executions.backward)
+                                       .arg(s.total_executions()));
+  const double overhead = s.executions.forward > 0
+                              ? 100.0 * static_cast<double>(s.executions.recompute) /
+                                    static_cast<double>(s.executions.forward)
+                              : 0.0;
+  html += row(tr("recompute overhead"), tr("<b>+%1</b> op executions (%2% of the forward)")
+                                            .arg(s.executions.recompute)
+                                            .arg(overhead, 0, 'f', 1));
+  html += row(tr("checkpoints"),
+              tr("%1 segments, %2 recomputed").arg(s.checkpoints).arg(trace.recomputes().size()));
+  const auto rng = static_cast<std::size_t>(MemoryCategory::rng_state);
+  if (snapshot_->series && snapshot_->series->maxByCategory[rng] > 0)
+    html +=
+        row(tr("RNG state held"), tr("up to %1").arg(fmt(snapshot_->series->maxByCategory[rng])));
+  html += row(tr("wall time"), tr("forward %1 ms · backward %2 ms (recompute %3 ms)")
+                                   .arg(s.times.forward_ms, 0, 'f', 1)
+                                   .arg(s.times.backward_ms, 0, 'f', 1)
+                                   .arg(s.times.recompute_ms, 0, 'f', 1));
   html +=
-      row(tr("recompute overhead"),
-          tr("<b>%1%</b> more forward op executions").arg(100 * s.recomputeOverhead, 0, 'f', 1));
-  html += row(
-      tr("checkpoints"),
-      tr("%1 segment forwards, %2 recomputes").arg(s.checkpointSegments).arg(s.recomputeSegments));
-  if (s.rngStateBytesMax > 0) html += row(tr("RNG state held"), fmt(s.rngStateBytesMax));
-  html += row(tr("time"), tr("forward %1 ms · backward %2 ms (recompute %3 ms)")
-                              .arg(s.times.forward_ms, 0, 'f', 1)
-                              .arg(s.times.backward_ms, 0, 'f', 1)
-                              .arg(s.times.recompute_ms, 0, 'f', 1));
-  html += row(
-      tr("trace"),
-      tr("%1 steps, %2 in memory").arg(snapshot_->trace().step_count()).arg(fmt(s.traceFootprint)));
+      row(tr("trace"),
+          tr("%1 steps, %2 in memory").arg(trace.step_count()).arg(fmt(trace.memory_footprint())));
   html += QStringLiteral("</table>");
   setHtml(html);
 }

@@ -47,9 +47,9 @@ double unitFor(std::int64_t maxBytes) {
 }
 
 const char* unitName(double unit) {
-  if (unit >= 1024.0 * 1024 * 1024) return "GB";
-  if (unit >= 1024.0 * 1024) return "MB";
-  if (unit >= 1024.0) return "KB";
+  if (unit >= 1024.0 * 1024 * 1024) return "GiB";
+  if (unit >= 1024.0 * 1024) return "MiB";
+  if (unit >= 1024.0) return "KiB";
   return "B";
 }
 

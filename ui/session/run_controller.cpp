@@ -26,7 +26,7 @@ RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig 
     auto series = std::make_shared<MemorySeries>(memorySeriesFromTrace(result->trace));
     series->failed = !result->ok;
     snap->series = std::move(series);
-    snap->summary = summarize(*result);
+    snap->summary = summarize(*model, *result, describeConfig(config));
     snap->lessons = lessonsOf(*model, config, *result);
   }
   return snap;

@@ -10,10 +10,11 @@
 #include <atomic>
 #include <memory>
 
+#include "engine/run/run_summary.hpp"
 #include "engine/run/runner.hpp"
+#include "ui/core/config_text.hpp"
 #include "ui/core/lessons.hpp"
 #include "ui/core/memory_series.hpp"
-#include "ui/core/run_summary.hpp"
 
 namespace ckpt::ui {
 
