@@ -101,15 +101,7 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
   s.executions = t.counts();
   s.times = run.times;
   s.messages = t.messages();
-  s.checkpoints = 0;
-  {
-    std::string last;
-    for (std::int64_t k = 0; k <= fe; ++k) {
-      const auto& seg = t.step(k).segment;
-      if (!seg.empty() && seg != last) ++s.checkpoints;
-      last = seg;
-    }
-  }
+  s.checkpoints = static_cast<std::int64_t>(t.checkpoints().size());
   if (baseline) {
     RunSummary::Baseline b;
     b.peak_bytes = baseline->trace.peak().bytes;
