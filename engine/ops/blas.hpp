@@ -6,7 +6,8 @@ namespace ckpt {
 
 // C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C, all row-major with leading
 // dimensions (op = transpose when the flag is set, A then being stored [k, m]). Eigen's GEMM
-// underneath (OpenMP-parallel over the calling thread's team). beta is 0 or 1.
+// underneath; outside a parallel region, large products are split into independent blocks of
+// the output across OpenMP threads. beta is 0 or 1.
 template <typename T>
 void gemm_rm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
              const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,

@@ -1,6 +1,7 @@
 #include "engine/ops/kernels.hpp"
 
-#include <Eigen/Core>
+#include "engine/ops/blas.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -15,37 +16,21 @@ void require_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
                                 b.str());
 }
 
-template <typename T>
-using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename T>
-using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
-
-enum class Layout { row, col, other };
-Layout layout_of(const Tensor& t) {
-  const auto& s = t.shape();
-  const auto& st = t.strides();
-  if ((st[1] == 1 || s[1] == 1) && (st[0] == s[1] || s[0] == 1)) return Layout::row;
-  if ((st[0] == 1 || s[0] == 1) && (st[1] == s[0] || s[1] == 1)) return Layout::col;
-  return Layout::other;
-}
-
-template <typename T, typename F>
-void with_matrix(const Tensor& t, F&& f) {
-  const auto rows = t.shape()[0];
-  const auto cols = t.shape()[1];
-  switch (layout_of(t)) {
-    case Layout::row:
-      f(Eigen::Map<const RowMajor<T>>(t.data<T>(), rows, cols));
-      return;
-    case Layout::col:
-      f(Eigen::Map<const ColMajor<T>>(t.data<T>(), rows, cols));
-      return;
-    case Layout::other: {
-      Tensor c = contiguous_copy(t);
-      f(Eigen::Map<const RowMajor<T>>(c.data<T>(), rows, cols));
-      return;
-    }
-  }
+// A 2-D operand as BLAS sees it: row-major with a leading dimension (unit column stride), or
+// column-major likewise (a transposed row-major block); anything else must be copied.
+struct MatrixLayout {
+  bool ok = false;
+  bool trans = false;
+  std::int64_t ld = 1;
+};
+MatrixLayout layout_of(const Tensor& t) {
+  const auto r = t.shape()[0], c = t.shape()[1];
+  const auto sr = t.strides()[0], sc = t.strides()[1];
+  if ((sc == 1 || c <= 1) && (r <= 1 || sr >= std::max<std::int64_t>(c, 1)))
+    return {true, false, r <= 1 ? std::max<std::int64_t>(c, 1) : sr};
+  if ((sr == 1 || r <= 1) && (c <= 1 || sc >= std::max<std::int64_t>(r, 1)))
+    return {true, true, c <= 1 ? std::max<std::int64_t>(r, 1) : sc};
+  return {};
 }
 
 }  // namespace
@@ -302,16 +287,27 @@ void gemm_raw(const Tensor& a, const Tensor& b, Tensor& c, bool accumulate) {
   require_same_dtype(a, b, "mm");
   if (!c.is_contiguous()) throw std::logic_error("gemm_raw: output must be contiguous");
   dispatch_floating(a.dtype(), "mm", [&]<typename T>() {
-    Eigen::Map<RowMajor<T>> C(c.data<T>(), c.shape()[0], c.shape()[1]);
-    with_matrix<T>(a, [&](const auto& A) {
-      with_matrix<T>(b, [&](const auto& B) {
-        if (accumulate) {
-          C.noalias() += A * B;
-        } else {
-          C.noalias() = A * B;
-        }
-      });
-    });
+    // Row-major operands go as they are, column-major ones as transposed row-major; anything
+    // else is copied first.
+    auto operand = [](const Tensor& t, Tensor& keep, bool& trans, std::int64_t& ld) -> const T* {
+      const MatrixLayout l = layout_of(t);
+      if (l.ok) {
+        trans = l.trans;
+        ld = l.ld;
+        return t.data<T>();
+      }
+      keep = contiguous_copy(t);
+      trans = false;
+      ld = std::max<std::int64_t>(t.shape()[1], 1);
+      return keep.data<T>();
+    };
+    Tensor ka, kb;
+    bool ta = false, tb = false;
+    std::int64_t lda = 1, ldb = 1;
+    const T* pa = operand(a, ka, ta, lda);
+    const T* pb = operand(b, kb, tb, ldb);
+    gemm_rm<T>(ta, tb, a.shape()[0], b.shape()[1], a.shape()[1], T(1), pa, lda, pb, ldb,
+               accumulate ? T(1) : T(0), c.data<T>(), std::max<std::int64_t>(c.shape()[1], 1));
   });
 }
 
