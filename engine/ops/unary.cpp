@@ -11,11 +11,19 @@ namespace ckpt {
 
 namespace {
 
+// f is generic (takes `auto`): it runs in the tensor's own precision, float math for f32
+// (as PyTorch's kernels do), not through a double round trip.
 template <typename F>
 Tensor map_floating(const Tensor& x, const char* op, F f) {
   return dispatch_floating(x.dtype(), op, [&]<typename T>() {
-    return unary_map<T>(x, [&](T v) { return static_cast<T>(f(static_cast<double>(v))); });
+    return unary_map<T>(x, [&](T v) { return static_cast<T>(f(v)); });
   });
+}
+
+// A constant in the precision of v.
+template <typename V>
+constexpr V k(double c) {
+  return static_cast<V>(c);
 }
 
 // grad * d, with d computed elementwise from a saved tensor.
@@ -31,7 +39,7 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 Tensor exp(const Tensor& x) {
   OpScope op("exp");
-  Tensor out = map_floating(x, "exp", [](double v) { return std::exp(v); });
+  Tensor out = map_floating(x, "exp", [](auto v) { return std::exp(v); });
   record("ExpBackward0", {x}, {out}, {out},
          [](BackwardContext& c) -> TensorList { return {mul_raw(c.grads[0], c.saved[0])}; });
   return out;
@@ -39,7 +47,7 @@ Tensor exp(const Tensor& x) {
 
 Tensor log(const Tensor& x) {
   OpScope op("log");
-  Tensor out = map_floating(x, "log", [](double v) { return std::log(v); });
+  Tensor out = map_floating(x, "log", [](auto v) { return std::log(v); });
   record("LogBackward0", {x}, {out}, {x},
          [](BackwardContext& c) -> TensorList { return {div_raw(c.grads[0], c.saved[0])}; });
   return out;
@@ -47,9 +55,9 @@ Tensor log(const Tensor& x) {
 
 Tensor sqrt(const Tensor& x) {
   OpScope op("sqrt");
-  Tensor out = map_floating(x, "sqrt", [](double v) { return std::sqrt(v); });
+  Tensor out = map_floating(x, "sqrt", [](auto v) { return std::sqrt(v); });
   record("SqrtBackward0", {x}, {out}, {out}, [](BackwardContext& c) -> TensorList {
-    return {chain(c.grads[0], c.saved[0], "sqrt", [](double r) { return 0.5 / r; })};
+    return {chain(c.grads[0], c.saved[0], "sqrt", [](auto r) { return k<decltype(r)>(0.5) / r; })};
   });
   return out;
 }
@@ -71,12 +79,15 @@ Tensor relu(const Tensor& x) {
 
 Tensor gelu(const Tensor& x) {
   OpScope op("gelu");
-  Tensor out =
-      map_floating(x, "gelu", [](double v) { return 0.5 * v * (1.0 + std::erf(v * kInvSqrt2)); });
+  Tensor out = map_floating(x, "gelu", [](auto v) {
+    using V = decltype(v);
+    return k<V>(0.5) * v * (k<V>(1) + std::erf(v * k<V>(kInvSqrt2)));
+  });
   record("GeluBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
-    return {chain(c.grads[0], c.saved[0], "gelu", [](double v) {
-      const double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2));
-      const double pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
+    return {chain(c.grads[0], c.saved[0], "gelu", [](auto v) {
+      using V = decltype(v);
+      const V cdf = k<V>(0.5) * (k<V>(1) + std::erf(v * k<V>(kInvSqrt2)));
+      const V pdf = k<V>(kInvSqrt2Pi) * std::exp(k<V>(-0.5) * v * v);
       return cdf + v * pdf;
     })};
   });
@@ -85,36 +96,41 @@ Tensor gelu(const Tensor& x) {
 
 Tensor tanh(const Tensor& x) {
   OpScope op("tanh");
-  Tensor out = map_floating(x, "tanh", [](double v) { return std::tanh(v); });
+  Tensor out = map_floating(x, "tanh", [](auto v) { return std::tanh(v); });
   record("TanhBackward0", {x}, {out}, {out}, [](BackwardContext& c) -> TensorList {
-    return {chain(c.grads[0], c.saved[0], "tanh", [](double r) { return 1.0 - r * r; })};
+    return {
+        chain(c.grads[0], c.saved[0], "tanh", [](auto r) { return k<decltype(r)>(1) - r * r; })};
   });
   return out;
 }
 
 Tensor sigmoid(const Tensor& x) {
   OpScope op("sigmoid");
-  Tensor out = map_floating(x, "sigmoid", [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+  Tensor out = map_floating(x, "sigmoid", [](auto v) {
+    using V = decltype(v);
+    return k<V>(1) / (k<V>(1) + std::exp(-v));
+  });
   record("SigmoidBackward0", {x}, {out}, {out}, [](BackwardContext& c) -> TensorList {
-    return {chain(c.grads[0], c.saved[0], "sigmoid", [](double r) { return r * (1.0 - r); })};
+    return {chain(c.grads[0], c.saved[0], "sigmoid",
+                  [](auto r) { return r * (k<decltype(r)>(1) - r); })};
   });
   return out;
 }
 
 Tensor sin(const Tensor& x) {
   OpScope op("sin");
-  Tensor out = map_floating(x, "sin", [](double v) { return std::sin(v); });
+  Tensor out = map_floating(x, "sin", [](auto v) { return std::sin(v); });
   record("SinBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
-    return {chain(c.grads[0], c.saved[0], "sin", [](double v) { return std::cos(v); })};
+    return {chain(c.grads[0], c.saved[0], "sin", [](auto v) { return std::cos(v); })};
   });
   return out;
 }
 
 Tensor cos(const Tensor& x) {
   OpScope op("cos");
-  Tensor out = map_floating(x, "cos", [](double v) { return std::cos(v); });
+  Tensor out = map_floating(x, "cos", [](auto v) { return std::cos(v); });
   record("CosBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
-    return {chain(c.grads[0], c.saved[0], "cos", [](double v) { return -std::sin(v); })};
+    return {chain(c.grads[0], c.saved[0], "cos", [](auto v) { return -std::sin(v); })};
   });
   return out;
 }
@@ -165,10 +181,12 @@ Tensor hardtanh(const Tensor& x, double min, double max) {
 
 Tensor erf(const Tensor& x) {
   OpScope op("erf");
-  Tensor out = map_floating(x, "erf", [](double v) { return std::erf(v); });
+  Tensor out = map_floating(x, "erf", [](auto v) { return std::erf(v); });
   record("ErfBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
-    return {chain(c.grads[0], c.saved[0], "erf",
-                  [](double v) { return 2.0 / std::sqrt(std::numbers::pi) * std::exp(-v * v); })};
+    return {chain(c.grads[0], c.saved[0], "erf", [](auto v) {
+      using V = decltype(v);
+      return k<V>(2.0 / std::sqrt(std::numbers::pi)) * std::exp(-v * v);
+    })};
   });
   return out;
 }
