@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
     auto ledger = std::make_shared<ckpt::MemoryLedger>();
     ckpt::LedgerScope scope(ledger);
     ckpt::bench::Net net = model == "mlp" ? ckpt::bench::make_mlp() : ckpt::bench::make_resnet18();
+    std::printf("%-9s (%.2f GFLOP per step)\n", model.c_str(), net.flops / 1e9);
     for (int t : threads) {
       omp_set_num_threads(t);
       int torch_threads = 0;
