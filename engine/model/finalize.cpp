@@ -1,5 +1,6 @@
 #include "engine/model/finalize.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -96,7 +97,13 @@ void analyse_modules(Model& model, const std::unordered_map<std::string, int>& p
       if (v.empty()) continue;
       const int p = producer.at(v);
       if (p == kStatic) {
-        for (int m = mi; m >= 0; m = a.parent[m]) add(a.param_set[m], a.modules[m]->parameters, v);
+        for (int m = mi; m >= 0; m = a.parent[m]) {
+          Module* mod = a.modules[m];
+          add(a.param_set[m], mod->parameters, v);
+          const auto& passed = mod->passed_parameters;
+          if (std::find(passed.begin(), passed.end(), v) != passed.end())
+            add(a.in_set[m], mod->inputs, v);
+        }
         continue;
       }
       const int stop = p == kInput ? -1 : common(a, mi, a.op_module[static_cast<std::size_t>(p)]);
@@ -118,6 +125,10 @@ void analyse_modules(Model& model, const std::unordered_map<std::string, int>& p
   }
   for (std::size_t i = 1; i < nm; ++i) {
     Module* m = a.modules[i];
+    for (const auto& p : m->passed_parameters)
+      if (!a.param_set[i].count(p))
+        fail(model, "module '" + m->path + "' passes parameter '" + p +
+                        "', which none of its ops uses");
     m->checkpointable = false;
     m->not_checkpointable_reason.clear();
     if (a.count[i] == 0) {

@@ -407,6 +407,14 @@ Values Builder::container(const json& j, const std::string& where, Scope& s, con
     for (std::size_t i = 0; i < in.size(); ++i) c.names[args[i].get<std::string>()] = in[i];
   }
   declare_params(j, where, c);
+  if (j.contains("pass")) {
+    const json& pass = j.at("pass");
+    if (!pass.is_array()) throw JsonError(where, "\"pass\" must be a list of parameter names");
+    for (const auto& p : pass) {
+      if (!p.is_string()) throw JsonError(where, "\"pass\" must be a list of parameter names");
+      c.module->passed_parameters.push_back(lookup_param(c, p.get<std::string>(), where));
+    }
+  }
   if (!j.contains("layers")) throw JsonError(where, "missing \"layers\"");
   Values cur = run_layers(j.at("layers"), where + ".layers", c, in);
   if (j.contains("outputs")) {

@@ -74,6 +74,10 @@ struct Module {
   std::vector<std::string> parameters;
   Attributes attrs;           // the layer's configuration (in/out features, kernel, ...)
   std::int64_t instance = 0;  // which call of `definition` this is (0 for the first)
+  // Parameters passed as arguments instead of captured, as in the blog's
+  // checkpoint(heavy_function, x, self.a): they join `inputs`, so a reentrant checkpoint saves
+  // them and gives them their gradient through its own backward.
+  std::vector<std::string> passed_parameters;
 };
 
 enum class LossKind : std::uint8_t { sum, mean, model };

@@ -23,14 +23,18 @@ struct Executor::Frame {
         hi(p.first_output_id(end_op)),
         locals(static_cast<std::size_t>(hi - lo)) {}
 
+  bool binds_static = false;  // a passed parameter shadows the run's own tensor
+
   const Tensor& get(int id) const {
-    if (id < plan->static_count()) return (*statics)[static_cast<std::size_t>(id)];
+    if (id < plan->static_count() && !binds_static)
+      return (*statics)[static_cast<std::size_t>(id)];
     if (id >= lo && id < hi) {
       const Tensor& t = locals[static_cast<std::size_t>(id - lo)];
       if (t.defined()) return t;
     }
     for (const auto& [k, t] : bound)
       if (k == id) return t;
+    if (id < plan->static_count()) return (*statics)[static_cast<std::size_t>(id)];
     throw std::logic_error("Runner: value '" + plan->name(id) +
                            "' is not available at this point of the run");
   }
@@ -164,7 +168,10 @@ TensorList Executor::run_module(const Module& m, const TensorList& args) {
   if (args.size() != in_ids.size())
     throw std::logic_error("module '" + m.path + "' takes " + std::to_string(in_ids.size()) +
                            " inputs, got " + std::to_string(args.size()));
-  for (std::size_t i = 0; i < args.size(); ++i) g.bound.emplace_back(in_ids[i], args[i]);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    g.bound.emplace_back(in_ids[i], args[i]);
+    if (in_ids[i] < plan_.static_count()) g.binds_static = true;
+  }
   run_range(g, m.first_op, m.end_op, &m);
   TensorList outs;
   for (int id : plan_.ids(m.outputs)) outs.push_back(g.get(id));

@@ -109,6 +109,15 @@ class TestModel : public QObject {
     QCOMPARE(inst[1]->inputs, std::vector<std::string>{"heavy_function.add_2"});
     QCOMPARE(inst[1]->parameters, std::vector<std::string>{"a"});
     QVERIFY(m->values.at("heavy_function_4.add_2").shape.empty());
+    // As the blog wrote it, checkpoint(heavy_function, x, self.a): `a` is passed, not captured.
+    std::string passing = kHeavy;
+    passing.replace(passing.find("\"name\": \"heavy_function\","), 25,
+                    "\"name\": \"heavy_function\", \"pass\": [\"a\"],");
+    auto p = load_model_json_text(passing, "heavy.json");
+    QCOMPARE(p->find_module("heavy_function_1")->inputs,
+             (std::vector<std::string>{"heavy_function.add_2", "a"}));
+    QCOMPARE(p->find_module("heavy_function_1")->passed_parameters,
+             std::vector<std::string>{"a"});
   }
 
   void nonContiguousModuleSaysWhy() {
