@@ -1,0 +1,29 @@
+#pragma once
+
+// Python spellings of values and of the engine's op kinds, for pytorch_code.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model/model.hpp"
+
+namespace ckpt::py {
+
+std::string ident(const std::string& s);  // a valid Python identifier close to s
+std::string number(double v);             // shortest round-trip spelling, "1.0" for integers
+std::string ints(const std::vector<std::int64_t>& v);  // "(1, 2)", "(3,)"
+std::string camel(const std::string& s);               // "heavy_function" -> "HeavyFunction"
+std::string quote(const std::string& s);               // a Python string literal
+
+// The expression computing `op` from already-spelled arguments (one per op input, "" for an
+// absent optional input). `shape` is the first input's shape (for negative dims, slicing).
+std::string op_expression(const OpNode& op, const std::vector<std::string>& args,
+                          const Shape& shape);
+
+// The torch.nn constructor of a single-op module of a standard kind ("nn.Linear(4, 8)"), or
+// "" when the op has no module counterpart. `params` are the op's parameter shapes by input
+// position (empty where the input is not a parameter).
+std::string leaf_module(const OpNode& op, const std::vector<Shape>& params);
+
+}  // namespace ckpt::py
