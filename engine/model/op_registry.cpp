@@ -1,6 +1,8 @@
 #include "engine/model/op_registry.hpp"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -46,11 +48,19 @@ TensorList run_sum_dims(const OpNode& n, const TensorList& x) {
 TensorList run_mean_dims(const OpNode& n, const TensorList& x) {
   return {mean(x[0], attr_ints(n, "dims"), attr_int(n, "keepdim", 0) != 0)};
 }
+// A 0 in a target shape keeps the input's size there (ONNX Reshape's rule), so that a graph
+// can reshape [B, S, D] to [B, S, heads, D / heads] whatever the batch.
+Shape target_shape(const OpNode& n, const Tensor& x) {
+  Shape s = attr_ints(n, "shape");
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s[i] == 0 && i < x.shape().size()) s[i] = x.shape()[i];
+  return s;
+}
 TensorList run_view(const OpNode& n, const TensorList& x) {
-  return {view(x[0], attr_ints(n, "shape"))};
+  return {view(x[0], target_shape(n, x[0]))};
 }
 TensorList run_reshape(const OpNode& n, const TensorList& x) {
-  return {reshape(x[0], attr_ints(n, "shape"))};
+  return {reshape(x[0], target_shape(n, x[0]))};
 }
 TensorList run_flatten(const OpNode& n, const TensorList& x) {
   return {flatten(x[0], attr_int(n, "start_dim", 1), attr_int(n, "end_dim", -1))};
@@ -90,6 +100,85 @@ TensorList run_cat(const OpNode& n, const TensorList& x) {
 }
 TensorList run_identity(const OpNode&, const TensorList& x) {
   return {x[0]};
+}
+
+std::array<std::int64_t, 2> pair_attr(const OpNode& n, const std::string& key,
+                                      std::array<std::int64_t, 2> fallback) {
+  if (!has_attr(n, key)) return fallback;
+  const auto v = attr_ints(n, key);
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() != 2) attr_error(n, key, "must have 1 or 2 values");
+  return {v[0], v[1]};
+}
+
+TensorList run_conv2d(const OpNode& n, const TensorList& x) {
+  return {conv2d(x[0], x[1], in(x, 2), pair_attr(n, "stride", {1, 1}),
+                 pair_attr(n, "padding", {0, 0}), pair_attr(n, "dilation", {1, 1}),
+                 attr_int(n, "groups", 1))};
+}
+TensorList run_batch_norm(const OpNode& n, const TensorList& x) {
+  return {batch_norm(x[0], in(x, 1), in(x, 2), in(x, 3), in(x, 4), attr_int(n, "training", 1) != 0,
+                     attr_double(n, "momentum", 0.1), attr_double(n, "eps", 1e-5), in(x, 5))};
+}
+TensorList run_layer_norm(const OpNode& n, const TensorList& x) {
+  return {layer_norm(x[0], attr_ints(n, "normalized_shape"), in(x, 1), in(x, 2),
+                     attr_double(n, "eps", 1e-5))};
+}
+TensorList run_max_pool2d(const OpNode& n, const TensorList& x) {
+  const auto kernel = pair_attr(n, "kernel", {0, 0});
+  return {max_pool2d(x[0], kernel, pair_attr(n, "stride", kernel), pair_attr(n, "padding", {0, 0}),
+                     pair_attr(n, "dilation", {1, 1}), attr_int(n, "ceil_mode", 0) != 0)};
+}
+TensorList run_avg_pool2d(const OpNode& n, const TensorList& x) {
+  const auto kernel = pair_attr(n, "kernel", {0, 0});
+  return {avg_pool2d(x[0], kernel, pair_attr(n, "stride", kernel), pair_attr(n, "padding", {0, 0}),
+                     attr_int(n, "ceil_mode", 0) != 0, attr_int(n, "count_include_pad", 1) != 0)};
+}
+TensorList run_adaptive_avg_pool2d(const OpNode& n, const TensorList& x) {
+  return {adaptive_avg_pool2d(x[0], pair_attr(n, "output_size", {1, 1}))};
+}
+TensorList run_softmax(const OpNode& n, const TensorList& x) {
+  return {softmax(x[0], attr_int(n, "dim"))};
+}
+TensorList run_log_softmax(const OpNode& n, const TensorList& x) {
+  return {log_softmax(x[0], attr_int(n, "dim"))};
+}
+TensorList run_cross_entropy(const OpNode& n, const TensorList& x) {
+  return {cross_entropy(x[0], x[1], attr_string(n, "reduction", "mean"),
+                        attr_int(n, "ignore_index", -100))};
+}
+TensorList run_nll_loss(const OpNode& n, const TensorList& x) {
+  return {
+      nll_loss(x[0], x[1], attr_string(n, "reduction", "mean"), attr_int(n, "ignore_index", -100))};
+}
+TensorList run_mse_loss(const OpNode& n, const TensorList& x) {
+  return {mse_loss(x[0], x[1], attr_string(n, "reduction", "mean"))};
+}
+TensorList run_dropout(const OpNode& n, const TensorList& x) {
+  // The generator is the run's (Generator::current()), so a checkpoint can stash its state.
+  return {dropout(x[0], attr_double(n, "p", 0.5), attr_int(n, "training", 1) != 0)};
+}
+TensorList run_embedding(const OpNode&, const TensorList& x) {
+  return {embedding(x[0], x[1])};
+}
+TensorList run_clamp(const OpNode& n, const TensorList& x) {
+  std::optional<double> lo, hi;
+  if (has_attr(n, "min")) lo = attr_double(n, "min");
+  if (has_attr(n, "max")) hi = attr_double(n, "max");
+  return {clamp(x[0], lo, hi)};
+}
+TensorList run_hardtanh(const OpNode& n, const TensorList& x) {
+  return {hardtanh(x[0], attr_double(n, "min", -1.0), attr_double(n, "max", 1.0))};
+}
+TensorList run_relu_inplace(const OpNode&, const TensorList& x) {
+  Tensor t = x[0];
+  relu_(t);
+  return {t};
+}
+TensorList run_add_inplace(const OpNode&, const TensorList& x) {
+  Tensor t = x[0];
+  add_(t, x[1]);
+  return {t};
 }
 
 const std::unordered_map<std::string, OpKind>& registry() {
@@ -139,6 +228,24 @@ const std::unordered_map<std::string, OpKind>& registry() {
     add_kind("contiguous", 1, 1, UNARY(contiguous));
     add_kind("cat", 1, -1, run_cat);
     add_kind("identity", 1, 1, run_identity);
+    add_kind("conv2d", 2, 3, run_conv2d);
+    add_kind("batch_norm", 1, 6, run_batch_norm);
+    add_kind("layer_norm", 1, 3, run_layer_norm);
+    add_kind("max_pool2d", 1, 1, run_max_pool2d);
+    add_kind("avg_pool2d", 1, 1, run_avg_pool2d);
+    add_kind("adaptive_avg_pool2d", 1, 1, run_adaptive_avg_pool2d);
+    add_kind("softmax", 1, 1, run_softmax);
+    add_kind("log_softmax", 1, 1, run_log_softmax);
+    add_kind("cross_entropy", 2, 2, run_cross_entropy);
+    add_kind("nll_loss", 2, 2, run_nll_loss);
+    add_kind("mse_loss", 2, 2, run_mse_loss);
+    add_kind("dropout", 1, 1, run_dropout);
+    add_kind("embedding", 2, 2, run_embedding);
+    add_kind("clamp", 1, 1, run_clamp);
+    add_kind("hardtanh", 1, 1, run_hardtanh);
+    add_kind("erf", 1, 1, UNARY(erf));
+    add_kind("relu_", 1, 1, run_relu_inplace);
+    add_kind("add_", 2, 2, run_add_inplace);
     return k;
   }();
   return kinds;
