@@ -333,10 +333,17 @@ Values Builder::attention(const json& j, const std::string& where, Scope& c, con
 Values Builder::repeat(const json& j, const std::string& where, Scope& s, const Values& in) {
   const std::int64_t count = get_int(j, "count", where);
   if (count < 0) throw JsonError(where, "\"count\" must not be negative");
-  if (!j.contains("body") || !j.at("body").is_object())
-    throw JsonError(where, "needs a \"body\" layer");
+  if (!j.contains("body") || !(j.at("body").is_object() || j.at("body").is_array()))
+    throw JsonError(where, "needs a \"body\": a layer, or a list of layers run in place");
   const json& body = j.at("body");
   const std::string bw = where + ".body";
+  if (body.is_array()) {
+    // A list repeats its layers in the enclosing module: `x = torch.sin(x) + a` 100 times
+    // without making 100 modules.
+    Values cur = in;
+    for (std::int64_t k = 0; k < count; ++k) cur = run_layers(body, bw, s, cur);
+    return cur;
+  }
   const std::string type = get_string(body, "type", bw, "");
   const std::string name = get_string(body, "name", bw, "");
   const bool shared = get_bool(j, "shared", where, true);

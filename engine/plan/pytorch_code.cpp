@@ -136,14 +136,58 @@ class NativeWriter {
       if (!seen.insert(attr).second) continue;
       args.emplace_back(attr, construct(*c, ind + 4));
     }
-    const std::string name = class_for(m, args);
     std::string pad(static_cast<std::size_t>(ind), ' ');
+    if (const int seq = sequential_kind(m); seq != 0) {
+      // nn.Sequential("0", "1", ...), or the tutorial's loop when every block is checkpointed.
+      std::string name = "nn.Sequential";
+      if (seq == 2) {
+        name = "CheckpointedSequential";
+        if (!class_names_.count(name)) {
+          class_names_.insert(name);
+          classes_.push_back(
+              "class CheckpointedSequential(nn.Sequential):\n"
+              "    def forward(self, x):\n"
+              "        for block in self:\n"
+              "            x = checkpoint(block, x" +
+              checkpoint_kwargs(c_) +
+              ")\n"
+              "        return x\n");
+        }
+      }
+      std::string s = pad + name + "(\n";
+      for (const auto& [attr, expr] : args) s += expr + ",\n";
+      return s + pad + ")";
+    }
+    const std::string name = class_for(m, args);
     if (args.empty()) return pad + name + "()";
     std::string s = pad + name + "(\n";
     for (const auto& [attr, expr] : args)
       s += std::string(static_cast<std::size_t>(ind + 4), ' ') + py::ident(attr) + "=" +
            expr.substr(static_cast<std::size_t>(ind + 4)) + ",\n";
     return s + pad + ")";
+  }
+
+  // 1: a plain chain of children named "0", "1", ... (an nn.Sequential); 2: the same with
+  // every child checkpointed; 0 otherwise.
+  int sequential_kind(const Module& m) const {
+    if (m.path.empty() || m.children.empty()) return 0;
+    for (const auto& p : m_.parameters)
+      if (owner_of(p.name) == m.definition) return 0;
+    const auto units = units_of(m);
+    if (units.size() != m.children.size()) return 0;
+    std::size_t checkpointed = 0;
+    for (std::size_t k = 0; k < units.size(); ++k) {
+      const Unit& u = units[k];
+      if (!u.child || u.child != m.children[k].get() || u.child->name != std::to_string(k) ||
+          u.inputs.size() != 1 || u.outputs.size() != 1 ||
+          u.inputs[0] != (k == 0 ? m.inputs.at(0) : units[k - 1].outputs[0]))
+        return 0;
+      checkpointed += c_.modules.count(u.child->path);
+    }
+    if (m.inputs.size() != 1 || m.outputs.size() != 1 || units.back().outputs[0] != m.outputs[0])
+      return 0;
+    if (checkpointed == 0) return 1;
+    return checkpointed == units.size() ? 2 : 0;
   }
 
   std::string param_init(const ParameterInfo& p) const {
@@ -317,16 +361,29 @@ class NativeWriter {
     for (const auto& v : outputs) ++uses[v];
     // A function that hands all its inputs, in order, to one call takes *inputs (the dense
     // layers: each gets one more feature map than the last).
+    // A single input qualifies when it goes to a cat or to a call that is itself variadic, so
+    // that the first dense layer shares its class with the others.
     bool variadic = false;
-    if (!root && inputs.size() >= 2 &&
-        std::none_of(inputs.begin(), inputs.end(), [&](const auto& v) { return is_param(v); })) {
-      for (const auto& u : units)
-        if (u.inputs == inputs &&
-            std::all_of(inputs.begin(), inputs.end(), [&](const auto& v) { return uses[v] == 1; }))
-          variadic = true;
+    if (!root && !inputs.empty() &&
+        std::none_of(inputs.begin(), inputs.end(), [&](const auto& v) { return is_param(v); }) &&
+        std::all_of(inputs.begin(), inputs.end(), [&](const auto& v) { return uses[v] == 1; })) {
+      for (const auto& u : units) {
+        if (u.inputs != inputs) continue;
+        const bool gathers = u.child ? variadic_.count(u.child->definition) > 0
+                                     : m_.ops[static_cast<std::size_t>(u.op)].op_type == "cat";
+        if (inputs.size() >= 2 || gathers) variadic = true;
+      }
     }
-    for (const auto& v : inputs) {
-      const std::string n = names.fresh(is_param(v) ? last_component(v) : short_name(m, v));
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      const std::string& v = inputs[k];
+      std::string n;
+      if (variadic)
+        n.append("inputs[").append(std::to_string(k)).append("]");
+      else if (!root && inputs.size() == 1 && !is_param(v))
+        n = names.fresh(
+            "x");  // one neutral name, so that blocks fed by different layers share a class
+      else
+        n = names.fresh(is_param(v) ? last_component(v) : short_name(m, v));
       names.var[v] = n;
       args.push_back(n);
     }
@@ -388,6 +445,7 @@ class NativeWriter {
     body += "return " + ret + "\n";
     std::string sig = variadic ? "*inputs" : "";
     if (variadic) {
+      variadic_.insert(m.definition);
       // Spell the one call that takes them all with *inputs.
       std::string list;
       for (const auto& a : args) list += (list.empty() ? "" : ", ") + a;
@@ -560,6 +618,7 @@ class NativeWriter {
   std::int64_t loss_op_ = -1;
   std::map<std::string, std::set<std::string>> captured_;
   mutable std::map<std::string, Signature> signatures_;
+  std::set<std::string> variadic_;  // definitions whose forward takes *inputs
   std::map<std::string, std::string> class_by_body_;
   std::set<std::string> class_names_;
   std::vector<std::string> classes_;
