@@ -84,7 +84,9 @@ class TestSamples : public QObject {
              h.c_str());
     QVERIFY2(h.find("for _ in range(100):\n            x = x + a") != std::string::npos, h.c_str());
     auto chain = load_model(sample("checkpoint_sequential.json"));
-    const std::string s = pytorch_code(*chain, scenario_config(*chain));
+    CheckpointConfig four = scenario_config(*chain);
+    four.segments = 4;
+    const std::string s = pytorch_code(*chain, four);
     QVERIFY2(s.find("checkpoint_sequential(") != std::string::npos, s.c_str());
   }
 
