@@ -196,6 +196,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
       if (!inputs[k].defined()) inputs[k] = Tensor::zeros(meta[k].shape, meta[k].dtype);
 
     TensorList outputs;
+    n->prepare();
     {
       std::optional<OpScope> step;
       if (n->opens_step()) step.emplace(*n->ledger(), n->name(), n->node_label());

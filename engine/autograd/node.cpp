@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/autograd/grad_mode.hpp"
+#include "engine/autograd/op_observer.hpp"
 #include "engine/ops/kernels.hpp"
 
 namespace ckpt {
@@ -61,17 +62,30 @@ void FunctionNode::save(const Tensor& t) {
   saved_.emplace_back(t, t.grad_fn());
 }
 
+void FunctionNode::prepare() {
+  TensorList saved;
+  saved.reserve(saved_.size());
+  for (const auto& s : saved_) saved.push_back(s.unpack(*this));
+  prepared_ = std::move(saved);
+}
+
 TensorList FunctionNode::apply(TensorList&& grad_outputs) {
   BackwardContext ctx;
   ctx.grads = std::move(grad_outputs);
-  ctx.saved.reserve(saved_.size());
-  for (const auto& s : saved_) ctx.saved.push_back(s.unpack(*this));
+  if (prepared_) {
+    ctx.saved = std::move(*prepared_);
+    prepared_.reset();
+  } else {
+    ctx.saved.reserve(saved_.size());
+    for (const auto& s : saved_) ctx.saved.push_back(s.unpack(*this));
+  }
   ctx.needs_input_grad.reserve(next_edges().size());
   for (const auto& e : next_edges()) ctx.needs_input_grad.push_back(e.valid());
   return fn_(ctx);
 }
 
 void FunctionNode::release_saved_tensors() {
+  prepared_.reset();
   for (auto& s : saved_) s.release();
 }
 
@@ -137,6 +151,7 @@ void connect(const std::shared_ptr<Node>& node, const TensorList& inputs,
 std::shared_ptr<FunctionNode> record(const char* name, const TensorList& inputs,
                                      const TensorList& outputs, const TensorList& saved,
                                      BackwardFunction backward) {
+  notify_op_outputs(name, outputs);
   if (!GradMode::is_enabled() || !any_requires_grad(inputs)) return nullptr;
   auto node = std::make_shared<FunctionNode>(name, std::move(backward));
   connect(node, inputs, outputs);

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual const std::vector<SavedVariable>* saved_variables() const { return nullptr; }
   // A node that runs other steps itself (a reentrant checkpoint) is not one step.
   virtual bool opens_step() const { return true; }
+  // Called by the engine just before the node's step opens. FunctionNode unpacks its saved
+  // tensors here, so that a non-reentrant checkpoint's recomputation (which runs inside an
+  // unpack hook) is steps of its own in phase recompute, not part of this node's step.
+  virtual void prepare() {}
 
  protected:
   void set_sequence_nr(std::uint64_t nr) { sequence_nr_ = nr; }
@@ -78,6 +83,7 @@ class FunctionNode final : public Node {
  public:
   FunctionNode(std::string name, BackwardFunction fn);
   TensorList apply(TensorList&& grad_outputs) override;
+  void prepare() override;
   void release_saved_tensors() override;
   const std::vector<SavedVariable>* saved_variables() const override { return &saved_; }
   void save(const Tensor& t);
@@ -85,6 +91,7 @@ class FunctionNode final : public Node {
  private:
   BackwardFunction fn_;
   std::vector<SavedVariable> saved_;
+  std::optional<TensorList> prepared_;  // unpacked by prepare(), consumed by apply()
 };
 
 // Accumulates into a leaf's .grad (runs as soon as its gradient is ready).

@@ -26,11 +26,25 @@ struct CheckpointOptions {
   std::string name;  // segment name for the trace ("features.denseblock1")
 };
 
+// Defaults reproduce PyTorch 1.13 (reentrant, RNG preserved, no early stop); the recompute
+// check (determinism_check) is our extension and costs one pass over each op output.
+//
+// Reentrant: warns "None of the inputs have requires_grad=True. Gradients will be None" (a
+// ledger warning) when no input requires grad, and then records nothing; its backward fails
+// under grad() and when the recomputed outputs do not require grad, with PyTorch's texts.
+// Non-reentrant: saved tensors become placeholders; the segment re-runs on the first unpack
+// (never when its ops save nothing); works with grad(), nesting, and early_stop.
+// The segment's forward is marked checkpoint_begin/end, its recomputation recompute_begin/end.
 TensorList checkpoint(const SegmentFunction& fn, const TensorList& inputs,
                       const CheckpointOptions& options = {});
 
+// The op kinds of the save-matmul policy: matmul, linear, conv2d.
+std::vector<std::string> save_matmul_ops();
+
 // 1.13's split: segment size len / segments, the first segments - 1 checkpointed, the rest
-// run plainly. Bad `segments` is a std::invalid_argument.
+// run plainly. Bad `segments` (< 1, or more than there are functions) is a
+// std::invalid_argument. Segments are named "<options.name or segment>[i]". Non-reentrant is
+// allowed here (our extension; 1.13 rejects use_reentrant).
 TensorList checkpoint_sequential(const std::vector<SegmentFunction>& functions, int segments,
                                  const TensorList& input, const CheckpointOptions& options = {});
 

@@ -114,6 +114,7 @@ class MemoryLedger {
   bool in_step() const { return step_open_; }
   std::int64_t steps() const { return next_step_; }
   std::int64_t current_step() const { return step_open_ ? next_step_ - 1 : -1; }
+  LabelId current_op() const { return step_open_ ? step_op_ : 0; }
   LabelId current_node() const { return node_stack_.empty() ? 0 : node_stack_.back(); }
   void push_node(LabelId node) { node_stack_.push_back(node); }
   void pop_node() { node_stack_.pop_back(); }

@@ -1,0 +1,34 @@
+#include "engine/autograd/op_observer.hpp"
+
+#include <vector>
+
+namespace ckpt {
+
+namespace {
+thread_local std::vector<OpObserver*> t_observers;
+}
+
+OpObserverScope::OpObserverScope(OpObserver* observer) {
+  t_observers.push_back(observer);
+}
+
+OpObserverScope::~OpObserverScope() {
+  t_observers.pop_back();
+}
+
+void notify_op_outputs(std::string_view fallback_name, const TensorList& outputs) {
+  if (t_observers.empty()) return;
+  auto ledger = MemoryLedger::current();
+  const LabelId op = ledger->current_op();
+  const std::string_view name = op ? std::string_view(ledger->label(op)) : fallback_name;
+  // Copy: an observer may open a nested scope while it runs.
+  const auto observers = t_observers;
+  for (auto it = observers.rbegin(); it != observers.rend(); ++it) (*it)->on_outputs(name, outputs);
+}
+
+Tensor replay_saved_output(std::string_view op) {
+  if (t_observers.empty()) return Tensor();
+  return t_observers.back()->replay_output(op);
+}
+
+}  // namespace ckpt

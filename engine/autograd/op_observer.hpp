@@ -1,0 +1,40 @@
+#pragma once
+
+#include <string_view>
+
+#include "engine/autograd/node.hpp"
+
+namespace ckpt {
+
+// Sees every op's outputs at the moment the op hands them to autograd (record()), also under
+// no-grad when nothing is recorded. Checkpointing uses it to checksum a segment's op outputs in
+// the forward and compare them at recompute, to notice ops with side effects (BatchNorm's
+// running statistics), and to give selective checkpointing its saved outputs back.
+// Observers form a per-thread stack; every observer on it is told, innermost first.
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  // `op` is the engine op of the current step ("linear"), or the backward name when no step
+  // is open.
+  virtual void on_outputs(std::string_view op, const TensorList& outputs) = 0;
+  // Selective checkpointing: an output to return instead of computing the op again (only
+  // asked by ops a policy may save, before they compute). Undefined: compute.
+  virtual Tensor replay_output(std::string_view /*op*/) { return Tensor(); }
+};
+
+class OpObserverScope {
+ public:
+  explicit OpObserverScope(OpObserver* observer);
+  ~OpObserverScope();
+  OpObserverScope(const OpObserverScope&) = delete;
+  OpObserverScope& operator=(const OpObserverScope&) = delete;
+};
+
+// Called by record() with the op's outputs.
+void notify_op_outputs(std::string_view fallback_name, const TensorList& outputs);
+
+// Asked by matmul, linear and conv2d before computing: the innermost observer's saved output
+// for this op, or an undefined tensor.
+Tensor replay_saved_output(std::string_view op);
+
+}  // namespace ckpt

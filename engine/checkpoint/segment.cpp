@@ -1,0 +1,170 @@
+#include "engine/checkpoint/segment.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+#include "engine/ops/kernels.hpp"
+#include "engine/tensor/generator.hpp"
+
+namespace ckpt::detail {
+
+Tensor stash_rng_state() {
+  const auto bytes = Generator::current().get_state();
+  CategoryScope as_rng(MemoryCategory::rng_state);
+  const auto words = static_cast<std::int64_t>((bytes.size() + 7) / 8);
+  Tensor t = Tensor::zeros({words}, DType::i64);
+  std::memcpy(t.data<std::int64_t>(), bytes.data(), bytes.size());
+  return t;
+}
+
+RngFork::RngFork(const Tensor& stash) {
+  if (!stash.defined()) return;
+  Generator& g = Generator::current();
+  saved_ = g.get_state();
+  std::vector<std::uint8_t> bytes(Generator::state_bytes());
+  std::memcpy(bytes.data(), stash.data<std::int64_t>(), bytes.size());
+  g.set_state(bytes);
+  active_ = true;
+}
+
+RngFork::~RngFork() {
+  if (active_) Generator::current().set_state(saved_);
+}
+
+SegmentMark::SegmentMark(bool recompute, std::string segment)
+    : ledger_(MemoryLedger::current()), segment_(std::move(segment)), recompute_(recompute) {
+  if (!recompute_ && ledger_->phase() == Phase::recompute) return;
+  if (recompute_)
+    ledger_->mark_recompute(true, segment_);
+  else
+    ledger_->mark_checkpoint(true, segment_);
+  emitted_ = true;
+}
+
+SegmentMark::~SegmentMark() {
+  if (!emitted_) return;
+  if (recompute_)
+    ledger_->mark_recompute(false, segment_);
+  else
+    ledger_->mark_checkpoint(false, segment_);
+}
+
+std::string segment_name(const CheckpointOptions& options) {
+  return options.name.empty() ? std::string("checkpoint") : options.name;
+}
+
+void mark_checkpoint_inputs(const TensorList& inputs) {
+  for (const auto& t : inputs) {
+    if (!t.defined()) continue;
+    auto& ledger = t.storage()->ledger();
+    const auto id = t.storage()->id();
+    const auto c = ledger.category_of(id);
+    if (c == MemoryCategory::temporary || c == MemoryCategory::activation)
+      ledger.recategorize(id, MemoryCategory::checkpoint_input);
+  }
+}
+
+namespace {
+
+OpChecksum checksum(std::string_view op, const TensorList& outputs) {
+  auto ledger = MemoryLedger::current();
+  OpChecksum c;
+  c.op = ledger->intern(op);
+  c.node = ledger->current_node();
+  for (const auto& t : outputs) {
+    if (!t.defined()) continue;
+    c.dtype = t.dtype();
+    c.numel += t.numel();
+    dispatch_all(t.dtype(), [&]<typename T>() {
+      const T* p = t.data<T>();
+      for_each_offset(t, [&](std::int64_t off, std::int64_t i) {
+        const double v = static_cast<double>(p[off]);
+        // A cheap position-dependent weight in [0.5, 1.5).
+        const double w = 0.5 + static_cast<double>(
+                                   (static_cast<std::uint64_t>(i) * 2654435761ULL >> 16) & 1023) /
+                                   1024.0;
+        c.sum += v;
+        c.weighted += v * w;
+        c.abs += std::abs(v);
+      });
+      return 0;
+    });
+  }
+  return c;
+}
+
+bool same(const OpChecksum& a, const OpChecksum& b) {
+  if (a.numel != b.numel || a.dtype != b.dtype) return false;
+  const double tol = 1e-6 * std::max(a.abs, b.abs) + 1e-12;
+  return std::abs(a.sum - b.sum) <= tol && std::abs(a.weighted - b.weighted) <= tol;
+}
+
+}  // namespace
+
+void ForwardObserver::on_outputs(std::string_view op, const TensorList& outputs) {
+  const std::int64_t index = record_.ops++;
+  if (record_.check) record_.checksums.push_back(checksum(op, outputs));
+  if (!outputs.empty() && outputs[0].defined() &&
+      std::find(record_.save_ops.begin(), record_.save_ops.end(), op) != record_.save_ops.end()) {
+    // Kept for backward instead of being recomputed: an activation, as any saved tensor.
+    const Tensor& out = outputs[0];
+    auto& ledger = out.storage()->ledger();
+    if (ledger.category_of(out.storage()->id()) == MemoryCategory::temporary)
+      ledger.recategorize(out.storage()->id(), MemoryCategory::activation);
+    record_.kept.emplace_back(index, out.detach());
+  }
+}
+
+Tensor RecomputeObserver::replay_output(std::string_view op) {
+  while (next_kept_ < record_.kept.size() && record_.kept[next_kept_].first < next_) ++next_kept_;
+  if (next_kept_ >= record_.kept.size() || record_.kept[next_kept_].first != next_) return Tensor();
+  if (std::find(record_.save_ops.begin(), record_.save_ops.end(), op) == record_.save_ops.end())
+    return Tensor();
+  ++replayed_;
+  return record_.kept[next_kept_].second.detach();
+}
+
+void RecomputeObserver::on_outputs(std::string_view op, const TensorList& outputs) {
+  const std::int64_t index = next_++;
+  auto ledger = MemoryLedger::current();
+  if (op == "batch_norm" && !batch_norm_noted_) {
+    batch_norm_noted_ = true;
+    ledger->message(Severity::warning,
+                    "checkpoint '" + record_.name +
+                        "': batch_norm ran again in the recompute, so its running statistics "
+                        "were updated a second time in this step (PyTorch does the same: "
+                        "num_batches_tracked grows by 2)");
+  }
+  if (!record_.check) return;
+  const OpChecksum now = checksum(op, outputs);
+  std::ostringstream msg;
+  if (index >= static_cast<std::int64_t>(record_.checksums.size())) {
+    msg << "checkpoint '" << record_.name << "': the recomputation runs more ops than the forward"
+        << " did (" << record_.checksums.size() << "); op #" << index << " '" << op
+        << "' has no counterpart";
+  } else {
+    const OpChecksum& then = record_.checksums[static_cast<std::size_t>(index)];
+    if (same(then, now) && then.op == now.op) return;
+    msg.precision(9);
+    msg << "checkpoint '" << record_.name
+        << "': the recomputed forward differs from the original at op #" << index << " '" << op
+        << "'";
+    if (now.node) msg << " (node '" << ledger->label(now.node) << "')";
+    if (then.op != now.op) {
+      msg << ", which the forward ran as '" << ledger->label(then.op) << "'";
+    } else {
+      msg << ": " << now.numel << " values summing to " << now.sum << " instead of " << then.sum;
+      if (now.numel != then.numel) msg << " (" << then.numel << " values in the forward)";
+    }
+  }
+  msg << ". Recomputation must repeat the forward exactly; a random op without "
+         "preserve_rng_state=True, or anything else that changes between the two runs, makes "
+         "the gradients wrong (PyTorch does not detect this).";
+  ledger->message(Severity::error, msg.str());
+  throw std::runtime_error(msg.str());
+}
+
+}  // namespace ckpt::detail
