@@ -14,6 +14,7 @@
 
 #include "cli_options.hpp"
 #include "engine/model/loader.hpp"
+#include "engine/plan/pytorch_code.hpp"
 #include "engine/run/run_summary.hpp"
 #include "engine/tensor/npy.hpp"
 #include "engine/trace/export.hpp"
@@ -43,6 +44,7 @@ commands:
   modules MODEL              the module tree: op count, parameter bytes, saved activation bytes
   compare MODEL --config "label: options" --config ...
                              several configurations side by side (and --plot overlaid)
+  code MODEL [options]       the PyTorch code of a configuration (where checkpoint() goes)
 
 MODEL is a native .json model (see samples/) or an ONNX file exported from PyTorch.
 `ckptlab-cli <command> --help` gives each command's options. --version prints the version.
@@ -313,7 +315,7 @@ int cmd_modules(const std::vector<std::string>& args) {
     std::cout << "\n]\n";
     return kExitOk;
   }
-  std::printf("%-48s %-16s %7s %12s %12s\n", "module", "kind", "ops", "params", "saves");
+  std::printf("%-48s %-16s %7s %12s %12s\n", "module", "kind", "ops", "params", "keeps");
   for (const Module* m : model->all_modules()) {
     const int depth = static_cast<int>(std::count(m->path.begin(), m->path.end(), '.'));
     std::string name = std::string(static_cast<std::size_t>(2 * depth), ' ') + m->name;
@@ -404,6 +406,23 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
   return failed ? kExitRun : kExitOk;
 }
 
+int cmd_code(const std::vector<std::string>& args) {
+  if (has_help(args)) {
+    std::cout << "usage: ckptlab-cli code MODEL [checkpoint options]\n\nPrints the PyTorch "
+                 "code of the configuration: where the checkpoint(...) calls go.\n\n"
+              << kRunOptionsHelp;
+    return kExitOk;
+  }
+  std::vector<std::string> pos;
+  const cli::RunOptions o = cli::parse_run_options(args, &pos, false);
+  if (pos.size() != 1) throw cli::UsageError("code takes exactly one MODEL");
+  int code = kExitOk;
+  auto model = load_or_exit(pos[0], &code);
+  if (!model) return code;
+  std::cout << pytorch_code(*model, cli::make_config(*model, o));
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -422,6 +441,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(argc, argv, args);
     if (cmd == "modules") return cmd_modules(args);
     if (cmd == "compare") return cmd_compare(argc, argv, args);
+    if (cmd == "code") return cmd_code(args);
     throw cli::UsageError("unknown command '" + cmd + "'");
   } catch (const cli::UsageError& e) {
     std::cerr << "ckptlab-cli: " << e.what() << "\n(see ckptlab-cli "
