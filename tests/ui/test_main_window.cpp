@@ -197,6 +197,45 @@ class TestMainWindow : public QObject {
     QCOMPARE(p->cursor(), std::int64_t(5));
   }
 
+  // The view moves per-node counts along the run's state timeline; they must equal the trace's
+  // own state_at at any cursor, reached forwards, backwards or by jumps.
+  void graphStatesMatchTheTrace_data() {
+    QTest::addColumn<QString>("path");
+    QTest::newRow("blocks") << models_.path(QStringLiteral("blocks.json"));
+    QTest::newRow("heavy, collapsed") << models_.path(QStringLiteral("heavy.json"));
+  }
+
+  void graphStatesMatchTheTrace() {
+    QFETCH(QString, path);
+    MainWindow w;
+    w.show();
+    w.openPath(path);
+    QVERIFY(waitReady(w));
+    const Trace& trace = w.session()->current()->trace();
+    const Model& model = *w.session()->model();
+    const ModelGraph& graph = *w.session()->graph();
+    QRandomGenerator rng(7);
+    std::vector<std::int64_t> cursors{0, 1, 2, trace.step_count() - 1, trace.step_count() / 2};
+    for (int i = 0; i < 25; ++i)
+      cursors.push_back(rng.bounded(static_cast<qint64>(trace.step_count())));
+    for (std::int64_t k : cursors) {
+      w.player()->setCursor(k);
+      std::vector<NodeItem::StateCounts> expected(graph.nodes().size());
+      for (std::size_t op = 0; op < model.ops.size(); ++op)
+        for (const auto& v : model.ops[op].outputs)
+          if (const std::int64_t t = trace.tensor_index(v); t >= 0)
+            ++expected[static_cast<std::size_t>(graph.nodeOfOp(static_cast<std::int64_t>(op)))]
+                      [static_cast<std::size_t>(trace.state_at(t, k))];
+      for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
+        if (graph.nodes()[n].kind == VisualNode::Kind::input ||
+            graph.nodes()[n].kind == VisualNode::Kind::output)
+          continue;
+        QVERIFY2(w.graphView()->statesOf(static_cast<int>(n)) == expected[n],
+                 qPrintable(QStringLiteral("node %1 at step %2").arg(n).arg(k)));
+      }
+    }
+  }
+
   void recomputeStepsLightUpTheSegment() {
     MainWindow w;
     w.show();

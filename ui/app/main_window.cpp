@@ -227,7 +227,7 @@ void MainWindow::wireSession() {
   connect(session_, &Session::graphChanged, this, [this] {
     graph_->setGraph(session_->graph(), session_->layout());
     graph_->setCursorStep(player_->cursor());
-    if (auto snap = session_->current()) graph_->setTrace(snap->tracePtr());
+    if (auto snap = session_->current()) graph_->setTrace(snap->tracePtr(), snap->timeline);
     graph_->setCursorStep(player_->cursor());
     graph_->setOverlayText(QString());
     checkReady();
@@ -318,7 +318,7 @@ void MainWindow::onRunFinished(RunSnapshotPtr snap) {
     const TraceStep s = trace->step(k);
     return QString::fromStdString(s.node.empty() ? s.op : s.op + " · " + s.node);
   });
-  graph_->setTrace(snap->tracePtr());
+  graph_->setTrace(snap->tracePtr(), snap->timeline);
   inspector_->setSnapshot(snap);
   summary_->setSnapshot(snap, session_->ghost(), session_->ghostLabel());
   lessons_->setLessons(snap->lessons);

@@ -63,12 +63,6 @@ void GraphView::setGraphPalette(const Palette& palette) {
 void GraphView::setGraph(std::shared_ptr<const ModelGraph> graph, LayoutResultPtr layout) {
   graph_ = std::move(graph);
   layout_ = std::move(layout);
-  opByName_.clear();
-  if (graph_ && graph_->model()) {
-    const auto& ops = graph_->model()->ops;
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      opByName_.emplace(ops[i].name, static_cast<std::int64_t>(i));
-  }
   rebuildScene();
 }
 
@@ -89,10 +83,16 @@ void GraphView::rebuildScene() {
     return;
   }
   const Model& model = *graph_->model();
+  std::unordered_map<std::string, const Module*> modules;
+  forEachModule(model.root, [&](const Module& m, int) { modules.emplace(m.path, &m); });
+  auto moduleAt = [&](const std::string& path) -> const Module* {
+    auto it = modules.find(path);
+    return it == modules.end() ? nullptr : it->second;
+  };
   for (const auto& c : graph_->clusters()) {
     auto it = layout_->clusters.find(c.id);
     if (it == layout_->clusters.end()) continue;
-    const Module* m = findModule(model.root, c.module);
+    const Module* m = moduleAt(c.module);
     const bool ok = m && m->checkpointable;
     const QString reason = m ? QString::fromStdString(m->not_checkpointable_reason) : QString();
     auto* item =
@@ -117,7 +117,7 @@ void GraphView::rebuildScene() {
         QRectF(it->second.x, it->second.y, it->second.width, it->second.height), &style_);
     QString tip;
     if (n.kind == VisualNode::Kind::module) {
-      const Module* m = findModule(model.root, n.module);
+      const Module* m = moduleAt(n.module);
       item->setCheckpointable(m && m->checkpointable);
       tip = QStringLiteral("<b>%1</b> · %2<br>%3 ops")
                 .arg(html(n.module), m ? html(m->kind) : QString())
@@ -147,15 +147,22 @@ void GraphView::rebuildScene() {
   const auto& b = layout_->bounds;
   scene()->setSceneRect(QRectF(b.x, b.y, b.width, b.height).adjusted(-24, -24, 24, 24));
   resolveTensors();
+  resetCounts();
   setCheckpointed(std::set<std::string>(checkpointed_));
   setSelectedOp(selectedOp_);
   updateStates();
   fitAll();
 }
 
-void GraphView::setTrace(std::shared_ptr<const Trace> trace) {
+void GraphView::setTrace(std::shared_ptr<const Trace> trace,
+                         std::shared_ptr<const StateTimeline> timeline) {
   trace_ = std::move(trace);
+  timeline_ = std::move(timeline);
+  if (trace_ && !timeline_ && graph_)
+    timeline_ =
+        std::make_shared<const StateTimeline>(buildStateTimeline(*graph_->model(), *trace_));
   resolveTensors();
+  resetCounts();
   updateStates();
 }
 
@@ -163,9 +170,42 @@ void GraphView::resolveTensors() {
   nodeTensors_.assign(nodes_.size(), {});
   if (!graph_ || !trace_) return;
   const auto& vnodes = graph_->nodes();
-  for (std::size_t i = 0; i < vnodes.size(); ++i)
+  for (std::size_t i = 0; i < vnodes.size(); ++i) {
+    if (vnodes[i].kind != VisualNode::Kind::input && vnodes[i].kind != VisualNode::Kind::output)
+      continue;
     for (const auto& v : vnodes[i].values)
       if (std::int64_t t = trace_->tensor_index(v); t >= 0) nodeTensors_[i].push_back(t);
+  }
+}
+
+// All op outputs pending (before the first step), then the timeline up to the cursor.
+void GraphView::resetCounts() {
+  counts_.assign(nodes_.size(), NodeItem::StateCounts{});
+  applied_ = 0;
+  dirty_.clear();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) dirty_.push_back(static_cast<int>(i));
+  if (!timeline_ || !graph_) return;
+  const auto pending = static_cast<std::size_t>(ActivationState::pending);
+  for (std::size_t op = 0; op < timeline_->tensorsPerOp.size(); ++op) {
+    const int node = graph_->nodeOfOp(static_cast<std::int64_t>(op));
+    if (node >= 0) counts_[static_cast<std::size_t>(node)][pending] += timeline_->tensorsPerOp[op];
+  }
+}
+
+void GraphView::moveCounts(std::int64_t step) {
+  if (!timeline_ || !graph_) return;
+  const auto& changes = timeline_->changes;
+  auto apply = [&](const StateChange& c, bool forward) {
+    const int node = graph_->nodeOfOp(c.op);
+    if (node < 0) return;
+    auto& counts = counts_[static_cast<std::size_t>(node)];
+    --counts[static_cast<std::size_t>(forward ? c.from : c.to)];
+    ++counts[static_cast<std::size_t>(forward ? c.to : c.from)];
+    dirty_.push_back(node);
+  };
+  while (applied_ < changes.size() && changes[applied_].step <= step)
+    apply(changes[applied_++], true);
+  while (applied_ > 0 && changes[applied_ - 1].step > step) apply(changes[--applied_], false);
 }
 
 void GraphView::setCursorStep(std::int64_t step) {
@@ -175,26 +215,31 @@ void GraphView::setCursorStep(std::int64_t step) {
 
 NodeItem::StateCounts GraphView::statesOf(int node) const {
   NodeItem::StateCounts counts{};
-  if (!trace_ || cursor_ < 0 || cursor_ >= trace_->step_count() || node < 0 ||
-      node >= static_cast<int>(nodeTensors_.size()))
-    return counts;
-  for (std::int64_t t : nodeTensors_[static_cast<std::size_t>(node)])
-    ++counts[static_cast<std::size_t>(trace_->state_at(t, cursor_))];
+  if (!trace_ || node < 0 || node >= static_cast<int>(counts_.size())) return counts;
+  const auto& tensors = nodeTensors_[static_cast<std::size_t>(node)];
+  if (tensors.empty()) return counts_[static_cast<std::size_t>(node)];
+  if (cursor_ < 0 || cursor_ >= trace_->step_count()) return counts;
+  for (std::int64_t t : tensors) ++counts[static_cast<std::size_t>(trace_->state_at(t, cursor_))];
   return counts;
 }
 
 void GraphView::updateStates() {
   const bool valid = trace_ && cursor_ >= 0 && cursor_ < trace_->step_count();
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i]) nodes_[i]->setStates(statesOf(static_cast<int>(i)));
+  moveCounts(valid ? cursor_ : -1);
+  for (std::size_t i = 0; i < nodeTensors_.size(); ++i)
+    if (!nodeTensors_[i].empty()) dirty_.push_back(static_cast<int>(i));
+  for (int i : dirty_)
+    if (NodeItem* n = nodes_[static_cast<std::size_t>(i)]) n->setStates(statesOf(i));
+  dirty_.clear();
 
   int current = -1;
   QGraphicsItem* recomputing = nullptr;
   QString recomputingModule;
   if (valid && graph_) {
     const TraceStep step = trace_->step(cursor_);
-    if (auto it = opByName_.find(step.node); it != opByName_.end())
-      current = graph_->nodeOfOp(it->second);
+    // The model's own index (built by the loader) maps a step's node to its op.
+    if (const std::int64_t op = graph_->model()->op_index(step.node); op >= 0)
+      current = graph_->nodeOfOp(op);
     if (step.phase == Phase::recompute && !step.segment.empty()) {
       recomputingModule = QString::fromStdString(step.segment);
       // The innermost visible thing showing the segment: its cluster, or the collapsed

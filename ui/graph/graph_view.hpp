@@ -13,6 +13,7 @@
 
 #include "engine/trace/trace.hpp"
 #include "ui/core/model_graph.hpp"
+#include "ui/core/state_timeline.hpp"
 #include "ui/graph/graph_items.hpp"
 #include "ui/layout/layout_engine.hpp"
 
@@ -32,7 +33,9 @@ class GraphView : public QGraphicsView {
   void setGraph(std::shared_ptr<const ModelGraph> graph, LayoutResultPtr layout);
   void clearGraph();
   const std::shared_ptr<const ModelGraph>& graph() const { return graph_; }
-  void setTrace(std::shared_ptr<const Trace> trace);
+  // The run's trace and its state timeline (both from the same RunSnapshot).
+  void setTrace(std::shared_ptr<const Trace> trace,
+                std::shared_ptr<const StateTimeline> timeline = nullptr);
   void setCursorStep(std::int64_t step);
   void setCheckpointed(const std::set<std::string>& modules);
   void setSelectedOp(std::int64_t op);
@@ -79,6 +82,8 @@ class GraphView : public QGraphicsView {
  private:
   void rebuildScene();
   void resolveTensors();
+  void resetCounts();
+  void moveCounts(std::int64_t step);
   void updateStates();
   void click(QGraphicsItem* item, const QPointF& scenePos);
   void setHovered(QGraphicsItem* item);
@@ -97,8 +102,12 @@ class GraphView : public QGraphicsView {
 
   std::vector<NodeItem*> nodes_;
   std::unordered_map<std::string, ClusterItem*> clusters_;
-  std::vector<std::vector<std::int64_t>> nodeTensors_;  // trace tensor indices per node
-  std::unordered_map<std::string, std::int64_t> opByName_;
+  std::shared_ptr<const StateTimeline> timeline_;
+  std::vector<NodeItem::StateCounts> counts_;  // per node, at appliedStep_
+  std::size_t applied_ = 0;                    // changes of timeline_ applied
+  std::vector<int> dirty_;
+  // Inputs and outputs are not op outputs: their few tensors are queried directly.
+  std::vector<std::vector<std::int64_t>> nodeTensors_;
   int currentNode_ = -1;
   QString recomputing_;
   QGraphicsItem* recomputingItem_ = nullptr;

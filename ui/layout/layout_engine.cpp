@@ -8,6 +8,8 @@
 #include <QSaveFile>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "ui/util/work_pool.hpp"
+
 #include "ui/layout/dot_format.hpp"
 
 namespace ckpt::ui {
@@ -198,7 +200,7 @@ void LayoutEngine::finishParse() {
     setBusy(false);
     emit finished(id, result);
   });
-  watcher->setFuture(QtConcurrent::run(parseOutcome, stdout_, currentGraph_));
+  watcher->setFuture(QtConcurrent::run(workPool(), parseOutcome, stdout_, currentGraph_));
   stdout_.clear();
 }
 

@@ -2,6 +2,8 @@
 
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "ui/util/work_pool.hpp"
+
 namespace ckpt::ui {
 
 namespace {
@@ -28,6 +30,8 @@ RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig 
     snap->series = std::move(series);
     snap->summary = summarize(*model, *result, describeConfig(config));
     snap->lessons = lessonsOf(*model, config, *result);
+    snap->timeline =
+        std::make_shared<const StateTimeline>(buildStateTimeline(*model, result->trace));
   }
   return snap;
 }
@@ -85,8 +89,8 @@ void RunController::start(std::unique_ptr<Job> job) {
   if (!model_) return;
   const bool wasBusy = busy();
   running_ = std::move(job);
-  running_->future = QtConcurrent::run(runOnWorker, model_, running_->config, running_->generation,
-                                       running_->cancel);
+  running_->future = QtConcurrent::run(workPool(), runOnWorker, model_, running_->config,
+                                       running_->generation, running_->cancel);
   watcher_.setFuture(running_->future);
   if (!wasBusy) emit busyChanged(true);
 }

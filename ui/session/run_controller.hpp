@@ -15,6 +15,7 @@
 #include "ui/core/config_text.hpp"
 #include "ui/core/lessons.hpp"
 #include "ui/core/memory_series.hpp"
+#include "ui/core/state_timeline.hpp"
 
 namespace ckpt::ui {
 
@@ -27,6 +28,7 @@ struct RunSnapshot {
   MemorySeriesPtr series;
   RunSummary summary;
   std::vector<Lesson> lessons;
+  std::shared_ptr<const StateTimeline> timeline;
   qint64 wallMs = 0;  // request to result, including superseded waiting
 
   const Trace& trace() const { return result->trace; }

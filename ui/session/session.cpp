@@ -7,6 +7,10 @@
 #include <QTemporaryDir>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "ui/util/work_pool.hpp"
+
+#include "ui/util/work_pool.hpp"
+
 #include "engine/model/loader.hpp"
 
 namespace ckpt::ui {
@@ -114,7 +118,7 @@ void Session::openFile(const QString& path) {
     }
     adopt(std::move(loaded.model), path);
   });
-  watcher->setFuture(QtConcurrent::run(loadOnWorker, path));
+  watcher->setFuture(QtConcurrent::run(workPool(), loadOnWorker, path));
 }
 
 void Session::openModel(std::shared_ptr<const Model> model, const QString& source) {
@@ -222,10 +226,31 @@ void Session::collapse(const QString& module) {
   relayout();
 }
 
+// The visible graph of a 100,000-op model takes a few hundred milliseconds to build: that is
+// done off the UI thread too, then handed to the layout engine.
 void Session::relayout() {
   if (!model_) return;
-  pendingGraph_ = std::make_shared<const ModelGraph>(model_, expanded_);
-  pendingLayout_ = layouts_->request(pendingGraph_->layoutGraph());
+  const quint64 generation = ++buildGeneration_;
+  if (!building_) {
+    building_ = true;
+    emit layoutBusyChanged(true);
+  }
+  using GraphPtr = std::shared_ptr<const ModelGraph>;
+  auto* watcher = new QFutureWatcher<GraphPtr>(this);
+  connect(watcher, &QFutureWatcher<GraphPtr>::finished, this, [this, watcher, generation] {
+    watcher->deleteLater();
+    if (generation != buildGeneration_) return;  // a newer expansion or model replaced it
+    building_ = false;
+    pendingGraph_ = watcher->result();
+    if (!pendingGraph_ || pendingGraph_->model() != model_.get()) return;
+    pendingLayout_ = layouts_->request(pendingGraph_->layoutGraph());
+  });
+  watcher->setFuture(QtConcurrent::run(
+      workPool(),
+      [](std::shared_ptr<const Model> model, std::set<std::string> expanded) -> GraphPtr {
+        return std::make_shared<const ModelGraph>(std::move(model), std::move(expanded));
+      },
+      model_, expanded_));
 }
 
 void Session::onRunFinished(RunSnapshotPtr snapshot) {

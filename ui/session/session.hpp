@@ -51,7 +51,7 @@ class Session : public QObject {
   const std::set<std::string>& expanded() const { return expanded_; }
   void expand(const QString& module);
   void collapse(const QString& module);
-  bool layingOut() const { return layouts_->busy(); }
+  bool layingOut() const { return building_ || layouts_->busy(); }
 
   RunSnapshotPtr current() const { return current_; }
   MemorySeriesPtr ghost() const { return ghost_; }
@@ -89,6 +89,8 @@ class Session : public QObject {
   QString ghostLabel_;
   bool loading_ = false;
   quint64 openGeneration_ = 0;
+  quint64 buildGeneration_ = 0;
+  bool building_ = false;
 
   RunController* runs_;
   LayoutEngine* layouts_;

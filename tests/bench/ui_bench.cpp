@@ -1,0 +1,360 @@
+// ckptlab_ui_bench: the desktop app's performance figures (issue 7), printed, never asserted.
+//   click -> updated plot (median, DenseNet block sample), HeavyModel open time, layout time of a
+//   DenseNet-121-sized module hierarchy, frame times while stepping, the UI thread's longest
+//   block (a 5 ms heartbeat timer).
+// Run: ctest -C Bench -L bench -R ui_bench -V   (or build/tests/bench/ckptlab_ui_bench)
+
+#include <QApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "ui/app/main_window.hpp"
+#include "ui/app/sample_catalog.hpp"
+#include "ui/core/model_graph.hpp"
+#include "ui/graph/graph_view.hpp"
+#include "ui/layout/dot_format.hpp"
+#include "ui/layout/layout_engine.hpp"
+#include "ui/player/player.hpp"
+#include "ui/plot/memory_plot.hpp"
+
+using namespace ckpt;
+using namespace ckpt::ui;
+
+namespace {
+
+// The longest gap between two ticks of a 5 ms timer: how long the UI thread was blocked.
+class Heartbeat : public QObject {
+ public:
+  Heartbeat() {
+    timer_.setInterval(5);
+    timer_.setTimerType(Qt::PreciseTimer);
+    connect(&timer_, &QTimer::timeout, this, [this] {
+      const qint64 now = clock_.nsecsElapsed();
+      if (last_ > 0) worst_ = std::max(worst_, now - last_);
+      if (last_ > 0 && now - last_ > 50'000'000 && qEnvironmentVariableIsSet("CKPTLAB_BENCH_GAPS"))
+        std::printf("    [UI thread blocked %.0f ms, ending %.0f ms after start]\n",
+                    static_cast<double>(now - last_) / 1e6, static_cast<double>(now) / 1e6);
+      last_ = now;
+    });
+  }
+  void start() {
+    worst_ = 0;
+    last_ = 0;
+    clock_.start();
+    timer_.start();
+  }
+  double stopMs() {
+    timer_.stop();
+    return static_cast<double>(worst_) / 1e6;
+  }
+
+ private:
+  QTimer timer_;
+  QElapsedTimer clock_;
+  qint64 last_ = 0;
+  qint64 worst_ = 0;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+bool waitFor(const std::function<bool()>& done, int ms = 600000) {
+  QElapsedTimer t;
+  t.start();
+  while (!done()) {
+    if (t.elapsed() > ms) return false;
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
+  }
+  return true;
+}
+
+bool ready(MainWindow& w) {
+  return w.isReady() && !w.session()->runs()->busy() && !w.session()->layingOut();
+}
+
+// HeavyModel as the blog wrote it: 1,000 calls of a 100-op function adding one shared `a`.
+const char* kHeavy = R"({
+  "name": "heavy_model_bench", "seed": 1,
+  "inputs": [{"name": "x", "shape": [], "requires_grad": true}],
+  "model": {"type": "sequential", "parameters": {"a": {"shape": [], "init": 1.0}},
+    "layers": [{"type": "repeat", "count": 1000, "body":
+      {"type": "function", "name": "heavy_function", "layers": [
+        {"type": "repeat", "count": 100, "body": {"type": "add", "param": "a"}}]}}]}
+})";
+
+// torchvision's DenseNet-121 module hierarchy and dataflow (names as its ONNX export scopes
+// them): 4 dense blocks of 6/12/24/16 layers, each layer concat + norm1 relu1 conv1 norm2
+// relu2 conv2, transitions norm relu conv pool; about 430 ops.
+std::shared_ptr<Model> densenet121Shape() {
+  auto m = std::make_shared<Model>();
+  m->name = "densenet121";
+  m->inputs.push_back({"input", {1, 3, 224, 224}, DType::f32, false, true});
+  auto module = [&](Module& parent, const std::string& name, const std::string& kind) {
+    auto child = std::make_unique<Module>();
+    child->name = name;
+    child->path = parent.path.empty() ? name : parent.path + "." + name;
+    child->kind = kind;
+    child->definition = child->path;
+    child->checkpointable = true;
+    child->first_op = static_cast<std::int64_t>(m->ops.size());
+    parent.children.push_back(std::move(child));
+    return parent.children.back().get();
+  };
+  auto op = [&](Module& mod, const std::string& name, const std::string& type,
+                std::vector<std::string> inputs) {
+    OpNode o;
+    o.name = mod.path + "." + name;
+    o.op_type = type;
+    o.inputs = std::move(inputs);
+    o.outputs = {o.name};
+    o.module = mod.path;
+    m->ops.push_back(o);
+    mod.end_op = static_cast<std::int64_t>(m->ops.size());
+    return o.name;
+  };
+  Module* features = module(m->root, "features", "Sequential");
+  std::string x = "input";
+  for (const char* n : {"conv0", "norm0", "relu0", "pool0"}) {
+    Module* leaf = module(*features, n,
+                          n[0] == 'c'   ? "Conv2d"
+                          : n[0] == 'n' ? "BatchNorm2d"
+                          : n[0] == 'r' ? "ReLU"
+                                        : "MaxPool2d");
+    x = op(*leaf, "op",
+           n[0] == 'c'   ? "conv2d"
+           : n[0] == 'n' ? "batch_norm"
+           : n[0] == 'r' ? "relu"
+                         : "max_pool2d",
+           {x});
+    features->end_op = static_cast<std::int64_t>(m->ops.size());
+  }
+  const int layers[] = {6, 12, 24, 16};
+  for (int b = 0; b < 4; ++b) {
+    Module* block = module(*features, "denseblock" + std::to_string(b + 1), "_DenseBlock");
+    std::vector<std::string> feats{x};
+    for (int l = 0; l < layers[b]; ++l) {
+      Module* layer = module(*block, "denselayer" + std::to_string(l + 1), "_DenseLayer");
+      std::string h = op(*layer, "cat", "concat", feats);
+      for (const char* n : {"norm1", "relu1", "conv1", "norm2", "relu2", "conv2"}) {
+        Module* leaf = module(*layer, n,
+                              n[0] == 'c'   ? "Conv2d"
+                              : n[0] == 'n' ? "BatchNorm2d"
+                                            : "ReLU");
+        h = op(*leaf, "op", n[0] == 'c' ? "conv2d" : n[0] == 'n' ? "batch_norm" : "relu", {h});
+        layer->end_op = static_cast<std::int64_t>(m->ops.size());
+      }
+      feats.push_back(h);
+      block->end_op = static_cast<std::int64_t>(m->ops.size());
+    }
+    x = op(*block, "cat_out", "concat", feats);
+    if (b < 3) {
+      Module* t = module(*features, "transition" + std::to_string(b + 1), "_Transition");
+      for (const char* n : {"norm", "relu", "conv", "pool"}) {
+        Module* leaf = module(*t, n,
+                              n[0] == 'c'   ? "Conv2d"
+                              : n[0] == 'n' ? "BatchNorm2d"
+                              : n[0] == 'r' ? "ReLU"
+                                            : "AvgPool2d");
+        x = op(*leaf, "op",
+               n[0] == 'c'   ? "conv2d"
+               : n[0] == 'n' ? "batch_norm"
+               : n[0] == 'r' ? "relu"
+                             : "avg_pool2d",
+               {x});
+        t->end_op = static_cast<std::int64_t>(m->ops.size());
+      }
+    }
+    features->end_op = static_cast<std::int64_t>(m->ops.size());
+  }
+  Module* norm5 = module(*features, "norm5", "BatchNorm2d");
+  x = op(*norm5, "op", "batch_norm", {x});
+  features->end_op = static_cast<std::int64_t>(m->ops.size());
+  x = op(m->root, "relu", "relu", {x});
+  x = op(m->root, "pool", "adaptive_avg_pool2d", {x});
+  x = op(m->root, "flatten", "flatten", {x});
+  Module* cls = module(m->root, "classifier", "Linear");
+  x = op(*cls, "op", "linear", {x});
+  m->outputs = {x};
+  m->root.end_op = static_cast<std::int64_t>(m->ops.size());
+  return m;
+}
+
+double layoutMs(const ModelGraph& graph, LayoutEngine& engine) {
+  QSignalSpy done(&engine, &LayoutEngine::finished);
+  QSignalSpy failed(&engine, &LayoutEngine::failed);
+  QElapsedTimer t;
+  t.start();
+  engine.request(graph.layoutGraph());
+  if (!waitFor([&] { return !done.isEmpty() || !failed.isEmpty(); })) return -1;
+  if (!failed.isEmpty()) {
+    std::printf("  layout failed: %s\n", qPrintable(failed.first().at(1).toString()));
+    return -1;
+  }
+  return static_cast<double>(t.nsecsElapsed()) / 1e6;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QTemporaryDir home;
+  qputenv("XDG_CONFIG_HOME", home.filePath(QStringLiteral("config")).toUtf8());
+  qputenv("XDG_CACHE_HOME", home.filePath(QStringLiteral("cache")).toUtf8());  // cold layouts
+  QCoreApplication::setOrganizationName(QStringLiteral("ckptlab-bench"));
+  Heartbeat heartbeat;
+  std::printf("Checkpoint Lab UI benchmark (offscreen; times are wall clock, this machine)\n\n");
+
+  // 1. Layout of a DenseNet-121-sized module hierarchy (no cache: a fresh engine each time).
+  {
+    auto dn = densenet121Shape();
+    ModelGraph full(dn, [&] {
+      std::set<std::string> all;
+      forEachModule(dn->root, [&](const Module& mm, int) { all.insert(mm.path); });
+      return all;
+    }());
+    ModelGraph initial(dn, ModelGraph::initialExpansion(*dn));
+    // CKPTLAB_DUMP_DOT=DIR keeps the DOT text, to time dot's options by hand.
+    if (const QString dump = qEnvironmentVariable("CKPTLAB_DUMP_DOT"); !dump.isEmpty()) {
+      for (auto [name, g] : {std::pair{"densenet121_full.dot", &full},
+                             std::pair{"densenet121_initial.dot", &initial}}) {
+        QFile out(QDir(dump).filePath(QLatin1String(name)));
+        if (out.open(QIODevice::WriteOnly)) out.write(toDot(g->layoutGraph()).c_str());
+      }
+    }
+    LayoutEngine engine;
+    std::printf(
+        "DenseNet-121-sized graph: %zu ops, %zu visible nodes and %zu edges fully "
+        "expanded (%zu clusters)\n",
+        dn->ops.size(), full.layoutGraph().nodes.size(), full.layoutGraph().edges.size(),
+        full.layoutGraph().clusters.size());
+    std::printf("  layout, every module a nested cluster:   %8.0f ms\n", layoutMs(full, engine));
+    std::printf("  layout, the app's initial expansion:     %8.0f ms (%zu nodes)\n",
+                layoutMs(initial, engine), initial.layoutGraph().nodes.size());
+    QElapsedTimer t;
+    t.start();
+    layoutMs(full, engine);
+    std::printf("  same layout again (cache hit):           %8.2f ms\n\n",
+                static_cast<double>(t.nsecsElapsed()) / 1e6);
+  }
+
+  // 2. HeavyModel: open (load + first run + layout) in the window.
+  {
+    QTemporaryDir dir;
+    const QString heavy = dir.filePath(QStringLiteral("heavy_model_bench.json"));
+    QFile f(heavy);
+    if (f.open(QIODevice::WriteOnly)) f.write(kHeavy);
+    f.close();
+    MainWindow w;
+    w.resize(1440, 900);
+    w.show();
+    heartbeat.start();
+    QElapsedTimer t;
+    t.start();
+    double loadedMs = 0, runMs = 0, laidOutMs = 0;
+    auto stamp = [&t](double& at) { at = static_cast<double>(t.nsecsElapsed()) / 1e6; };
+    QObject::connect(w.session(), &Session::modelChanged, &w, [&] { stamp(loadedMs); });
+    QObject::connect(w.session(), &Session::runFinished, &w, [&] { stamp(runMs); });
+    QObject::connect(w.session(), &Session::graphChanged, &w, [&] { stamp(laidOutMs); });
+    w.openPath(heavy);
+    const bool ok = waitFor([&] { return ready(w); });
+    const double openMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+    const double blocked = heartbeat.stopMs();
+    if (ok) {
+      auto snap = w.session()->current();
+      std::printf(
+          "HeavyModel (1,000 x 100 ops): opened, run and laid out in %.0f ms "
+          "(run %.0f ms, %lld steps, %zu graph nodes); UI thread blocked at most %.1f ms\n",
+          openMs, snap->summary.times.total_ms, static_cast<long long>(snap->trace().step_count()),
+          w.session()->graph()->nodes().size(), blocked);
+      // Frame times while stepping through the backward.
+      std::vector<double> frames;
+      Player* p = w.player();
+      p->setCursor(snap->trace().step_count() / 2);
+      for (int i = 0; i < 300; ++i) {
+        QElapsedTimer ft;
+        ft.start();
+        p->stepForward();
+        w.graphView()->viewport()->repaint();
+        w.memoryPlot()->repaint();
+        frames.push_back(static_cast<double>(ft.nsecsElapsed()) / 1e6);
+      }
+      std::printf("  loaded at %.0f ms, laid out at %.0f ms, first run shown at %.0f ms\n",
+                  loadedMs, laidOutMs, runMs);
+      std::printf("  stepping: frame median %.2f ms, p95 %.2f ms, max %.2f ms\n", median(frames),
+                  percentile(frames, 0.95), *std::max_element(frames.begin(), frames.end()));
+      heartbeat.start();
+      p->setSpeed(10);
+      p->play();
+      QTest::qWait(2000);
+      p->pause();
+      std::printf("  playing 2 s at 10x: UI thread blocked at most %.1f ms\n\n",
+                  heartbeat.stopMs());
+    } else {
+      std::printf("HeavyModel: did not open (%s)\n\n", qPrintable(w.graphView()->overlayText()));
+    }
+  }
+
+  // 3. Click -> updated plot on the DenseNet block sample.
+  {
+    QString path = QStringLiteral(":/samples/densenet_block.json");
+    if (!QFile::exists(path)) path = defaultSamplePath();
+    if (path.isEmpty()) {
+      std::printf("click -> plot: no bundled sample in this build, skipped\n");
+      return 0;
+    }
+    MainWindow w;
+    w.resize(1440, 900);
+    w.show();
+    w.openPath(path);
+    if (!waitFor([&] { return ready(w); })) {
+      std::printf("click -> plot: %s did not open\n", qPrintable(path));
+      return 0;
+    }
+    std::vector<std::string> blocks;
+    for (const Module* m : w.session()->model()->all_modules())
+      if (m->checkpointable && !m->children.empty()) blocks.push_back(m->path);
+    if (blocks.empty())
+      for (const Module* m : w.session()->model()->all_modules())
+        if (m->checkpointable) blocks.push_back(m->path);
+    std::vector<double> clicks;
+    heartbeat.start();
+    for (int i = 0; i < 21 && !blocks.empty(); ++i) {
+      const QString m = QString::fromStdString(blocks[static_cast<std::size_t>(i) % blocks.size()]);
+      const auto before = w.memoryPlot()->model().series;
+      QElapsedTimer t;
+      t.start();
+      w.session()->toggleModule(m);
+      if (!waitFor([&] {
+            return w.memoryPlot()->model().series != before && !w.session()->runs()->busy();
+          }))
+        break;
+      w.memoryPlot()->repaint();
+      clicks.push_back(static_cast<double>(t.nsecsElapsed()) / 1e6);
+    }
+    const double blocked = heartbeat.stopMs();
+    std::printf(
+        "click -> updated plot on %s (%lld steps): median %.1f ms, max %.1f ms over %zu "
+        "clicks; UI thread blocked at most %.1f ms\n",
+        qPrintable(path), static_cast<long long>(w.session()->current()->trace().step_count()),
+        median(clicks), clicks.empty() ? 0.0 : *std::max_element(clicks.begin(), clicks.end()),
+        clicks.size(), blocked);
+  }
+  return 0;
+}
