@@ -151,7 +151,7 @@ void connect(const std::shared_ptr<Node>& node, const TensorList& inputs,
 std::shared_ptr<FunctionNode> record(const char* name, const TensorList& inputs,
                                      const TensorList& outputs, const TensorList& saved,
                                      BackwardFunction backward) {
-  notify_op_outputs(name, outputs);
+  notify_op_outputs(name, outputs, saved);
   if (!GradMode::is_enabled() || !any_requires_grad(inputs)) return nullptr;
   auto node = std::make_shared<FunctionNode>(name, std::move(backward));
   connect(node, inputs, outputs);

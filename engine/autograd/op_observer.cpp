@@ -16,19 +16,28 @@ OpObserverScope::~OpObserverScope() {
   t_observers.pop_back();
 }
 
-void notify_op_outputs(std::string_view fallback_name, const TensorList& outputs) {
+void notify_op_outputs(std::string_view fallback_name, const TensorList& outputs,
+                       const TensorList& saved) {
   if (t_observers.empty()) return;
   auto ledger = MemoryLedger::current();
   const LabelId op = ledger->current_op();
   const std::string_view name = op ? std::string_view(ledger->label(op)) : fallback_name;
   // Copy: an observer may open a nested scope while it runs.
   const auto observers = t_observers;
-  for (auto it = observers.rbegin(); it != observers.rend(); ++it) (*it)->on_outputs(name, outputs);
+  for (auto it = observers.rbegin(); it != observers.rend(); ++it)
+    (*it)->on_outputs(name, outputs, saved);
 }
 
 Tensor replay_saved_output(std::string_view op) {
   if (t_observers.empty()) return Tensor();
-  return t_observers.back()->replay_output(op);
+  const auto observers = t_observers;
+  Tensor result;
+  // All are asked: a segment's forward observer notes that the next output is replayable.
+  for (auto it = observers.rbegin(); it != observers.rend(); ++it) {
+    Tensor r = (*it)->replay_output(op);
+    if (!result.defined()) result = std::move(r);
+  }
+  return result;
 }
 
 }  // namespace ckpt

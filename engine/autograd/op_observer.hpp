@@ -15,10 +15,13 @@ class OpObserver {
  public:
   virtual ~OpObserver() = default;
   // `op` is the engine op of the current step ("linear"), or the backward name when no step
-  // is open.
-  virtual void on_outputs(std::string_view op, const TensorList& outputs) = 0;
-  // Selective checkpointing: an output to return instead of computing the op again (only
-  // asked by ops a policy may save, before they compute). Undefined: compute.
+  // is open; `saved` is what the op keeps for backward (undefined entries: nothing, e.g.
+  // batch_norm's batch statistics in eval mode).
+  virtual void on_outputs(std::string_view op, const TensorList& outputs,
+                          const TensorList& saved) = 0;
+  // Selective checkpointing: an output to return instead of computing the op again. Asked by
+  // the ops a policy may save (matmul's products, linear, conv2d) just before they compute;
+  // the op's next record() is then that output. Undefined: compute.
   virtual Tensor replay_output(std::string_view /*op*/) { return Tensor(); }
 };
 
@@ -30,11 +33,13 @@ class OpObserverScope {
   OpObserverScope& operator=(const OpObserverScope&) = delete;
 };
 
-// Called by record() with the op's outputs.
-void notify_op_outputs(std::string_view fallback_name, const TensorList& outputs);
+// Called by record() with the op's outputs and what it saves.
+void notify_op_outputs(std::string_view fallback_name, const TensorList& outputs,
+                       const TensorList& saved);
 
-// Asked by matmul, linear and conv2d before computing: the innermost observer's saved output
-// for this op, or an undefined tensor.
+// Asked by matmul's products, linear and conv2d before computing: a saved output to use
+// instead (every observer is asked, innermost first; the first defined answer wins), or an
+// undefined tensor.
 Tensor replay_saved_output(std::string_view op);
 
 }  // namespace ckpt

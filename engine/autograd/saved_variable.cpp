@@ -72,7 +72,9 @@ Tensor SavedVariable::unpack(const Node& owner) const {
         "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
         "backward through the graph a second time or if you need to access saved tensors after "
         "calling backward.");
-  if (version_->value != saved_version_) {
+  // As PyTorch: the version is checked only without hooks (what a pack hook returned cannot be
+  // tracked; a non-reentrant checkpoint's recompute moves BatchNorm's running stats on).
+  if (!hooks_ && version_->value != saved_version_) {
     std::string msg =
         "one of the variables needed for gradient computation has been modified by an inplace "
         "operation: [" +

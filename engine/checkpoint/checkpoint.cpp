@@ -1,5 +1,6 @@
 #include "engine/checkpoint/checkpoint.hpp"
 
+#include <memory>
 #include <stdexcept>
 
 #include "engine/checkpoint/segment.hpp"
@@ -32,10 +33,13 @@ TensorList checkpoint_sequential(const std::vector<SegmentFunction>& functions, 
         std::to_string(n) +
         " functions leaves an empty segment (PyTorch 1.13 fails here with \"range() arg 3 must "
         "not be zero\")");
-  auto run = [&functions](std::int64_t start, std::int64_t end) {
-    return [&functions, start, end](const TensorList& in) {
+  // The segments' functions outlive this call (the recomputation runs in backward): they share
+  // one copy of the list.
+  auto fns = std::make_shared<const std::vector<SegmentFunction>>(functions);
+  auto run = [fns](std::int64_t start, std::int64_t end) {
+    return [fns, start, end](const TensorList& in) {
       TensorList x = in;
-      for (auto j = start; j <= end; ++j) x = functions[static_cast<std::size_t>(j)](x);
+      for (auto j = start; j <= end; ++j) x = (*fns)[static_cast<std::size_t>(j)](x);
       return x;
     };
   };

@@ -43,8 +43,8 @@ struct Segment : std::enable_shared_from_this<Segment> {
     auto h = std::make_shared<Holder>();
     h->index = holders.size();
     h->segment = weak_from_this();
-    for (const auto& [index, out] : record.kept) {
-      if (out.storage() == t.storage()) {
+    for (const auto& k : record.kept) {
+      if (k.tensor.storage() == t.storage()) {
         h->kept = t;
         break;
       }
@@ -98,6 +98,7 @@ struct Segment : std::enable_shared_from_this<Segment> {
     } catch (const StopRecomputation&) {
       // Early stop: everything backward still needs is back.
     }
+    observer.report();
   }
 };
 

@@ -55,6 +55,7 @@ class CheckpointFunctionBackward final : public Node {
       RecomputeObserver observer(record_);
       OpObserverScope observe(&observer);
       outputs = fn_(detached);
+      observer.report();
     }
     TensorList with_grad, grad_args;
     for (std::size_t j = 0; j < output_positions_.size(); ++j) {

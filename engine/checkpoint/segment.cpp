@@ -104,33 +104,56 @@ bool same(const OpChecksum& a, const OpChecksum& b) {
 
 }  // namespace
 
-void ForwardObserver::on_outputs(std::string_view op, const TensorList& outputs) {
+namespace {
+bool is_save_op(const SegmentRecord& r, std::string_view op) {
+  return std::find(r.save_ops.begin(), r.save_ops.end(), op) != r.save_ops.end();
+}
+}  // namespace
+
+Tensor ForwardObserver::replay_output(std::string_view op) {
+  if (is_save_op(record_, op)) replayable_ = record_.ops;
+  return Tensor();
+}
+
+void ForwardObserver::on_outputs(std::string_view op, const TensorList& outputs,
+                                 const TensorList& /*saved*/) {
   const std::int64_t index = record_.ops++;
   if (record_.check) record_.checksums.push_back(checksum(op, outputs));
-  if (!outputs.empty() && outputs[0].defined() &&
-      std::find(record_.save_ops.begin(), record_.save_ops.end(), op) != record_.save_ops.end()) {
-    // Kept for backward instead of being recomputed: an activation, as any saved tensor.
-    const Tensor& out = outputs[0];
-    auto& ledger = out.storage()->ledger();
-    if (ledger.category_of(out.storage()->id()) == MemoryCategory::temporary)
-      ledger.recategorize(out.storage()->id(), MemoryCategory::activation);
-    record_.kept.emplace_back(index, out.detach());
-  }
+  if (index != replayable_ || outputs.empty() || !outputs[0].defined()) return;
+  // Kept for backward instead of being recomputed: an activation, as any saved tensor.
+  const Tensor& out = outputs[0];
+  auto& ledger = out.storage()->ledger();
+  if (ledger.category_of(out.storage()->id()) == MemoryCategory::temporary)
+    ledger.recategorize(out.storage()->id(), MemoryCategory::activation);
+  record_.kept.push_back({index, out.detach(), out.version()});
 }
 
 Tensor RecomputeObserver::replay_output(std::string_view op) {
-  while (next_kept_ < record_.kept.size() && record_.kept[next_kept_].first < next_) ++next_kept_;
-  if (next_kept_ >= record_.kept.size() || record_.kept[next_kept_].first != next_) return Tensor();
-  if (std::find(record_.save_ops.begin(), record_.save_ops.end(), op) == record_.save_ops.end())
+  while (next_kept_ < record_.kept.size() && record_.kept[next_kept_].index < next_) ++next_kept_;
+  if (next_kept_ >= record_.kept.size() || record_.kept[next_kept_].index != next_ ||
+      !is_save_op(record_, op))
     return Tensor();
+  const KeptOutput& k = record_.kept[next_kept_];
+  if (k.tensor.version() != k.version) return Tensor();  // changed in place since: recompute
   ++replayed_;
-  return record_.kept[next_kept_].second.detach();
+  return k.tensor.detach();
 }
 
-void RecomputeObserver::on_outputs(std::string_view op, const TensorList& outputs) {
+void RecomputeObserver::report() const {
+  if (replayed_ == 0) return;
+  MemoryLedger::current()->message(
+      Severity::info, "checkpoint '" + record_.name + "': " + std::to_string(replayed_) +
+                          " op outputs reused from the forward (selective policy), " +
+                          std::to_string(next_ - replayed_) + " op outputs recomputed");
+}
+
+void RecomputeObserver::on_outputs(std::string_view op, const TensorList& outputs,
+                                   const TensorList& saved) {
   const std::int64_t index = next_++;
   auto ledger = MemoryLedger::current();
-  if (op == "batch_norm" && !batch_norm_noted_) {
+  // Training-mode batch_norm (it saves its batch statistics) updated its running statistics.
+  const bool updates_stats = op == "batch_norm" && saved.size() > 4 && saved[4].defined();
+  if (updates_stats && !batch_norm_noted_) {
     batch_norm_noted_ = true;
     ledger->message(Severity::warning,
                     "checkpoint '" + record_.name +

@@ -63,24 +63,33 @@ struct OpChecksum {
   double abs = 0;
 };
 
+// An output a selective policy kept, by its position among the segment's op outputs.
+struct KeptOutput {
+  std::int64_t index = 0;
+  Tensor tensor;
+  std::uint32_t version = 0;  // replayed only while unchanged (no in-place op touched it)
+};
+
 // What the forward of one segment leaves for its recomputation.
 struct SegmentRecord {
   std::string name;
   bool check = true;
   std::vector<std::string> save_ops;
   std::vector<OpChecksum> checksums;
-  std::vector<std::pair<std::int64_t, Tensor>> kept;  // (op index, output) for save_ops
-  std::int64_t ops = 0;                               // op outputs seen in the forward
+  std::vector<KeptOutput> kept;
+  std::int64_t ops = 0;  // op outputs seen in the forward
 };
 
 // Watches a segment's forward: checksums every op output, keeps the outputs of save_ops.
 class ForwardObserver final : public OpObserver {
  public:
   explicit ForwardObserver(SegmentRecord& record) : record_(record) {}
-  void on_outputs(std::string_view op, const TensorList& outputs) override;
+  void on_outputs(std::string_view op, const TensorList& outputs, const TensorList& saved) override;
+  Tensor replay_output(std::string_view op) override;
 
  private:
   SegmentRecord& record_;
+  std::int64_t replayable_ = -1;  // index of the next output, when its op can replay it
 };
 
 // Watches a recomputation: compares op outputs with the forward's checksums (an error naming
@@ -89,9 +98,10 @@ class ForwardObserver final : public OpObserver {
 class RecomputeObserver final : public OpObserver {
  public:
   explicit RecomputeObserver(const SegmentRecord& record) : record_(record) {}
-  void on_outputs(std::string_view op, const TensorList& outputs) override;
+  void on_outputs(std::string_view op, const TensorList& outputs, const TensorList& saved) override;
   Tensor replay_output(std::string_view op) override;
-  std::int64_t replayed() const { return replayed_; }
+  // Says (as an info message) how many outputs were replayed, when the policy saved any.
+  void report() const;
 
  private:
   const SegmentRecord& record_;

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "engine/autograd/node.hpp"
+#include "engine/autograd/op_observer.hpp"
 #include "engine/ops/elementwise.hpp"
 #include "engine/ops/kernels.hpp"
 #include "engine/ops/shape_ops.hpp"
@@ -33,7 +34,9 @@ Tensor mm_node(const Tensor& a, const Tensor& b, const char* name) {
   const Tensor a2 = promote(a, true), b2 = promote(b, false);
   if (a2.shape()[1] != b2.shape()[0]) shape_error(a, b);
   const std::int64_t m = a2.shape()[0], n = b2.shape()[1];
-  Tensor out = matmul2d_raw(a2, b2);
+  // Selective checkpointing hands back the forward's product instead of recomputing it.
+  Tensor out = replay_saved_output("matmul");
+  if (!out.defined()) out = matmul2d_raw(a2, b2);
   Shape os;
   if (a.dim() == 2) os.push_back(m);
   if (b.dim() == 2) os.push_back(n);
@@ -74,7 +77,8 @@ Tensor bmm_raw(const Tensor& a, const Tensor& b) {
 
 Tensor bmm_node(const Tensor& a, const Tensor& b) {
   if (a.shape()[0] != b.shape()[0] || a.shape()[2] != b.shape()[1]) shape_error(a, b);
-  Tensor out = bmm_raw(a, b);
+  Tensor out = replay_saved_output("matmul");
+  if (!out.defined()) out = bmm_raw(a, b);
   record("BmmBackward0", {a, b}, {out}, {maybe(needs_grad(b), a), maybe(needs_grad(a), b)},
          [](BackwardContext& c) -> TensorList {
            const Tensor& g = c.grads[0];
@@ -164,18 +168,22 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   x2 = x2.alias({rows, in}, {in, 1}, x2.offset());
   Shape out_shape = x.shape();
   out_shape.back() = outf;
-  Tensor out = Tensor::empty({rows, outf}, x.dtype());
-  if (bias.defined()) {
-    if (bias.shape() != Shape{outf})
-      throw std::invalid_argument("linear: bias " + shape_str(bias.shape()) +
-                                  " does not match out_features " + std::to_string(outf));
-    Tensor rowb = expand_raw(bias, {rows, outf});
-    copy_into_raw(out, rowb);
-    gemm_raw(x2, transpose_raw(weight, 0, 1), out, true);
-  } else {
-    gemm_raw(x2, transpose_raw(weight, 0, 1), out, false);
+  if (bias.defined() && bias.shape() != Shape{outf})
+    throw std::invalid_argument("linear: bias " + shape_str(bias.shape()) +
+                                " does not match out_features " + std::to_string(outf));
+  // Selective checkpointing hands back the forward's output instead of recomputing it.
+  Tensor out = replay_saved_output("linear");
+  if (!out.defined()) {
+    out = Tensor::empty({rows, outf}, x.dtype());
+    if (bias.defined()) {
+      Tensor rowb = expand_raw(bias, {rows, outf});
+      copy_into_raw(out, rowb);
+      gemm_raw(x2, transpose_raw(weight, 0, 1), out, true);
+    } else {
+      gemm_raw(x2, transpose_raw(weight, 0, 1), out, false);
+    }
+    out = out.alias(out_shape, contiguous_strides(out_shape), 0);
   }
-  out = out.alias(out_shape, contiguous_strides(out_shape), 0);
   TensorList inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   record("AddmmBackward0", inputs, {out},

@@ -373,6 +373,20 @@ class TestCheckpoint : public QObject {
     for (const auto& p : w) QVERIFY(p.grad().defined());
   }
 
+  void checkpointSequentialOutlivesItsFunctionList() {
+    Tensor w = param({4, 4}, 30);
+    Tensor x = randn({2, 4}, 31).set_requires_grad(true);
+    Tensor loss;
+    {
+      std::vector<SegmentFunction> fns(
+          4, [w](const TensorList& in) { return TensorList{tanh(linear(in[0], w))}; });
+      loss = sum(checkpoint_sequential(fns, 2, {x})[0]);
+    }  // the list is gone; backward still recomputes its first segment
+    loss.backward();
+    QVERIFY(w.grad().defined());
+    QVERIFY(x.grad().defined());
+  }
+
   void checkpointSequentialRejectsBadSegments() {
     std::vector<SegmentFunction> fns(3, [](const TensorList& in) { return in; });
     Tensor x = randn({2}, 13);

@@ -40,6 +40,10 @@ struct PackCounter {
   PackCounter() {
     hooks->pack = [this](const Tensor& t) -> std::any {
       ++packs;
+      // What the engine does for a saved tensor without hooks: it becomes an activation.
+      auto& ledger = t.storage()->ledger();
+      if (ledger.category_of(t.storage()->id()) == MemoryCategory::temporary)
+        ledger.recategorize(t.storage()->id(), MemoryCategory::activation);
       return t;
     };
     hooks->unpack = [](std::any& a) { return std::any_cast<Tensor>(a); };

@@ -248,9 +248,11 @@ CaseResult run_case(const std::string& python_name, const std::string& root) {
                            error.at("type").get<std::string>() + ": " + want);
     };
 
+    // PyTorch has one global generator: a checkpoint's recomputation in backward draws from
+    // it where the forward left it, so the case's generator stays current through backward.
+    GeneratorScope gen(c.generator());
     TensorList outputs;
     {
-      GeneratorScope gen(c.generator());
       PhaseScope fwd(Phase::forward);
       if (error_phase == "forward") {
         expect_throw("forward", [&] { fn->second(c); });
