@@ -4,6 +4,7 @@
 #   ./run.sh test       the same set-up, then the whole test suite (ctest)
 #   ./run.sh build      the same set-up and build only
 #   ./run.sh sanitize   ASan+UBSan build (CUDA off) and its engine and cli tests
+#   ./run.sh screenshots  build, then regenerate the README's screenshots (docs/screenshots/)
 # Extra arguments after the mode are passed to the program (or to ctest).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -61,8 +62,12 @@ case "$mode" in
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     QT_QPA_PLATFORM=offscreen ctest --output-on-failure -L 'engine|cli' "$@"
     ;;
+  screenshots)
+    configure_and_build "$here/build"
+    "$here/docs/screenshots/regenerate.sh" "$here/build/app/gui/ckptlab"
+    ;;
   *)
-    echo "usage: ./run.sh [gui|test|build|sanitize] [args...]" >&2
+    echo "usage: ./run.sh [gui|test|build|sanitize|screenshots] [args...]" >&2
     exit 2
     ;;
 esac

@@ -5,7 +5,10 @@
 #include <QCommandLineParser>
 #include <QFileInfo>
 #include <QTimer>
+
 #include <cstdio>
+#include "ui/player/player.hpp"
+#include "ui/session/session.hpp"
 
 #include "ui/app/main_window.hpp"
 
@@ -39,7 +42,12 @@ int main(int argc, char** argv) {
       QStringLiteral("timeout"),
       QStringLiteral("With --screenshot: give up after SECONDS (default 120)."),
       QStringLiteral("SECONDS"), QStringLiteral("120"));
-  parser.addOptions({screenshot, size, checkpoint, timeout});
+  QCommandLineOption at(QStringLiteral("at"),
+                        QStringLiteral("Put the player's cursor at WHERE once run: a step number, "
+                                       "'peak', 'forward-end' or 'recompute' (the middle of the "
+                                       "first recompute)."),
+                        QStringLiteral("WHERE"));
+  parser.addOptions({screenshot, size, checkpoint, timeout, at});
   parser.process(app);
 
   ckpt::ui::MainWindow window;
@@ -53,24 +61,22 @@ int main(int argc, char** argv) {
   window.show();
 
   const QStringList toCheckpoint = parser.values(checkpoint);
+  const QString where = parser.value(at);
   int exitCode = 0;
-  bool applied = toCheckpoint.isEmpty();
-  QObject::connect(&window, &ckpt::ui::MainWindow::ready, &window, [&] {
-    if (!applied) {
-      // Ready fires again for the checkpointed configuration's run.
-      applied = true;
-      for (const QString& m : toCheckpoint) window.session()->toggleModule(m);
-      QObject::connect(window.session(), &ckpt::ui::Session::runFinished, &window, [&] {
-        if (shot.isEmpty()) return;
-        QTimer::singleShot(150, &window, [&] {
-          if (!window.grab().save(shot)) {
-            std::fprintf(stderr, "ckptlab: cannot write %s\n", qPrintable(shot));
-            exitCode = 1;
-          }
-          QApplication::exit(exitCode);
-        });
-      });
-      return;
+  // Once the wanted configuration has run: place the cursor, then take the screenshot.
+  auto settle = [&] {
+    if (auto snap = window.session()->current()) {
+      const auto& trace = snap->trace();
+      std::int64_t step = -1;
+      if (where == QLatin1String("peak"))
+        step = snap->series->peakStep;
+      else if (where == QLatin1String("forward-end"))
+        step = snap->series->forwardEnd;
+      else if (where == QLatin1String("recompute") && !trace.recomputes().empty())
+        step = (trace.recomputes().front().begin_step + trace.recomputes().front().end_step) / 2;
+      else if (!where.isEmpty())
+        step = where.toLongLong();
+      if (step >= 0) window.player()->setCursor(step);
     }
     if (shot.isEmpty()) return;
     QTimer::singleShot(150, &window, [&] {
@@ -80,6 +86,15 @@ int main(int argc, char** argv) {
       }
       QApplication::exit(exitCode);
     });
+  };
+  QObject::connect(&window, &ckpt::ui::MainWindow::ready, &window, [&] {
+    if (toCheckpoint.isEmpty()) {
+      settle();
+      return;
+    }
+    // The checkpointed configuration's run comes next.
+    QObject::connect(window.session(), &ckpt::ui::Session::runFinished, &window, settle);
+    for (const QString& m : toCheckpoint) window.session()->toggleModule(m);
   });
   QObject::connect(window.session(), &ckpt::ui::Session::openFailed, &window,
                    [&](const QString& message) {

@@ -116,8 +116,7 @@ class TestModel : public QObject {
     auto p = load_model_json_text(passing, "heavy.json");
     QCOMPARE(p->find_module("heavy_function_1")->inputs,
              (std::vector<std::string>{"heavy_function.add_2", "a"}));
-    QCOMPARE(p->find_module("heavy_function_1")->passed_parameters,
-             std::vector<std::string>{"a"});
+    QCOMPARE(p->find_module("heavy_function_1")->passed_parameters, std::vector<std::string>{"a"});
   }
 
   void nonContiguousModuleSaysWhy() {

@@ -8,7 +8,9 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTextBlock>
 #include <QTextBrowser>
+#include <QTextCursor>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -127,7 +129,7 @@ void MainWindow::buildDocks() {
   tabifyDockWidget(dInspector, dLessons);
   dSummary->raise();
   dInspector->raise();
-  resizeDocks({dModules, dSummary}, {270, 380}, Qt::Horizontal);
+  resizeDocks({dModules, dSummary}, {300, 380}, Qt::Horizontal);
   resizeDocks({dModules, dNotes}, {420, 300}, Qt::Vertical);
 }
 
@@ -299,6 +301,18 @@ void MainWindow::onModelChanged() {
   notes_->setMarkdown(QString::fromStdString(model->scenario.notes.empty()
                                                  ? "*This model has no teaching notes.*"
                                                  : model->scenario.notes));
+  // Markdown headings come out at poster size in a narrow dock: bring them down.
+  for (QTextBlock b = notes_->document()->begin(); b.isValid(); b = b.next()) {
+    const int level = b.blockFormat().headingLevel();
+    if (level == 0) continue;
+    QTextCursor c(b);
+    c.movePosition(QTextCursor::EndOfBlock, QTextCursor::KeepAnchor);
+    QTextCharFormat f;
+    f.setProperty(QTextFormat::FontSizeAdjustment, 0);
+    f.setFontPointSize(font().pointSizeF() * (level == 1 ? 1.35 : 1.15));
+    f.setFontWeight(QFont::Bold);
+    c.mergeCharFormat(f);
+  }
   code_->setConfig(model, session_->config());
   banner_->hide();
   callout_->hide();
@@ -347,6 +361,9 @@ void MainWindow::onCursor(std::int64_t step) {
   graph_->setCursorStep(step);
   plot_->setCursorStep(step);
   inspector_->setCursorStep(step);
+  // With nothing selected, the Inspector follows the op at the cursor.
+  if (auto snap = session_->current(); snap && step >= 0 && step < snap->trace().step_count())
+    inspector_->setFollowedOp(session_->model()->op_index(snap->trace().step(step).node));
   updateCallout();
 }
 

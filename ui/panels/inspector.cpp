@@ -57,6 +57,12 @@ void Inspector::showOp(std::int64_t op) {
   refresh();
 }
 
+void Inspector::setFollowedOp(std::int64_t op) {
+  if (followed_ == op) return;
+  followed_ = op;
+  if (op_ < 0 && module_.isEmpty() && isVisible()) refresh();
+}
+
 void Inspector::showModule(const QString& module) {
   module_ = module;
   op_ = -1;
@@ -77,9 +83,13 @@ void Inspector::refresh() {
   if (!model_)
     body = tr("<p><i>No model.</i></p>");
   else if (op_ >= 0 && op_ < static_cast<std::int64_t>(model_->ops.size()))
-    body = opHtml();
+    body = opHtml(op_);
   else if (!module_.isEmpty())
     body = moduleHtml();
+  else if (followed_ >= 0 && followed_ < static_cast<std::int64_t>(model_->ops.size()))
+    body = tr("<p style='color:gray'><i>The op at the cursor (click an op in the graph to keep "
+              "one).</i></p>") +
+           opHtml(followed_);
   else
     body =
         tr("<p><i>Click an op in the graph to inspect its tensors, or a module in the module "
@@ -126,8 +136,8 @@ QString Inspector::tensorHtml(const std::string& value) const {
   return out + QStringLiteral("</table>");
 }
 
-QString Inspector::opHtml() const {
-  const OpNode& op = model_->ops[static_cast<std::size_t>(op_)];
+QString Inspector::opHtml(std::int64_t index) const {
+  const OpNode& op = model_->ops[static_cast<std::size_t>(index)];
   QString out = QStringLiteral("<h3 style='margin-bottom:2px'>%1</h3><p>%2")
                     .arg(esc(op.name), esc(op.op_type));
   if (!op.module.empty()) out += tr(" in <b>%1</b>").arg(esc(op.module));

@@ -21,6 +21,8 @@ class Inspector : public QTextBrowser {
   void setCursorStep(std::int64_t step);
   void showOp(std::int64_t op);
   void showModule(const QString& module);
+  // The op shown while nothing is selected (the op at the cursor), -1 for none.
+  void setFollowedOp(std::int64_t op);
   std::int64_t selectedOp() const { return op_; }
   QString selectedModule() const { return module_; }
 
@@ -29,7 +31,7 @@ class Inspector : public QTextBrowser {
 
  private:
   void refresh();
-  QString opHtml() const;
+  QString opHtml(std::int64_t op) const;
   QString moduleHtml() const;
   QString tensorHtml(const std::string& value) const;
   QString stepLink(std::int64_t step) const;
@@ -38,6 +40,7 @@ class Inspector : public QTextBrowser {
   RunSnapshotPtr snapshot_;
   std::int64_t cursor_ = -1;
   std::int64_t op_ = -1;
+  std::int64_t followed_ = -1;
   QString module_;
 };
 

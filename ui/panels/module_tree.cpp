@@ -17,8 +17,9 @@ ModuleTree::ModuleTree(QWidget* parent) : QTreeWidget(parent) {
   // 1,000 modules of HeavyModel.
   header()->setSectionResizeMode(1, QHeaderView::Interactive);
   header()->setSectionResizeMode(2, QHeaderView::Interactive);
-  header()->resizeSection(1, 96);
-  header()->resizeSection(2, 44);
+  header()->resizeSection(1, 84);
+  header()->resizeSection(2, 36);
+  setIndentation(14);
   header()->setStretchLastSection(false);
   setUniformRowHeights(true);
   setContextMenuPolicy(Qt::CustomContextMenu);

@@ -415,7 +415,8 @@ void MemoryPlotRenderer::drawPeak(QPainter& p, const QRectF& area, const MemoryP
   double bx = x + 10;
   if (bx + w > area.right()) bx = x - 10 - w;
   bx = std::max(bx, area.left() + 2);
-  double by = std::max(area.top() + 2, y - h - 6);
+  // Below the band labels along the top edge.
+  double by = std::max(area.top() + 22, y - h - 6);
   QRectF box(bx, by, w, h);
   QColor bg = palette_.background;
   bg.setAlphaF(0.9);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Regenerates the README's screenshots from the real app (offscreen, after the first run and
+# layout): ./run.sh screenshots, or docs/screenshots/regenerate.sh path/to/ckptlab
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+app=${1:-$here/../../build/app/gui/ckptlab}
+# A clean profile so that saved window state and layout caches do not leak into the pictures.
+profile=$(mktemp -d)
+trap 'rm -rf "$profile"' EXIT
+export QT_QPA_PLATFORM=offscreen XDG_CONFIG_HOME=$profile/config XDG_CACHE_HOME=$profile/cache
+
+shot() {
+  local name=$1; shift
+  echo "screenshot: $name" >&2
+  "$app" --size 1440x900 --screenshot "$here/$name.png" "$@"
+}
+
+# The first five minutes: the default sample, then one block checkpointed with its recompute.
+shot densenet_block --at forward-end
+shot densenet_block_checkpointed --checkpoint features.denseblock1.denselayer1.bottleneck \
+  --checkpoint features.denseblock1.denselayer2.bottleneck \
+  --checkpoint features.denseblock1.denselayer3.bottleneck --at recompute
+# The blog's HeavyModel (1,000 collapsed calls), and a reentrant pitfall's warning.
+shot heavy_model :/samples/heavy_model.json --at forward-end
+shot subnet_no_grad :/samples/subnet_no_grad_inputs.json \
+  --checkpoint net --at forward-end
