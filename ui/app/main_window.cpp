@@ -252,7 +252,7 @@ void MainWindow::wireSession() {
   connect(session_, &Session::message, this, [this](const QString& m) { showMessage(m, true); });
 
   connect(player_, &Player::cursorChanged, this, &MainWindow::onCursor);
-  connect(player_, &Player::playingChanged, graph_, &GraphView::setFollowCursor);
+
   connect(plot_, &MemoryPlot::stepClicked, this, [this](std::int64_t k) {
     player_->pause();
     player_->setCursor(k);

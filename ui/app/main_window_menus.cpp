@@ -74,6 +74,8 @@ void MainWindow::buildMenus() {
   followAction_ = viewMenu_->addAction(tr("&Follow the op while playing"));
   followAction_->setCheckable(true);
   followAction_->setChecked(true);
+  followAction_->setToolTip(tr("Keep the op at the cursor in view when it moves"));
+  connect(followAction_, &QAction::toggled, graph_, &GraphView::setFollowCursor);
   viewMenu_->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 
@@ -200,6 +202,7 @@ void MainWindow::loadSettings() {
   const double speed = s.value(QStringLiteral("player/speed"), 1.0).toDouble();
   player_->setSpeed(speed);
   followAction_->setChecked(s.value(QStringLiteral("view/follow"), true).toBool());
+  graph_->setFollowCursor(followAction_->isChecked());
   theme_ = themeFromName(s.value(QStringLiteral("view/theme")).toString());
   applyTheme(theme_);
   for (QAction* a : themeGroup_->actions())

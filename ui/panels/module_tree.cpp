@@ -82,6 +82,9 @@ void ModuleTree::setCheckpointed(const std::set<std::string>& modules) {
   for (auto& [path, item] : items_) {
     const Qt::CheckState want = modules.count(path) ? Qt::Checked : Qt::Unchecked;
     if (item->checkState(0) != want) item->setCheckState(0, want);
+    // A checkpointed module is never hidden inside a collapsed branch.
+    if (want == Qt::Checked)
+      for (QTreeWidgetItem* p = item->parent(); p; p = p->parent()) p->setExpanded(true);
   }
   updating_ = false;
 }
