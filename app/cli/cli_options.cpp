@@ -1,5 +1,6 @@
 #include "cli_options.hpp"
 
+#include <fnmatch.h>
 #include <algorithm>
 #include <charconv>
 
@@ -199,7 +200,22 @@ CheckpointConfig make_config(const Model& model, const RunOptions& o) {
                        "' cannot be checkpointed: " + m->not_checkpointable_reason);
     c.modules.insert(m->path);
   };
-  for (const auto& p : o.checkpoint) add(model.find_module(p), p);
+  for (const auto& p : o.checkpoint) {
+    if (p.find_first_of("*?[") == std::string::npos) {
+      add(model.find_module(p), p);
+      continue;
+    }
+    // A pattern ("features.*.*.bottleneck"): every checkpointable module whose path matches.
+    bool any = false;
+    for (const Module* m : model.all_modules()) {
+      if (fnmatch(p.c_str(), m->path.c_str(), 0) != 0 || !m->checkpointable) continue;
+      c.modules.insert(m->path);
+      any = true;
+    }
+    if (!any)
+      throw UsageError("no checkpointable module matches '" + p + "' in " + model.source + "; " +
+                       suggestions(model, p.substr(0, p.find_first_of("*?["))));
+  }
   for (const auto& d : o.checkpoint_instances) {
     const auto inst = model.instances_of(d);
     if (inst.empty())

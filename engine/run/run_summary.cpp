@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -146,7 +147,10 @@ std::string summary_text(const RunSummary& s) {
     const auto& b = *s.baseline;
     os << "vs no checkpointing (same process)\n";
     os << "    peak           " << format_bytes(b.peak_bytes) << " -> "
-       << format_bytes(s.peak.bytes) << " (saves " << format_bytes(b.peak_bytes - s.peak.bytes)
+       << format_bytes(s.peak.bytes)
+       << (b.peak_bytes >= s.peak.bytes
+               ? " (saves " + format_bytes(b.peak_bytes - s.peak.bytes)
+               : " (COSTS " + format_bytes(s.peak.bytes - b.peak_bytes) + " more")
        << ", ratio " << fixed(b.peak_bytes ? double(s.peak.bytes) / double(b.peak_bytes) : 0, 3)
        << ")\n";
     os << "    op executions  " << b.executions << " -> " << s.total_executions() << " (+"
@@ -156,9 +160,33 @@ std::string summary_text(const RunSummary& s) {
        << " ms (ratio " << fixed(b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0, 2) << ")\n";
   }
   if (!s.messages.empty()) {
+    // Messages that differ only in a quoted name (one per checkpoint) are shown once, counted.
+    auto shape_of = [](const std::string& text) {
+      std::string out;
+      bool quoted = false;
+      for (char ch : text) {
+        if (ch == '\'') {
+          quoted = !quoted;
+          out += quoted ? "'…" : "'";
+        } else if (!quoted) {
+          out += ch;
+        }
+      }
+      return out;
+    };
+    std::vector<std::pair<std::string, std::size_t>> groups;  // shape, first message index
+    std::map<std::string, int> counts;
+    for (std::size_t i = 0; i < s.messages.size(); ++i) {
+      const auto key = shape_of(s.messages[i].text);
+      if (counts[key]++ == 0) groups.emplace_back(key, i);
+    }
     os << "messages\n";
-    for (const auto& m : s.messages)
+    for (const auto& [key, first] : groups) {
+      const auto& m = s.messages[first];
       os << "    [" << severity_name(m.severity) << " @ step " << m.step << "] " << m.text << "\n";
+      if (counts[key] > 1)
+        os << "      (and " << counts[key] - 1 << " more like it; all of them in --json)\n";
+    }
   }
   return os.str();
 }
