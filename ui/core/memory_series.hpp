@@ -25,6 +25,7 @@ struct MemorySeries {
   std::vector<SeriesSpan> recomputes;
   std::int64_t forwardEnd = -1;  // last forward step
   bool failed = false;           // the run stopped with an error (the curve ends there)
+  bool warned = false;           // the run warned (a saving may come from missing gradients)
   std::int64_t peakBytes = 0;
   std::int64_t peakStep = -1;
   CategoryBytes peakByCategory{};

@@ -403,6 +403,8 @@ void MemoryPlotRenderer::drawPeak(QPainter& p, const QRectF& area, const MemoryP
       label += QObject::tr("  (unchanged)");
   }
   QString detail = QObject::tr("step %1").arg(s.peakStep);
+  // A reentrant checkpoint whose inputs need no grad "saves" memory by skipping gradients.
+  if (s.warned && !s.failed) label += QObject::tr("  ⚠ the run warned");
   if (m.stepLabel) {
     const QString what = m.stepLabel(s.peakStep);
     if (!what.isEmpty()) detail += QStringLiteral(" · ") + what;

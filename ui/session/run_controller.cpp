@@ -27,6 +27,8 @@ RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig 
   if (!(cancel->load() && result->error == "cancelled")) {
     auto series = std::make_shared<MemorySeries>(memorySeriesFromTrace(result->trace));
     series->failed = !result->ok;
+    for (const auto& m : result->trace.messages())
+      if (m.severity == Severity::warning) series->warned = true;
     snap->series = std::move(series);
     snap->summary = summarize(*model, *result, describeConfig(config));
     snap->lessons = lessonsOf(*model, config, *result);
