@@ -1,5 +1,9 @@
 #include "engine/model/loader.hpp"
 
+#include "engine/model/onnx_import.hpp"
+
+#include "engine/model/onnx_import.hpp"
+
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -32,13 +36,11 @@ std::shared_ptr<Model> load_model(const std::string& path) {
   const std::string bytes = read_file(path);
   if (bytes.empty()) throw std::invalid_argument(path + ": the file is empty");
   if (looks_like_json(bytes)) return load_model_json_text(bytes, path);
-  throw std::invalid_argument(path +
-                              ": not a Checkpoint Lab JSON model (it does not start with "
-                              "'{'), and ONNX import is not built yet");
+  return load_model_onnx_bytes(bytes, path);
 }
 
 std::vector<std::string> supported_onnx_ops() {
-  return {};
+  return onnx_import::Importer::supported();
 }
 
 }  // namespace ckpt

@@ -4,6 +4,7 @@
 // Model (ops, parameters, module tree, scenario). Every error is a std::invalid_argument (or
 // std::runtime_error for I/O) whose message starts with the file name.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,11 @@ namespace ckpt {
 std::shared_ptr<Model> load_model(const std::string& path);
 // A native model from text (embedded samples); `source` names it in errors and Model::source.
 std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::string& source);
+// An ONNX model from its serialized bytes; `source` names it in errors. Graph inputs named in
+// `bind` are not inputs of the model but constants with those values, known at load time (the
+// ONNX backend tests pass shapes, axes and bounds as inputs; exporters make them constants).
+std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std::string& source,
+                                             const std::map<std::string, Tensor>& bind = {});
 // ONNX op types the importer understands (sorted).
 std::vector<std::string> supported_onnx_ops();
 

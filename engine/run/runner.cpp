@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -170,13 +171,17 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
       values = executor.forward(statics, inputs, wanted);
       result.outputs.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(
                                                                  compiled_->outputs().size()));
-      result.loss = make_loss(model, loss_kind, result.outputs,
-                              compiled_->loss_id() >= 0 ? values.back() : Tensor());
+      // An inference run of a model with integer outputs has no loss to report.
+      const bool floating = std::all_of(result.outputs.begin(), result.outputs.end(),
+                                        [](const Tensor& t) { return is_floating(t.dtype()); });
+      if (config.backward || floating || loss_kind == LossKind::model)
+        result.loss = make_loss(model, loss_kind, result.outputs,
+                                compiled_->loss_id() >= 0 ? values.back() : Tensor());
       result.times.forward_ms = ms_since(tf);
     }
     values.clear();
     if (cancel && cancel->load()) throw RunCancelled();
-    {
+    if (config.backward) {
       PhaseScope phase(Phase::backward);
       const auto tb = Clock::now();
       result.loss.backward();

@@ -37,6 +37,7 @@ struct CheckpointConfig {
   int threads = 0;                          // 0: leave as is
   std::int64_t max_memory = 0;              // the ledger's cap, 0 for none
   std::vector<Tensor> inputs;               // explicit inputs (in model input order), or empty
+  bool backward = true;                     // false: forward and loss only (inference)
 };
 
 struct PhaseTimes {

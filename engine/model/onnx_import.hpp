@@ -1,0 +1,98 @@
+#pragma once
+
+// Internal to the ONNX loader (onnx_loader.cpp, onnx_ops.cpp): turns an ONNX graph into a
+// Model. Runtime values become engine ops; int64 shape arithmetic (and anything else whose
+// inputs are all constants) is evaluated at load time, on the shapes a dry run of the ops
+// emitted so far gives.
+
+#include <onnx/onnx_pb.h>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/model/model.hpp"
+
+namespace ckpt::onnx_import {
+
+// An ONNX value at load time: either a graph value the Runner computes (`graph` names it, and
+// `probe` is its dry-run tensor, for shapes) or a constant known now (`probe` is its value).
+struct Value {
+  bool constant = false;
+  std::string graph;
+  Tensor probe;
+};
+
+class Importer {
+ public:
+  Importer(Model& model, const onnx::ModelProto& proto, std::string source,
+           std::map<std::string, Tensor> bind = {});
+  void run();
+
+  // The op types translate() understands, sorted.
+  static std::vector<std::string> supported();
+
+ private:
+  using Inputs = std::vector<const Value*>;  // null for an absent optional input
+
+  void read_opset();
+  void read_initializers();
+  void read_inputs();
+  std::vector<const onnx::NodeProto*> topological_order() const;
+  void translate(const onnx::NodeProto& n);
+  // Per-op translations (onnx_ops.cpp); each defines the node's outputs.
+  bool fold(const onnx::NodeProto& n, const Inputs& in);
+  void translate_runtime(const onnx::NodeProto& n, const Inputs& in);
+
+  // Emits an engine op in the node's module, runs it on the probes, and returns the new value
+  // (its name is `output` when given, else a fresh one).
+  const Value& emit_op(const onnx::NodeProto& n, const std::string& type,
+                       const std::vector<std::string>& inputs, Attributes attrs,
+                       const std::string& output = "");
+  // A graph value for `v`: itself, or (for a constant used as a tensor operand) a constant of
+  // the model.
+  std::string operand(const onnx::NodeProto& n, std::size_t i, const Inputs& in);
+  void define(const std::string& onnx_name, Value v);
+  void alias(const std::string& onnx_name, const Value& v);
+  const Value& input(const onnx::NodeProto& n, const Inputs& in, std::size_t i,
+                     const char* what) const;
+  Tensor constant_input(const onnx::NodeProto& n, const Inputs& in, std::size_t i,
+                        const char* what) const;
+
+  [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& what) const;
+  [[noreturn]] void fail(const std::string& what) const;
+  std::string module_of(const onnx::NodeProto& n);
+  std::string op_name(const onnx::NodeProto& n);
+
+  // Attributes of the node.
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) const;
+  std::int64_t attr_i(const onnx::NodeProto& n, const std::string& name,
+                      std::int64_t fallback) const;
+  double attr_f(const onnx::NodeProto& n, const std::string& name, double fallback) const;
+  std::vector<std::int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name) const;
+  std::string attr_s(const onnx::NodeProto& n, const std::string& name,
+                     const std::string& fallback) const;
+
+  Model& m_;
+  const onnx::ModelProto& proto_;
+  std::string source_;
+  std::map<std::string, Tensor> bind_;
+  std::int64_t opset_ = 0;
+  std::unordered_map<std::string, Value> values_;
+  std::unordered_map<std::string, Tensor> probes_;            // dry-run tensor of every graph value
+  std::unordered_map<std::string, std::string> unavailable_;  // ONNX outputs we do not make
+  // Zero padding waiting for the AveragePool that consumes it: source value and pads (H, W).
+  std::unordered_map<std::string, std::pair<std::string, std::vector<std::int64_t>>> pending_pads_;
+  const onnx::NodeProto* counted_ = nullptr;  // last node counted in module_node_count_
+  std::unordered_map<std::string, std::int64_t> name_counts_;
+  std::map<std::string, Module*> modules_;
+  std::vector<std::string> buffers_;  // initializers used as BatchNorm running statistics
+  std::map<std::string, std::string> module_op_type_;  // module -> ONNX op of its single op
+  std::map<std::string, std::int64_t> module_node_count_;
+};
+
+// A TensorProto as an engine tensor (FLOAT -> f32, DOUBLE -> f64, INT64/INT32/BOOL -> i64).
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where);
+
+}  // namespace ckpt::onnx_import

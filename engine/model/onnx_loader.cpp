@@ -1,0 +1,417 @@
+// ONNX import: reading the protobuf, opsets, initializers, inputs, node order and module scopes.
+// The per-op translation is in onnx_ops.cpp.
+#include <algorithm>
+#include <cstring>
+#include <queue>
+#include <set>
+#include <stdexcept>
+
+#include "engine/autograd/grad_mode.hpp"
+#include "engine/model/finalize.hpp"
+#include "engine/model/onnx_import.hpp"
+#include "engine/ops/kernels.hpp"
+#include "engine/tensor/generator.hpp"
+
+namespace ckpt {
+
+namespace onnx_import {
+
+namespace {
+
+// Reads n elements stored as S (raw little-endian bytes or the typed repeated field) as T.
+template <typename S, typename T, typename Field>
+std::vector<T> read_values(const onnx::TensorProto& t, const Field& field, std::int64_t n,
+                           const std::string& where) {
+  std::vector<T> out(static_cast<std::size_t>(n));
+  if (t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    if (raw.size() != static_cast<std::size_t>(n) * sizeof(S))
+      throw std::invalid_argument(where + ": its raw data holds " + std::to_string(raw.size()) +
+                                  " bytes, its shape needs " +
+                                  std::to_string(static_cast<std::size_t>(n) * sizeof(S)));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      S v;
+      std::memcpy(&v, raw.data() + i * sizeof(S), sizeof(S));
+      out[i] = static_cast<T>(v);
+    }
+    return out;
+  }
+  if (field.size() != n)
+    throw std::invalid_argument(where + ": it holds " + std::to_string(field.size()) +
+                                " values, its shape needs " + std::to_string(n));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<T>(field.Get(static_cast<int>(i)));
+  return out;
+}
+
+std::string type_name(int t) {
+  return onnx::TensorProto_DataType_IsValid(t)
+             ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t))
+             : "unknown";
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where) {
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
+    throw std::invalid_argument(where + ": tensor '" + t.name() +
+                                "' keeps its data in an external file, which is not supported");
+  const Shape shape(t.dims().begin(), t.dims().end());
+  const std::int64_t n = shape_numel(shape);
+  const std::string w = where + ": tensor '" + t.name() + "'";
+  switch (t.data_type()) {
+    case onnx::TensorProto_DataType_FLOAT:
+      return Tensor::from_vector(read_values<float, float>(t, t.float_data(), n, w), shape);
+    case onnx::TensorProto_DataType_DOUBLE:
+      return Tensor::from_vector(read_values<double, double>(t, t.double_data(), n, w), shape);
+    case onnx::TensorProto_DataType_INT64:
+      return Tensor::from_vector(read_values<std::int64_t, std::int64_t>(t, t.int64_data(), n, w),
+                                 shape);
+    case onnx::TensorProto_DataType_INT32:
+      return Tensor::from_vector(read_values<std::int32_t, std::int64_t>(t, t.int32_data(), n, w),
+                                 shape);
+    case onnx::TensorProto_DataType_BOOL:
+      return Tensor::from_vector(read_values<std::uint8_t, std::int64_t>(t, t.int32_data(), n, w),
+                                 shape);
+    default:
+      throw std::invalid_argument(w + " has element type " + type_name(t.data_type()) +
+                                  ", which is not supported (FLOAT, DOUBLE, INT64, INT32, BOOL)");
+  }
+}
+
+Importer::Importer(Model& model, const onnx::ModelProto& proto, std::string source,
+                   std::map<std::string, Tensor> bind)
+    : m_(model), proto_(proto), source_(std::move(source)), bind_(std::move(bind)) {}
+
+void Importer::fail(const std::string& what) const {
+  throw std::invalid_argument(source_ + ": " + what);
+}
+
+void Importer::fail(const onnx::NodeProto& n, const std::string& what) const {
+  throw std::invalid_argument(source_ + ": node '" + n.name() + "' (" + n.op_type() + "): " + what);
+}
+
+void Importer::read_opset() {
+  for (const auto& o : proto_.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  if (opset_ == 0) fail("the model imports no version of the default ONNX opset");
+  if (opset_ < 11 || opset_ > 17)
+    fail("opset " + std::to_string(opset_) + " is not supported (opsets 11 to 17 are)");
+}
+
+void Importer::read_initializers() {
+  const auto& g = proto_.graph();
+  std::set<std::string> used;
+  for (const auto& n : g.node())
+    for (const auto& i : n.input()) used.insert(i);
+  for (const auto& o : g.output()) used.insert(o.name());
+  for (const auto& init : g.initializer()) {
+    if (values_.count(init.name())) fail("initializer '" + init.name() + "' is defined twice");
+    Tensor t = tensor_from_proto(init, source_ + ": initializer");
+    if (!used.count(init.name())) continue;
+    if (t.dtype() != DType::f32) {
+      // Integer initializers are shapes and indices: constants, evaluated at load time.
+      define(init.name(), Value{true, "", t});
+      continue;
+    }
+    ParameterInfo p;
+    p.name = init.name();
+    p.initial = t;
+    p.is_buffer = std::find(buffers_.begin(), buffers_.end(), p.name) != buffers_.end();
+    p.requires_grad = !p.is_buffer;
+    m_.parameters.push_back(p);
+    define(p.name, Value{false, p.name, t});
+    probes_[p.name] = contiguous_copy(t);  // BatchNorm updates its running statistics in place
+  }
+}
+
+void Importer::read_inputs() {
+  const auto& g = proto_.graph();
+  for (const auto& in : g.input()) {
+    if (values_.count(in.name())) continue;  // an initializer listed as an input
+    if (auto b = bind_.find(in.name()); b != bind_.end()) {
+      define(in.name(), Value{true, "", b->second});
+      continue;
+    }
+    const std::string w = "input '" + in.name() + "'";
+    if (!in.type().has_tensor_type()) fail(w + " is not a tensor");
+    const auto& tt = in.type().tensor_type();
+    InputInfo info;
+    info.name = in.name();
+    switch (tt.elem_type()) {
+      case onnx::TensorProto_DataType_FLOAT:
+        info.dtype = DType::f32;
+        break;
+      case onnx::TensorProto_DataType_DOUBLE:
+        info.dtype = DType::f64;
+        break;
+      case onnx::TensorProto_DataType_INT64:
+        info.dtype = DType::i64;
+        break;
+      default:
+        fail(w + " has element type " + type_name(tt.elem_type()) +
+             ", which is not supported (FLOAT, DOUBLE, INT64)");
+    }
+    if (!tt.has_shape()) fail(w + " has no shape");
+    for (int d = 0; d < tt.shape().dim_size(); ++d) {
+      const auto& dim = tt.shape().dim(d);
+      if (dim.has_dim_value()) {
+        info.shape.push_back(dim.dim_value());
+      } else if (d == 0) {
+        info.shape.push_back(1);  // a symbolic batch: shapes are evaluated with batch 1
+      } else {
+        fail(w + " has a symbolic dimension " + std::to_string(d) + " ('" + dim.dim_param() +
+             "'); only the first may be");
+      }
+    }
+    info.batched = !info.shape.empty();
+    info.requires_grad = false;
+    m_.inputs.push_back(info);
+    define(info.name, Value{false, info.name, Tensor::zeros(info.shape, info.dtype)});
+    probes_[info.name] = values_[info.name].probe;
+  }
+  if (m_.inputs.empty()) fail("the graph has no input");
+  m_.scenario.batch = m_.inputs[0].shape.empty() ? 1 : m_.inputs[0].shape[0];
+  m_.scenario.batch_fixed = true;
+}
+
+std::vector<const onnx::NodeProto*> Importer::topological_order() const {
+  const auto& g = proto_.graph();
+  const int n = g.node_size();
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const auto& o : g.node(i).output()) {
+      if (o.empty()) continue;
+      if (!producer.emplace(o, i).second || values_.count(o))
+        fail(g.node(i), "value '" + o + "' is made twice");
+    }
+  std::vector<int> pending(static_cast<std::size_t>(n), 0);
+  std::vector<std::vector<int>> users(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    std::set<int> deps;
+    for (const auto& in : g.node(i).input()) {
+      auto it = producer.find(in);
+      if (it != producer.end()) deps.insert(it->second);
+    }
+    for (int d : deps) {
+      users[static_cast<std::size_t>(d)].push_back(i);
+      ++pending[static_cast<std::size_t>(i)];
+    }
+  }
+  // Kahn's algorithm, keeping the file's order among ready nodes.
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (int i = 0; i < n; ++i)
+    if (pending[static_cast<std::size_t>(i)] == 0) ready.push(i);
+  std::vector<const onnx::NodeProto*> order;
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(&g.node(i));
+    for (int u : users[static_cast<std::size_t>(i)])
+      if (--pending[static_cast<std::size_t>(u)] == 0) ready.push(u);
+  }
+  if (static_cast<int>(order.size()) != n) {
+    for (int i = 0; i < n; ++i)
+      if (pending[static_cast<std::size_t>(i)] > 0) {
+        std::string waits;
+        for (const auto& in : g.node(i).input())
+          if (producer.count(in)) waits += (waits.empty() ? "'" : ", '") + in + "'";
+        fail(g.node(i), "the graph has a cycle: this node needs " + waits +
+                            ", which depend on its own output");
+      }
+  }
+  return order;
+}
+
+std::string Importer::module_of(const onnx::NodeProto& n) {
+  // PyTorch names nodes after the module call stack: /features/denseblock1/denselayer1/Concat,
+  // /layer1/layer1.0/conv1/Conv (a Sequential's child is named with its full path).
+  const std::string& name = n.name();
+  if (name.empty() || name[0] != '/') return "";
+  std::vector<std::string> parts;
+  for (std::size_t at = 1; at <= name.size();) {
+    const std::size_t next = std::min(name.find('/', at), name.size());
+    parts.push_back(name.substr(at, next - at));
+    at = next + 1;
+  }
+  parts.pop_back();  // the op itself
+  std::string path;
+  for (const auto& p : parts) {
+    if (p.empty()) continue;
+    if (!path.empty() && p.rfind(path + ".", 0) == 0)
+      path = p;
+    else
+      path = path.empty() ? p : path + "." + p;
+  }
+  // Every prefix is a module.
+  std::string prefix;
+  Module* parent = &m_.root;
+  for (std::size_t at = 0; at <= path.size() && !path.empty();) {
+    const std::size_t next = std::min(path.find('.', at), path.size());
+    const std::string part = path.substr(at, next - at);
+    prefix = prefix.empty() ? part : prefix + "." + part;
+    auto it = modules_.find(prefix);
+    if (it == modules_.end()) {
+      auto mod = std::make_unique<Module>();
+      mod->name = part.empty() ? "_" : part;
+      mod->path = prefix;
+      mod->definition = prefix;
+      mod->kind = "Module";
+      it = modules_.emplace(prefix, mod.get()).first;
+      parent->children.push_back(std::move(mod));
+    }
+    parent = it->second;
+    at = next + 1;
+  }
+  return path;
+}
+
+std::string Importer::op_name(const onnx::NodeProto& n) {
+  const std::string module = module_of(n);
+  std::string leaf = n.name().empty() ? n.op_type() : n.name().substr(n.name().rfind('/') + 1);
+  for (char& c : leaf)
+    if (c == '.') c = '_';
+  std::string base = module.empty() ? leaf : module + "." + leaf;
+  std::int64_t& count = name_counts_[base];
+  return count++ == 0 ? base : base + "_" + std::to_string(count);
+}
+
+void Importer::define(const std::string& onnx_name, Value v) {
+  if (onnx_name.empty()) return;
+  values_[onnx_name] = std::move(v);
+}
+
+void Importer::alias(const std::string& onnx_name, const Value& v) {
+  define(onnx_name, v);
+}
+
+const onnx::AttributeProto* Importer::attr(const onnx::NodeProto& n,
+                                           const std::string& name) const {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+std::int64_t Importer::attr_i(const onnx::NodeProto& n, const std::string& name,
+                              std::int64_t fallback) const {
+  const auto* a = attr(n, name);
+  return a ? a->i() : fallback;
+}
+
+double Importer::attr_f(const onnx::NodeProto& n, const std::string& name, double fallback) const {
+  const auto* a = attr(n, name);
+  return a ? a->f() : fallback;
+}
+
+std::vector<std::int64_t> Importer::attr_ints(const onnx::NodeProto& n,
+                                              const std::string& name) const {
+  const auto* a = attr(n, name);
+  if (!a) return {};
+  return {a->ints().begin(), a->ints().end()};
+}
+
+std::string Importer::attr_s(const onnx::NodeProto& n, const std::string& name,
+                             const std::string& fallback) const {
+  const auto* a = attr(n, name);
+  return a ? a->s() : fallback;
+}
+
+void Importer::translate(const onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    fail(n, "op domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
+  const auto ops = supported();
+  if (!std::binary_search(ops.begin(), ops.end(), n.op_type())) {
+    std::string list;
+    for (const auto& o : ops) list += (list.empty() ? "" : ", ") + o;
+    fail(n, "op type '" + n.op_type() + "' is not supported (supported: " + list + ")");
+  }
+  Inputs in;
+  for (const auto& name : n.input()) {
+    if (name.empty()) {
+      in.push_back(nullptr);
+      continue;
+    }
+    auto it = values_.find(name);
+    if (it == values_.end() && unavailable_.count(name)) fail(n, unavailable_.at(name));
+    if (it == values_.end())
+      fail(n, "input '" + name + "' is missing: no graph input, initializer or earlier node " +
+                  "makes it");
+    in.push_back(&it->second);
+  }
+  try {
+    if (!fold(n, in)) translate_runtime(n, in);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    if (what.rfind(source_ + ":", 0) == 0) throw;
+    fail(n, what);
+  }
+}
+
+void Importer::run() {
+  const auto& g = proto_.graph();
+  for (const auto& n : g.node())
+    if (n.op_type() == "BatchNormalization")
+      for (int i = 3; i < std::min(5, n.input_size()); ++i) buffers_.push_back(n.input(i));
+  read_opset();
+  read_initializers();
+  read_inputs();
+  Generator gen(0);  // dropout in the shape probes
+  GeneratorScope generator(gen);
+  for (const onnx::NodeProto* n : topological_order()) translate(*n);
+  for (const auto& o : g.output()) {
+    auto it = values_.find(o.name());
+    if (it == values_.end() && unavailable_.count(o.name()))
+      fail("graph output '" + o.name() + "': " + unavailable_.at(o.name()));
+    if (it == values_.end()) fail("graph output '" + o.name() + "' is made by no node");
+    if (it->second.constant)
+      fail("graph output '" + o.name() + "' is a constant; the engine computes no gradient for it");
+    if (std::find(m_.outputs.begin(), m_.outputs.end(), it->second.graph) == m_.outputs.end())
+      m_.outputs.push_back(it->second.graph);
+  }
+  // A module that is one ONNX node is named after that op's PyTorch layer.
+  static const std::map<std::string, std::string> kinds{
+      {"Conv", "Conv2d"},       {"BatchNormalization", "BatchNorm2d"},
+      {"Relu", "ReLU"},         {"Clip", "ReLU6"},
+      {"MaxPool", "MaxPool2d"}, {"AveragePool", "AvgPool2d"},
+      {"Gemm", "Linear"},       {"LayerNormalization", "LayerNorm"},
+      {"Dropout", "Dropout"},   {"GlobalAveragePool", "AdaptiveAvgPool2d"},
+      {"Softmax", "Softmax"},   {"Sigmoid", "Sigmoid"},
+      {"Tanh", "Tanh"}};
+  for (auto& [path, mod] : modules_) {
+    if (!mod->children.empty() || module_node_count_[path] != 1) continue;
+    auto it = kinds.find(module_op_type_[path]);
+    if (it != kinds.end()) mod->kind = it->second;
+  }
+}
+
+}  // namespace onnx_import
+
+std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std::string& source,
+                                             const std::map<std::string, Tensor>& bind) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(bytes))
+    throw std::invalid_argument(source +
+                                ": not an ONNX model (the protobuf does not parse; "
+                                "the file may be truncated)");
+  if (proto.ir_version() <= 0 || !proto.has_graph())
+    throw std::invalid_argument(source + ": not an ONNX model (no IR version or no graph)");
+  auto m = std::make_shared<Model>();
+  m->source = source;
+  m->format = "onnx";
+  m->name = proto.graph().name().empty() ? "onnx_model" : proto.graph().name();
+  m->scenario.title = m->name + " (ONNX)";
+  m->scenario.loss = LossKind::sum;
+  m->scenario.notes =
+      "An ONNX model. Its memory figures are those of the exported graph: an op PyTorch runs as "
+      "one kernel may be exported as several (a GELU as Div, Erf, Add, Mul), each keeping its "
+      "own tensors for backward.\n";
+  {
+    LedgerScope ledger(std::make_shared<MemoryLedger>());
+    NoGradGuard no_grad;
+    onnx_import::Importer(*m, proto, source, bind).run();
+    finalize_model(*m);
+  }
+  return m;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""Exports the ONNX samples: a tiny DenseNet and a tiny ResNet, in training mode.
+
+    /usr/bin/python3 samples/export_onnx.py [--opset N] [--out DIR] [--weights]
+
+Training mode (`training=torch.onnx.TrainingMode.TRAINING`) with `do_constant_folding=False` is
+what keeps BatchNorm as BatchNormalization and every parameter as an initializer under its
+PyTorch name (features.conv0.weight); an eval-mode export folds BatchNorm into the convolutions
+and renames weights. The modules follow torchvision's layout (features.denseblock1.denselayer1,
+layer1.0.conv1), so the ONNX node scopes give the same module tree.
+
+With --weights, also writes <name>.npz next to each model: the input, the output and every
+parameter's gradient of sum(output), for the oracle test.
+"""
+import argparse
+import os
+from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class DenseLayer(nn.Module):
+    def __init__(self, num_input_features, growth_rate, bn_size):
+        super().__init__()
+        self.norm1 = nn.BatchNorm2d(num_input_features)
+        self.relu1 = nn.ReLU()
+        self.conv1 = nn.Conv2d(num_input_features, bn_size * growth_rate, 1, bias=False)
+        self.norm2 = nn.BatchNorm2d(bn_size * growth_rate)
+        self.relu2 = nn.ReLU()
+        self.conv2 = nn.Conv2d(bn_size * growth_rate, growth_rate, 3, padding=1, bias=False)
+
+    def forward(self, *features):
+        out = self.conv1(self.relu1(self.norm1(torch.cat(features, 1))))
+        return self.conv2(self.relu2(self.norm2(out)))
+
+
+class DenseBlock(nn.ModuleDict):
+    def __init__(self, num_layers, num_input_features, growth_rate, bn_size):
+        super().__init__()
+        for i in range(num_layers):
+            self.add_module(f"denselayer{i + 1}",
+                            DenseLayer(num_input_features + i * growth_rate, growth_rate, bn_size))
+
+    def forward(self, x):
+        features = [x]
+        for layer in self.values():
+            features.append(layer(*features))
+        return torch.cat(features, 1)
+
+
+class Transition(nn.Sequential):
+    def __init__(self, num_input_features, num_output_features):
+        super().__init__()
+        self.norm = nn.BatchNorm2d(num_input_features)
+        self.relu = nn.ReLU()
+        self.conv = nn.Conv2d(num_input_features, num_output_features, 1, bias=False)
+        self.pool = nn.AvgPool2d(2, 2)
+
+
+class TinyDenseNet(nn.Module):
+    """torchvision's DenseNet layout, scaled down: growth 8, blocks (3, 3), 16 initial features."""
+
+    def __init__(self, growth_rate=8, block_config=(3, 3), num_init_features=16, bn_size=2,
+                 num_classes=10):
+        super().__init__()
+        self.features = nn.Sequential(OrderedDict([
+            ("conv0", nn.Conv2d(3, num_init_features, 3, padding=1, bias=False)),
+            ("norm0", nn.BatchNorm2d(num_init_features)),
+            ("relu0", nn.ReLU()),
+            ("pool0", nn.MaxPool2d(3, 2, 1)),
+        ]))
+        n = num_init_features
+        for i, layers in enumerate(block_config):
+            self.features.add_module(f"denseblock{i + 1}", DenseBlock(layers, n, growth_rate, bn_size))
+            n += layers * growth_rate
+            if i != len(block_config) - 1:
+                self.features.add_module(f"transition{i + 1}", Transition(n, n // 2))
+                n //= 2
+        self.features.add_module("norm5", nn.BatchNorm2d(n))
+        self.classifier = nn.Linear(n, num_classes)
+
+    def forward(self, x):
+        out = F.relu(self.features(x))
+        out = F.adaptive_avg_pool2d(out, (1, 1))
+        return self.classifier(torch.flatten(out, 1))
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, inplanes, planes, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.relu = nn.ReLU()
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.downsample = None
+        if stride != 1 or inplanes != planes:
+            self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False),
+                                            nn.BatchNorm2d(planes))
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + identity)
+
+
+class TinyResNet(nn.Module):
+    """torchvision's ResNet layout (conv1, bn1, layer1..3, fc), scaled down."""
+
+    def __init__(self, widths=(8, 16, 32), num_classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, widths[0], 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(widths[0])
+        self.relu = nn.ReLU()
+        inplanes = widths[0]
+        for i, w in enumerate(widths):
+            stride = 1 if i == 0 else 2
+            self.add_module(f"layer{i + 1}", nn.Sequential(BasicBlock(inplanes, w, stride),
+                                                           BasicBlock(w, w)))
+            inplanes = w
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(inplanes, num_classes)
+
+    def forward(self, x):
+        x = self.relu(self.bn1(self.conv1(x)))
+        x = self.layer3(self.layer2(self.layer1(x)))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+MODELS = {"tiny_densenet": TinyDenseNet, "tiny_resnet": TinyResNet}
+
+
+def export(name, path, opset, weights, batch=2, size=16, seed=0):
+    torch.manual_seed(seed)
+    model = MODELS[name]()
+    model.train()
+    x = torch.randn(batch, 3, size, size)
+    torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
+                      output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+    if weights:
+        # A fresh copy: the export ran the model, which moved its BatchNorm running statistics.
+        torch.manual_seed(seed)
+        model = MODELS[name]()
+        model.train()
+        out = model(x)
+        out.sum().backward()
+        arrays = {"input": x.numpy(), "output": out.detach().numpy()}
+        for pname, p in model.named_parameters():
+            arrays["grad:" + pname] = p.grad.numpy()
+        import numpy
+        numpy.savez(os.path.splitext(path)[0] + ".npz", **arrays)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--opset", type=int, default=13)
+    parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--weights", action="store_true")
+    parser.add_argument("--only", choices=sorted(MODELS))
+    args = parser.parse_args()
+    for name in MODELS:
+        if args.only and name != args.only:
+            continue
+        path = os.path.join(args.out, name + ".onnx")
+        export(name, path, args.opset, args.weights)
+        print(f"{path}: {os.path.getsize(path)} bytes, opset {args.opset}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""ONNX oracle: PyTorch models exported to ONNX, with PyTorch's own results on the same weights.
+
+    /usr/bin/python3 tests/oracle/onnx_oracle.py OUT_DIR
+
+For every case OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy and grad__<param>.npy
+(the gradient of sum(output) for every parameter, named as the ONNX initializer), and
+OUT_DIR/index.txt lists the cases. Cases: the tiny DenseNet and ResNet of samples/export_onnx.py
+exported now at several opsets (BatchNormalization's two training forms, opset 11 to 17), a
+small transformer block (decomposed GELU and LayerNorm below opset 17, LayerNormalization at 17,
+and the int64 shape arithmetic of a reshape into heads), and the committed samples/*.onnx with
+their own weights.
+"""
+import math
+import os
+import sys
+
+import numpy
+import onnx
+import onnx.numpy_helper
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.dont_write_bytecode = True
+here = os.path.dirname(os.path.abspath(__file__))
+samples = os.path.join(here, "..", "..", "samples")
+sys.path.insert(0, samples)
+import export_onnx  # noqa: E402
+
+
+class TinyTransformer(nn.Module):
+    def __init__(self, dim=16, heads=2, hidden=32):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.ln1(x)
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        q = q.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
+        k = k.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
+        v = v.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
+        att = F.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // self.heads), dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def write_case(out_dir, name, model, x, onnx_path=None, opset=13):
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    if onnx_path is None:
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
+                          output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+        model.load_state_dict(state)  # the export ran the model: undo its BatchNorm updates
+    else:
+        with open(onnx_path, "rb") as src, open(path, "wb") as dst:
+            dst.write(src.read())
+        # The committed file's weights into the PyTorch model, by name.
+        weights = {t.name: torch.from_numpy(onnx.numpy_helper.to_array(t).copy())
+                   for t in onnx.load(path).graph.initializer}
+        missing = model.load_state_dict(weights, strict=False).missing_keys
+        missing = [k for k in missing if not k.endswith("num_batches_tracked")]
+        if missing:
+            raise RuntimeError(f"{onnx_path}: no initializer for {missing}")
+    model.train()
+    x = x.clone()
+    out = model(x)
+    out.sum().backward()
+    numpy.save(os.path.join(d, "input.npy"), x.numpy())
+    numpy.save(os.path.join(d, "output.npy"), out.detach().numpy())
+    initializers = {t.name for t in onnx.load(path).graph.initializer}
+    for pname, p in model.named_parameters():
+        if pname in initializers:
+            numpy.save(os.path.join(d, "grad__" + pname + ".npy"), p.grad.numpy())
+    return name
+
+
+def main():
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    torch.set_num_threads(1)
+    names = []
+    for model_name in ("tiny_densenet", "tiny_resnet"):
+        for opset in (11, 13, 14, 17):
+            torch.manual_seed(opset)
+            model = export_onnx.MODELS[model_name]()
+            x = torch.randn(2, 3, 16, 16)
+            names.append(write_case(out_dir, f"{model_name}_opset{opset}", model, x, opset=opset))
+    for opset in (13, 17):
+        torch.manual_seed(100 + opset)
+        names.append(write_case(out_dir, f"transformer_opset{opset}", TinyTransformer(),
+                                torch.randn(2, 5, 16), opset=opset))
+    for model_name in ("tiny_densenet", "tiny_resnet"):
+        committed = os.path.join(samples, model_name + ".onnx")
+        torch.manual_seed(7)
+        names.append(write_case(out_dir, f"committed_{model_name}", export_onnx.MODELS[model_name](),
+                                torch.randn(2, 3, 16, 16), onnx_path=committed))
+    with open(os.path.join(out_dir, "index.txt"), "w") as fh:
+        fh.write("\n".join(names) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+// ONNX oracle: models exported by PyTorch (at test time, at several opsets, and the committed
+// samples) give PyTorch's outputs and parameter gradients on the same weights and input.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+#include "engine/model/loader.hpp"
+#include "engine/run/runner.hpp"
+#include "engine/tensor/npy.hpp"
+
+using namespace ckpt;
+
+namespace {
+
+// max |a - b| / (atol + rtol * |b|) over the elements; <= 1 passes.
+double worst(const Tensor& ours, const Tensor& theirs, double atol, double rtol) {
+  const auto a = ours.to_vector(), b = theirs.to_vector();
+  if (a.size() != b.size()) return INFINITY;
+  double w = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    w = std::max(w, std::abs(a[i] - b[i]) / (atol + rtol * std::abs(b[i])));
+  return w;
+}
+
+}  // namespace
+
+class TestOracleOnnx : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    if (qEnvironmentVariableIsSet("CKPTLAB_ORACLE_KEEP")) dir_.setAutoRemove(false);
+    const QString src = qEnvironmentVariable("CKPTLAB_SOURCE_DIR");
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(qEnvironmentVariable("CKPTLAB_PYTHON", "/usr/bin/python3"),
+            {src + "/tests/oracle/onnx_oracle.py", dir_.path()});
+    QVERIFY(p.waitForFinished(300000));
+    QVERIFY2(p.exitCode() == 0, p.readAll().constData());
+    QFile index(dir_.filePath("index.txt"));
+    QVERIFY(index.open(QIODevice::ReadOnly));
+    for (const auto& line : QString(index.readAll()).split('\n', Qt::SkipEmptyParts))
+      cases_ << line;
+    QVERIFY(cases_.size() >= 10);
+  }
+
+  void committedSamplesAreSmall() {
+    const QString src = qEnvironmentVariable("CKPTLAB_SOURCE_DIR");
+    for (const char* f : {"tiny_densenet.onnx", "tiny_resnet.onnx"}) {
+      QFileInfo info(src + "/samples/" + f);
+      QVERIFY2(info.exists(), f);
+      QVERIFY(info.size() < 2 * 1024 * 1024);
+    }
+  }
+
+  void sameOutputsAndGradientsAsPyTorch_data() {
+    QTest::addColumn<QString>("name");
+    for (const auto& c : cases_) QTest::newRow(qPrintable(c)) << c;
+  }
+  void sameOutputsAndGradientsAsPyTorch() {
+    QFETCH(QString, name);
+    const std::string d = dir_.filePath(name).toStdString();
+    auto model = load_model(d + "/model.onnx");
+    QCOMPARE(model->format, std::string("onnx"));
+    Runner runner(model);
+    CheckpointConfig c = scenario_config(*model);
+    c.inputs = {load_npy(d + "/input.npy")};
+    c.loss = LossKind::sum;
+    c.threads = 1;
+    const RunResult r = runner.run(c);
+    QVERIFY2(r.ok, r.error.c_str());
+    const double w = worst(r.outputs.at(0), load_npy(d + "/output.npy"), 1e-4, 1e-4);
+    QVERIFY2(w <= 1, qPrintable(QString("output differs (%1)").arg(w)));
+    int grads = 0;
+    for (const auto& p : model->parameters) {
+      if (p.is_buffer) continue;
+      const std::string f = d + "/grad__" + p.name + ".npy";
+      QVERIFY2(QFile::exists(QString::fromStdString(f)),
+               ("no PyTorch gradient for " + p.name).c_str());
+      QVERIFY2(r.gradients.count(p.name), ("no gradient for " + p.name).c_str());
+      // Gradients through batch norm in f32: both sides round differently at 1e-5.
+      const double g = worst(r.gradients.at(p.name), load_npy(f), 1e-4, 2e-3);
+      QVERIFY2(
+          g <= 1,
+          qPrintable(
+              QString("gradient of %1 differs (%2)").arg(QString::fromStdString(p.name)).arg(g)));
+      ++grads;
+    }
+    QVERIFY(grads > 0);
+    // Parameters keep their PyTorch names, and node scopes become the module tree.
+    QVERIFY(!model->root.children.empty());
+  }
+
+ private:
+  QTemporaryDir dir_;
+  QStringList cases_;
+};
+
+QTEST_GUILESS_MAIN(TestOracleOnnx)
+#include "test_oracle_onnx.moc"
