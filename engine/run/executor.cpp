@@ -97,7 +97,7 @@ CheckpointOptions options_for(const CheckpointConfig& c, const std::string& name
   o.preserve_rng_state = c.preserve_rng_state;
   o.early_stop = c.early_stop;
   o.determinism_check = c.check_recompute;
-  if (c.policy == SelectivePolicy::save_matmul) o.save_ops = {"matmul", "linear", "conv2d"};
+  if (c.policy == SelectivePolicy::save_matmul) o.save_ops = save_matmul_ops();
   o.name = name;
   return o;
 }
@@ -229,11 +229,13 @@ void Executor::run_sequential(Frame& root, std::int64_t chain_end) {
   }
   std::vector<SegmentFunction> functions;
   for (const Unit& u : units) {
-    functions.push_back([this, &u](const TensorList& xs) {
-      Frame g(plan_, *statics_, u.a, u.b);
-      g.bound.emplace_back(u.inputs[0], xs.at(0));
-      run_range(g, u.a, u.b, u.module);
-      return TensorList{g.get(u.outputs[0])};
+    // By value: a reentrant segment runs again in backward, after this function returned.
+    functions.push_back([this, a = u.a, b = u.b, module = u.module, in = u.inputs[0],
+                         out = u.outputs[0]](const TensorList& xs) {
+      Frame g(plan_, *statics_, a, b);
+      g.bound.emplace_back(in, xs.at(0));
+      run_range(g, a, b, module);
+      return TensorList{g.get(out)};
     });
   }
   const TensorList out =

@@ -191,6 +191,8 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
       const Tensor g = statics[i].grad();
       if (g.defined()) result.gradients[model.parameters[i].name] = g;
     }
+    for (std::size_t i = 0; i < model.parameters.size(); ++i)
+      if (model.parameters[i].is_buffer) result.buffers[model.parameters[i].name] = statics[i];
     for (std::size_t i = 0; i < model.inputs.size(); ++i) {
       const Tensor g = inputs[i].grad();
       if (g.defined()) result.input_gradients[model.inputs[i].name] = g;

@@ -55,6 +55,9 @@ struct RunResult {
   Tensor loss;
   std::map<std::string, Tensor> gradients;  // by parameter name (absent: no gradient)
   std::map<std::string, Tensor> input_gradients;
+  // Buffers after the run (BatchNorm's running statistics, num_batches_tracked): a module
+  // checkpointed around a BatchNorm updates them twice, as PyTorch does.
+  std::map<std::string, Tensor> buffers;
   PhaseTimes times;
 };
 
