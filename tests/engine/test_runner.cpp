@@ -175,6 +175,37 @@ class TestRunner : public QObject {
     QVERIFY(std::abs(r.loss.item() - (sum(r.outputs[0]).item() / 10)) < 1e-6);
   }
 
+  void nestedModulesAreBothCheckpointed() {
+    Runner runner(mlp());
+    CheckpointConfig c = scenario_config(runner.model());
+    c.threads = 1;
+    c.use_reentrant = false;
+    c.modules = {"block", "block.fc"};
+    const RunResult r = runner.run(c);
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.trace.checkpoints().size(), std::size_t{2});
+    const RunResult p = runner.run(scenario_config(runner.model()));
+    QCOMPARE(r.gradients.at("block.fc.weight").to_vector(),
+             p.gradients.at("block.fc.weight").to_vector());
+  }
+
+  void checkpointSequentialNeedsAChainOfOneTensor() {
+    auto model = load_model_json_text(R"({"name": "two",
+      "inputs": [{"name": "x", "shape": [2, 3]}, {"name": "y", "shape": [2, 3]}],
+      "model": {"type": "sequential", "layers": [
+        {"type": "function", "name": "f", "inputs": ["x", "y"], "layers": [{"type": "add"}]},
+        {"type": "relu", "name": "g"}]}})",
+                                      "two.json");
+    Runner runner(model);
+    CheckpointConfig c = scenario_config(*model);
+    c.segments = 2;
+    const RunResult r = runner.run(c);
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find("checkpoint_sequential passes one tensor from each top-level module "
+                          "to the next, but module 'f' takes (x, y)") != std::string::npos,
+             r.error.c_str());
+  }
+
   void errorsComeBackInTheResult() {
     Runner runner(mlp());
     CheckpointConfig c = scenario_config(runner.model());
