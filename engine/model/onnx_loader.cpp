@@ -22,13 +22,16 @@ namespace {
 template <typename S, typename T, typename Field>
 std::vector<T> read_values(const onnx::TensorProto& t, const Field& field, std::int64_t n,
                            const std::string& where) {
-  std::vector<T> out(static_cast<std::size_t>(n));
+  // The element count is checked against the bytes the file actually holds before anything is
+  // allocated: a corrupt or absurd shape must be an error, not a multi-terabyte allocation.
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
-    if (raw.size() != static_cast<std::size_t>(n) * sizeof(S))
-      throw std::invalid_argument(where + ": its raw data holds " + std::to_string(raw.size()) +
-                                  " bytes, its shape needs " +
-                                  std::to_string(static_cast<std::size_t>(n) * sizeof(S)));
+    if (raw.size() % sizeof(S) != 0 || static_cast<std::int64_t>(raw.size() / sizeof(S)) != n)
+      throw std::invalid_argument(
+          where + ": its raw data holds " + std::to_string(raw.size()) + " bytes, its shape " +
+          shape_str(Shape(t.dims().begin(), t.dims().end())) + " needs " + std::to_string(n) +
+          " elements of " + std::to_string(sizeof(S)) + " bytes");
+    std::vector<T> out(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < out.size(); ++i) {
       S v;
       std::memcpy(&v, raw.data() + i * sizeof(S), sizeof(S));
@@ -39,6 +42,7 @@ std::vector<T> read_values(const onnx::TensorProto& t, const Field& field, std::
   if (field.size() != n)
     throw std::invalid_argument(where + ": it holds " + std::to_string(field.size()) +
                                 " values, its shape needs " + std::to_string(n));
+  std::vector<T> out(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < out.size(); ++i)
     out[i] = static_cast<T>(field.Get(static_cast<int>(i)));
   return out;

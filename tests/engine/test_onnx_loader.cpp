@@ -181,6 +181,26 @@ class TestOnnxLoader : public QObject {
              qPrintable(e));
   }
 
+  // A corrupt initializer whose dims claim 2^40 elements while holding 12 values: an error that
+  // names the initializer and both counts, checked before anything is allocated (ASan aborts the
+  // test on a multi-terabyte request if the order regresses).
+  void absurdInitializerShapeIsAnErrorNotAnAllocation() {
+    for (const bool raw : {false, true}) {
+      auto m = tiny();
+      auto* w = m.mutable_graph()->mutable_initializer(0);
+      w->set_dims(0, std::int64_t{1} << 20);
+      w->set_dims(1, std::int64_t{1} << 20);
+      if (raw) {
+        w->clear_float_data();
+        w->set_raw_data(std::string(48, '\0'));
+      }
+      const QString e = error_of(m);
+      QVERIFY2(e.startsWith("bad.onnx: initializer: tensor 'fc.weight'"), qPrintable(e));
+      QVERIFY2(e.contains(raw ? "raw data holds 48 bytes" : "it holds 12 values"), qPrintable(e));
+      QVERIFY2(e.contains("1099511627776"), qPrintable(e));
+    }
+  }
+
   void cycle() {
     auto m = tiny();
     // MatMul now also needs y, which Relu makes from MatMul's output.
