@@ -52,7 +52,7 @@ case "$mode" in
   test)
     configure_and_build "$here/build"
     cd "$here/build"
-    QT_QPA_PLATFORM=offscreen ctest --output-on-failure -LE bench "$@"
+    QT_QPA_PLATFORM=offscreen ctest --output-on-failure -LE 'bench|stress' "$@"
     ;;
   sanitize)
     configure_and_build "$here/build-asan" -DCKPTLAB_SANITIZE=ON -DCKPTLAB_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
@@ -60,7 +60,7 @@ case "$mode" in
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export LSAN_OPTIONS=suppressions=$here/.ci/lsan.supp
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-    QT_QPA_PLATFORM=offscreen ctest --output-on-failure -L 'engine|cli' "$@"
+    QT_QPA_PLATFORM=offscreen ctest --output-on-failure -L 'engine|cli|stress' "$@"
     ;;
   screenshots)
     configure_and_build "$here/build"
