@@ -80,7 +80,9 @@ class NativeWriter {
     std::ostringstream out;
     out << header() << "\n";
     for (const auto& def : classes_) out << "\n" << def << "\n";
-    out << "\ndef build_model():\n    return " << root.substr(4) << "\n\n" << usage();
+    out << "\ndef build_model():\n    return " << root.substr(4) << "\n\n\n"
+        << "if __name__ == \"__main__\":\n"
+        << indent(usage(), 4);
     return out.str();
   }
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine/model/loader.hpp"
+#include "engine/plan/pytorch_code.hpp"
 #include "engine/run/runner.hpp"
 
 using namespace ckpt;
@@ -94,6 +95,19 @@ class TestOnnxLoader : public QObject {
     QCOMPARE(m->find_module("features.denseblock1.denselayer3")->inputs.size(), std::size_t{3});
     QVERIFY(m->scenario.batch_fixed);
     QVERIFY(m->scenario.notes.find("exported graph") != std::string::npos);
+  }
+
+  void pytorchCodeWrapsTheChosenSubmodulesByName() {
+    auto m = load_model(sample("tiny_resnet.onnx"));
+    CheckpointConfig c = scenario_config(*m);
+    c.modules = {"layer1.0", "layer2.1"};
+    c.use_reentrant = false;
+    const std::string code = pytorch_code(*m, c);
+    QVERIFY2(code.find("model.get_submodule(name)") != std::string::npos, code.c_str());
+    QVERIFY2(code.find("    \"layer1.0\",\n    \"layer2.1\",\n], use_reentrant=False)") !=
+                 std::string::npos,
+             code.c_str());
+    QVERIFY(code.find("exported graph") != std::string::npos);
   }
 
   void tinyResNetScopesOfSequentialChildren() {

@@ -1,0 +1,160 @@
+// The PyTorch code written for a configuration is real PyTorch: run by /usr/bin/python3 on the
+// engine's weights and inputs, it gives the engine's loss, the same set of parameter gradients
+// (including the ones a reentrant checkpoint silently loses) and the same values.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/model/finalize.hpp"
+#include "engine/model/init.hpp"
+#include "engine/model/loader.hpp"
+#include "engine/plan/pytorch_code.hpp"
+#include "engine/run/runner.hpp"
+#include "engine/tensor/npy.hpp"
+
+using namespace ckpt;
+
+namespace {
+
+// Largest difference relative to the tensor's largest value, or to `floor` when the whole
+// gradient is tiny (a BatchNorm weight right before another BatchNorm has a gradient of ~1e-7
+// made of cancellations, where f32 rounding alone is a few percent).
+double relative_error(const Tensor& a, const Tensor& b, double floor = 1e-12) {
+  const auto va = a.to_vector(), vb = b.to_vector();
+  if (va.size() != vb.size()) return INFINITY;
+  double diff = 0, scale = floor;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    diff = std::max(diff, std::abs(va[i] - vb[i]));
+    scale = std::max(scale, std::abs(vb[i]));
+  }
+  return diff / scale;
+}
+
+}  // namespace
+
+class TestModelPytorchCode : public QObject {
+  Q_OBJECT
+ private slots:
+  void runsInPyTorchWithTheEnginesNumbers_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QStringList>("modules");  // "def:<definition>" for all its instances
+    QTest::addColumn<bool>("reentrant");
+    QTest::newRow("densenet bottlenecks")
+        << "densenet_block.json"
+        << QStringList{"features.denseblock1.denselayer1.bottleneck",
+                       "features.denseblock1.denselayer2.bottleneck",
+                       "features.denseblock2.denselayer6.bottleneck"}
+        << true;
+    QTest::newRow("densenet plain") << "densenet_block.json" << QStringList{} << true;
+    QTest::newRow("resnet use_checkpoint")
+        << "resnet.json" << QStringList{"stage1.0", "stage1.1", "stage2.0", "stage2.1",
+                                        "stage3.0", "stage3.1", "stage4.0", "stage4.1"}
+        << false;
+    QTest::newRow("resnet one block") << "resnet.json" << QStringList{"stage2.1"} << true;
+    QTest::newRow("heavy model") << "heavy_model.json" << QStringList{"def:heavy_function"} << true;
+    QTest::newRow("lstm reentrant") << "lstm.json" << QStringList{"def:lstm.cell"} << true;
+    QTest::newRow("lstm non-reentrant") << "lstm.json" << QStringList{"def:lstm.cell"} << false;
+    QTest::newRow("seed 002 head") << "subnet_trainable_head.json" << QStringList{"net"} << true;
+    QTest::newRow("seed 002 head, non-reentrant")
+        << "subnet_trainable_head.json" << QStringList{"net"} << false;
+  }
+  void runsInPyTorchWithTheEnginesNumbers() {
+    QFETCH(QString, file);
+    QFETCH(QStringList, modules);
+    QFETCH(bool, reentrant);
+    auto model =
+        load_model((qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/" + file).toStdString());
+    CheckpointConfig c = scenario_config(*model);
+    c.threads = 1;
+    c.use_reentrant = reentrant;
+    for (const auto& m : modules) {
+      if (m.startsWith("def:"))
+        for (const Module* i : model->instances_of(m.mid(4).toStdString()))
+          c.modules.insert(i->path);
+      else
+        c.modules.insert(m.toStdString());
+    }
+    // Inputs drawn here and handed to both sides.
+    Generator gen(11);
+    nlohmann::json inputs = nlohmann::json::array();
+    for (const auto& in : model->inputs) {
+      const Shape s = resolve_input_shape(in, model->scenario.batch);
+      c.inputs.push_back(in.classes > 0 ? class_indices(s, in.classes, gen)
+                                        : normal_tensor(s, 0, 1, gen));
+      inputs.push_back({{"name", in.name},
+                        {"requires_grad", !in.is_target && in.requires_grad},
+                        {"target", in.is_target}});
+    }
+    const RunResult r = Runner(model).run(c);
+    QVERIFY2(r.ok, r.error.c_str());
+
+    QTemporaryDir dir;
+    if (qEnvironmentVariableIsSet("CKPTLAB_ORACLE_KEEP")) {
+      dir.setAutoRemove(false);
+      qInfo("kept in %s", qPrintable(dir.path()));
+    }
+    const std::string d = dir.path().toStdString();
+    std::ofstream(d + "/code.py") << pytorch_code(*model, c);
+    nlohmann::json names = nlohmann::json::array();
+    for (std::size_t i = 0; i < model->parameters.size(); ++i) {
+      names.push_back(model->parameters[i].name);
+      save_npy(d + "/param_" + std::to_string(i) + ".npy", model->parameters[i].initial);
+    }
+    for (std::size_t i = 0; i < c.inputs.size(); ++i)
+      save_npy(d + "/input_" + std::to_string(i) + ".npy", c.inputs[i]);
+    const char* loss = model->scenario.loss == LossKind::model  ? "cross_entropy"
+                       : model->scenario.loss == LossKind::mean ? "mean"
+                                                                : "sum";
+    std::ofstream(d + "/case.json")
+        << nlohmann::json{{"parameters", names}, {"inputs", inputs}, {"loss", loss}}.dump();
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(
+        qEnvironmentVariable("CKPTLAB_PYTHON", "/usr/bin/python3"),
+        {qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/tests/engine/test_model_pytorch_code.py",
+         dir.path()});
+    QVERIFY(p.waitForFinished(300000));
+    const QByteArray log = p.readAll();
+    if (p.exitCode() != 0) {
+      qWarning("%s", pytorch_code(*model, c).c_str());
+      QFAIL(log.constData());
+    }
+    const double torch_loss = load_npy(d + "/loss.npy").item();
+    QVERIFY2(std::abs(torch_loss - r.loss.item()) <= 1e-4 * std::max(1.0, std::abs(torch_loss)),
+             qPrintable(QString("loss %1, PyTorch %2").arg(r.loss.item()).arg(torch_loss)));
+    double largest = 0;
+    for (const auto& [name, g] : r.gradients)
+      for (double v : g.to_vector()) largest = std::max(largest, std::abs(v));
+    int compared = 0;
+    for (std::size_t i = 0; i < model->parameters.size(); ++i) {
+      const auto& name = model->parameters[i].name;
+      const QString f = QString::fromStdString(d + "/grad_" + std::to_string(i) + ".npy");
+      QVERIFY2(QFile::exists(f) == (r.gradients.count(name) > 0),
+               qPrintable(QString("%1: PyTorch %2 a gradient, the engine %3")
+                              .arg(QString::fromStdString(name))
+                              .arg(QFile::exists(f) ? "has" : "has no")
+                              .arg(r.gradients.count(name) ? "has one" : "has none")));
+      if (!QFile::exists(f)) continue;
+      const double e =
+          relative_error(r.gradients.at(name), load_npy(f.toStdString()), 1e-3 * largest);
+      QVERIFY2(e < 2e-4, qPrintable(QString("%1: %2").arg(QString::fromStdString(name)).arg(e)));
+      ++compared;
+    }
+    QVERIFY(compared > 0);
+    // The warnings PyTorch gave are the ones the engine gave.
+    QFile w(dir.filePath("warnings.txt"));
+    QVERIFY(w.open(QIODevice::ReadOnly));
+    const bool torch_warned = w.readAll().contains("None of the inputs have requires_grad=True");
+    bool engine_warned = false;
+    for (const auto& m : r.trace.messages())
+      engine_warned |= m.text.find("None of the inputs have requires_grad=True") == 0;
+    QCOMPARE(engine_warned, torch_warned);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestModelPytorchCode)
+#include "test_model_pytorch_code.moc"
