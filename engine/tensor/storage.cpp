@@ -1,19 +1,12 @@
 #include "engine/tensor/storage.hpp"
 
-#include <cstdlib>
 #include <new>
 #include <stdexcept>
 #include <string>
 
+#include "engine/tensor/storage_pool.hpp"
+
 namespace ckpt {
-
-namespace {
-constexpr std::size_t kAlignment = 64;
-}
-
-void Storage::AlignedFree::operator()(void* p) const {
-  std::free(p);
-}
 
 Storage::Storage(std::shared_ptr<MemoryLedger> ledger, std::int64_t bytes, Device device)
     : ledger_(std::move(ledger)), bytes_(bytes), device_(device) {
@@ -22,17 +15,19 @@ Storage::Storage(std::shared_ptr<MemoryLedger> ledger, std::int64_t bytes, Devic
     throw std::runtime_error("storage: only CPU memory is managed by this ledger");
   // The ledger checks the cap before any memory is touched.
   id_ = ledger_->record_alloc(bytes);
-  const auto rounded = (static_cast<std::size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (!p) {
+  try {
+    data_ = storage_pool::acquire(static_cast<std::size_t>(bytes), capacity_);
+  } catch (const std::bad_alloc&) {
     ledger_->record_free(id_);
     throw std::runtime_error("out of memory allocating " + std::to_string(bytes) + " bytes");
   }
-  data_.reset(p);
 }
 
 Storage::~Storage() {
+  // The ledger counts the bytes as freed now, whether the block goes back to the system or
+  // waits in the pool for the next tensor of its size.
   ledger_->record_free(id_);
+  storage_pool::release(data_, capacity_);
 }
 
 }  // namespace ckpt

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -9,7 +10,9 @@
 namespace ckpt {
 
 // A block of tensor memory. Its bytes are in the ledger from construction to destruction, so
-// "freed" means exactly: the last Tensor (or saved reference) that shared it went away.
+// "freed" means exactly: the last Tensor (or saved reference) that shared it went away. The
+// memory itself comes from (and returns to) the process-wide storage pool (storage_pool.hpp),
+// which the ledger does not count.
 class Storage {
  public:
   Storage(std::shared_ptr<MemoryLedger> ledger, std::int64_t bytes, Device device = Device::cpu);
@@ -17,8 +20,8 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  void* data() { return data_.get(); }
-  const void* data() const { return data_.get(); }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
   std::int64_t bytes() const { return bytes_; }
   AllocationId id() const { return id_; }
   Device device() const { return device_; }
@@ -26,14 +29,12 @@ class Storage {
   const std::shared_ptr<MemoryLedger>& ledger_ptr() const { return ledger_; }
 
  private:
-  struct AlignedFree {
-    void operator()(void* p) const;
-  };
   std::shared_ptr<MemoryLedger> ledger_;
   std::int64_t bytes_;
   Device device_;
   AllocationId id_ = 0;
-  std::unique_ptr<void, AlignedFree> data_;
+  void* data_ = nullptr;      // owned: handed back to the pool by the destructor
+  std::size_t capacity_ = 0;  // the pool's class size of the block
 };
 
 }  // namespace ckpt
