@@ -15,6 +15,8 @@ namespace {
 
 using conv_detail::Geometry;
 
+thread_local ConvAlgorithm t_algorithm = ConvAlgorithm::automatic;
+
 std::string shape_list(const Shape& s) {
   return shape_str(s);
 }
@@ -50,6 +52,7 @@ Geometry check_geometry(const Tensor& x, const Tensor& w, const Tensor& bias,
   g.dh = dilation[0];
   g.dw = dilation[1];
   g.groups = groups;
+  g.algorithm = t_algorithm;
   if (g.o % groups != 0)
     throw std::invalid_argument("conv2d: Given groups=" + std::to_string(groups) +
                                 ", expected weight to be divisible by " + std::to_string(groups) +
@@ -81,6 +84,18 @@ Geometry check_geometry(const Tensor& x, const Tensor& w, const Tensor& bias,
 }
 
 }  // namespace
+
+ConvAlgorithmScope::ConvAlgorithmScope(ConvAlgorithm algorithm) : previous_(t_algorithm) {
+  t_algorithm = algorithm;
+}
+
+ConvAlgorithmScope::~ConvAlgorithmScope() {
+  t_algorithm = previous_;
+}
+
+ConvAlgorithm conv_algorithm() {
+  return t_algorithm;
+}
 
 Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
               std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,

@@ -7,6 +7,25 @@
 
 namespace ckpt {
 
+// The kernel conv2d uses. automatic picks per shape and path (forward, input gradient,
+// weight gradient): Winograd F(2x2, 3x3) for stride-1 3x3 convolutions where it is faster,
+// im2col + GEMM elsewhere. The others force one where it applies (tests, benchmarks).
+enum class ConvAlgorithm { automatic, im2col, winograd };
+
+// Sets the algorithm for conv2d calls on this thread for the scope's lifetime. A forward's
+// choice also drives its backward, wherever that runs.
+class ConvAlgorithmScope {
+ public:
+  explicit ConvAlgorithmScope(ConvAlgorithm algorithm);
+  ~ConvAlgorithmScope();
+  ConvAlgorithmScope(const ConvAlgorithmScope&) = delete;
+  ConvAlgorithmScope& operator=(const ConvAlgorithmScope&) = delete;
+
+ private:
+  ConvAlgorithm previous_;
+};
+ConvAlgorithm conv_algorithm();
+
 // F.conv2d: x [N, C, H, W] (or unbatched [C, H, W]), weight [O, C / groups, kh, kw], bias [O]
 // or undefined. Saves input and weight (ConvolutionBackward0), whichever needs a gradient.
 // The im2col workspace is a Tensor, so the ledger counts it as temporary memory of the step.

@@ -3,11 +3,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "engine/ops/blas.hpp"
 #include "engine/ops/kernels.hpp"
+#include "engine/ops/winograd.hpp"
 
 namespace ckpt::conv_detail {
 
@@ -18,9 +18,19 @@ namespace {
 constexpr std::int64_t kPerImageMinPixels = 64;
 
 bool per_image(const Geometry& g) {
-  static const std::int64_t th =
-      std::getenv("CKPT_PI") ? std::atoll(std::getenv("CKPT_PI")) : kPerImageMinPixels;
-  return g.hw_out() >= th;
+  return g.hw_out() >= kPerImageMinPixels;
+}
+
+bool use_winograd(const Geometry& g, ConvPath path) {
+  switch (g.algorithm) {
+    case ConvAlgorithm::im2col:
+      return false;
+    case ConvAlgorithm::winograd:
+      return winograd_applies(g);
+    case ConvAlgorithm::automatic:
+      break;
+  }
+  return winograd_pays(g, path);
 }
 
 // Nested parallel regions only add overhead: inner loops run serially inside an outer one.
@@ -178,6 +188,10 @@ int image_threads(const Geometry& g) {
 template <typename T>
 Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g) {
   Tensor out = Tensor::empty({g.n, g.o, g.ho, g.wo}, x.dtype());
+  if (use_winograd(g, ConvPath::forward)) {
+    winograd_forward(x, w, bias, g, out);
+    return out;
+  }
   const std::int64_t hw = g.hw_out();
   const std::int64_t in_plane = g.c * g.h * g.w;
   const T* xp = x.data<T>();
@@ -327,11 +341,21 @@ TensorList backward_t(const Tensor& gy, const Tensor& x, const Tensor& w, const 
   // Filled by the paths below (no zero-fill pass unless col2im accumulates).
   Tensor dx = need[0] ? Tensor::empty(x.shape(), x.dtype()) : Tensor();
   Tensor dw = need[1] ? Tensor::empty(w.shape(), w.dtype()) : Tensor();
-  if (dx.defined() || dw.defined()) {
+  // Each gradient by its own fastest path; the im2col paths do whichever is left.
+  Tensor dx_rest = dx, dw_rest = dw;
+  if (dx.defined() && use_winograd(g, ConvPath::input_grad)) {
+    winograd_input_grad(gy, w, g, dx);
+    dx_rest = Tensor();
+  }
+  if (dw.defined() && use_winograd(g, ConvPath::weight_grad)) {
+    winograd_weight_grad(gy, x, g, dw);
+    dw_rest = Tensor();
+  }
+  if (dx_rest.defined() || dw_rest.defined()) {
     if (per_image(g))
-      per_image_backward<T>(gy, x, w, g, dx, dw);
+      per_image_backward<T>(gy, x, w, g, dx_rest, dw_rest);
     else
-      batched_backward<T>(gy, x, w, g, dx, dw);
+      batched_backward<T>(gy, x, w, g, dx_rest, dw_rest);
   }
   r[0] = dx;
   r[1] = dw;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/autograd/node.hpp"
+#include "engine/ops/conv.hpp"
 
 namespace ckpt::conv_detail {
 
@@ -16,7 +17,8 @@ struct Geometry {
   std::int64_t n, c, h, w;  // input
   std::int64_t o, kh, kw;   // weight
   std::int64_t sh, sw, ph, pw, dh, dw, groups;
-  std::int64_t ho, wo;  // output
+  std::int64_t ho, wo;      // output
+  ConvAlgorithm algorithm;  // as chosen when the forward ran
   std::int64_t cg() const { return c / groups; }
   std::int64_t og() const { return o / groups; }
   std::int64_t kk() const { return kh * kw; }

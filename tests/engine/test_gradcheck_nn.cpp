@@ -91,6 +91,42 @@ class TestGradcheckNn : public QObject {
         },
         {L({3, 2, 3, 3}, 293)});
 
+    // Winograd F(2x2, 3x3), forced (the automatic choice takes it only for wide channels): odd
+    // sizes (partial tiles), every padding it takes (the input gradient runs with 2 - p),
+    // asymmetric padding, batch 1, channel counts that fill no vector, one-sided gradients.
+    auto winograd = [](std::array<std::int64_t, 2> pad, bool bias) -> Fn {
+      return [pad, bias](const TensorList& x) {
+        ConvAlgorithmScope scope(ConvAlgorithm::winograd);
+        return conv2d(x[0], x[1], bias ? x[2] : Tensor(), {1, 1}, pad);
+      };
+    };
+    row("conv2d winograd pad 1 odd sizes", winograd({1, 1}, true),
+        {L({2, 3, 5, 7}, 300), L({4, 3, 3, 3}, 301), L({4}, 302)});
+    row("conv2d winograd pad 0", winograd({0, 0}, false),
+        {L({1, 2, 6, 5}, 303), L({3, 2, 3, 3}, 304)});
+    row("conv2d winograd pad 2", winograd({2, 2}, true),
+        {L({2, 3, 4, 3}, 305), L({2, 3, 3, 3}, 306), L({2}, 307)});
+    row("conv2d winograd pad (0, 2)", winograd({0, 2}, false),
+        {L({1, 2, 5, 4}, 308), L({3, 2, 3, 3}, 309)});
+    row("conv2d winograd batch 1, 5 -> 7 channels", winograd({1, 1}, true),
+        {L({1, 5, 4, 6}, 310), L({7, 5, 3, 3}, 311), L({7}, 312)});
+    row("conv2d winograd 3x3 input (one tile)", winograd({1, 1}, false),
+        {L({3, 2, 3, 3}, 313), L({2, 2, 3, 3}, 314)});
+    row("conv2d winograd unbatched", winograd({1, 1}, true),
+        {L({2, 5, 4}, 315), L({3, 2, 3, 3}, 316), L({3}, 317)});
+    row("conv2d winograd weight only",
+        [](const TensorList& x) {
+          ConvAlgorithmScope scope(ConvAlgorithm::winograd);
+          return conv2d(C({2, 3, 7, 6}, 318), x[0], Tensor(), {1, 1}, {1, 1});
+        },
+        {L({4, 3, 3, 3}, 319)});
+    row("conv2d winograd input only, non-contiguous",
+        [](const TensorList& x) {
+          ConvAlgorithmScope scope(ConvAlgorithm::winograd);
+          return conv2d(transpose(x[0], 2, 3), C({3, 2, 3, 3}, 321), Tensor(), {1, 1}, {1, 1});
+        },
+        {L({2, 2, 5, 6}, 320)});
+
     // pooling
     row("max_pool2d 2x2",
         [](const TensorList& x) {
