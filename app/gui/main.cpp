@@ -7,47 +7,101 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <cstring>
+#include <initializer_list>
 #include "ui/player/player.hpp"
 #include "ui/session/session.hpp"
 
 #include "ui/app/main_window.hpp"
 
-int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setApplicationName(QStringLiteral("Checkpoint Lab"));
-  QApplication::setOrganizationName(QStringLiteral("ckptlab"));
-  QApplication::setApplicationVersion(QStringLiteral(CKPTLAB_VERSION));
-  QApplication::setDesktopFileName(QStringLiteral("ckptlab"));
+namespace {
 
+struct Options {
   QCommandLineParser parser;
-  parser.setApplicationDescription(
-      QStringLiteral("Activation checkpointing, made visible: click blocks to checkpoint them and "
-                     "watch a real forward and backward with a live memory plot."));
-  parser.addHelpOption();
-  parser.addVersionOption();
-  parser.addPositionalArgument(
-      QStringLiteral("model"),
-      QStringLiteral("A .json or .onnx model (default: a bundled sample)."));
-  QCommandLineOption screenshot(QStringLiteral("screenshot"),
+  QCommandLineOption screenshot{QStringLiteral("screenshot"),
                                 QStringLiteral("Render the window to FILE after the first run and "
-                                               "layout, then exit."),
-                                QStringLiteral("FILE"));
-  QCommandLineOption size(QStringLiteral("size"),
+                                               "layout, then exit (needs no display)."),
+                                QStringLiteral("FILE")};
+  QCommandLineOption size{QStringLiteral("size"),
                           QStringLiteral("Window size WxH (default 1440x900 with --screenshot)."),
-                          QStringLiteral("WxH"));
-  QCommandLineOption checkpoint(QStringLiteral("checkpoint"),
+                          QStringLiteral("WxH")};
+  QCommandLineOption checkpoint{QStringLiteral("checkpoint"),
                                 QStringLiteral("Checkpoint MODULE once opened (repeatable)."),
-                                QStringLiteral("MODULE"));
-  QCommandLineOption timeout(
+                                QStringLiteral("MODULE")};
+  QCommandLineOption timeout{
       QStringLiteral("timeout"),
       QStringLiteral("With --screenshot: give up after SECONDS (default 120)."),
-      QStringLiteral("SECONDS"), QStringLiteral("120"));
-  QCommandLineOption at(QStringLiteral("at"),
+      QStringLiteral("SECONDS"), QStringLiteral("120")};
+  QCommandLineOption at{QStringLiteral("at"),
                         QStringLiteral("Put the player's cursor at WHERE once run: a step number, "
                                        "'peak', 'forward-end' or 'recompute' (the middle of the "
                                        "first recompute)."),
-                        QStringLiteral("WHERE"));
-  parser.addOptions({screenshot, size, checkpoint, timeout, at});
+                        QStringLiteral("WHERE")};
+
+  Options() {
+    parser.setApplicationDescription(QStringLiteral(
+        "Activation checkpointing, made visible: click blocks to checkpoint them and watch a "
+        "real forward and backward with a live memory plot. Headless runs: ckptlab-cli."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(
+        QStringLiteral("model"),
+        QStringLiteral("A .json or .onnx model (default: a bundled sample)."));
+    parser.addOptions({screenshot, size, checkpoint, timeout, at});
+  }
+};
+
+void setApplicationNames() {
+  QCoreApplication::setApplicationName(QStringLiteral("Checkpoint Lab"));
+  QCoreApplication::setOrganizationName(QStringLiteral("ckptlab"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(CKPTLAB_VERSION));
+}
+
+bool hasArgument(int argc, char** argv, std::initializer_list<const char*> names) {
+  for (int i = 1; i < argc; ++i)
+    for (const char* n : names)
+      if (const std::size_t len = std::strlen(n);
+          std::strncmp(argv[i], n, len) == 0 && (argv[i][len] == '\0' || argv[i][len] == '='))
+        return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --help and --version, and a bad option, must answer without a display: Qt's GUI platform
+  // plugin aborts the process when it cannot connect, so they are parsed by a core application.
+  if (hasArgument(argc, argv, {"-h", "--help", "--help-all", "-v", "--version"})) {
+    QCoreApplication core(argc, argv);
+    setApplicationNames();
+    Options o;
+    o.parser.process(core);
+    return 0;
+  }
+  const bool noDisplay = qEnvironmentVariableIsEmpty("DISPLAY") &&
+                         qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+                         qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+  if (noDisplay) {
+    if (hasArgument(argc, argv, {"--screenshot"})) {
+      qputenv("QT_QPA_PLATFORM", "offscreen");  // a screenshot needs no screen
+    } else {
+      std::fprintf(stderr,
+                   "ckptlab: no display to open a window on (DISPLAY is not set). Run it in a "
+                   "desktop session, under xvfb-run, with --screenshot FILE, or use "
+                   "ckptlab-cli for headless runs.\n");
+      return 1;
+    }
+  }
+
+  QApplication app(argc, argv);
+  setApplicationNames();
+  QApplication::setDesktopFileName(QStringLiteral("ckptlab"));
+
+  Options options;
+  QCommandLineParser& parser = options.parser;
+  const QCommandLineOption &screenshot = options.screenshot, &size = options.size,
+                           &checkpoint = options.checkpoint, &timeout = options.timeout,
+                           &at = options.at;
   parser.process(app);
 
   ckpt::ui::MainWindow window;
