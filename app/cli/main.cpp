@@ -381,11 +381,14 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
   if (json) {
     std::cout << summaries_json(sums) << "\n";
   } else {
-    std::printf("%-20s %12s %12s %10s %10s %10s %10s %9s\n", "config", "peak", "saved", "fwd",
+    // The label column is as wide as the longest label, so the figures stay in columns.
+    int width = 6;
+    for (const auto& s : sums) width = std::max(width, static_cast<int>(s.label.size()));
+    std::printf("%-*s %12s %12s %8s %8s %8s %10s %8s\n", width, "config", "peak", "saved", "fwd",
                 "recomp", "bwd", "time ms", "time x");
     for (const auto& s : sums) {
       std::printf(
-          "%-20s %12s %12s %10lld %10lld %10lld %10.2f %9.2f\n", s.label.c_str(),
+          "%-*s %12s %12s %8lld %8lld %8lld %10.2f %8.2f\n", width, s.label.c_str(),
           format_bytes(s.peak.bytes).c_str(),
           s.baseline ? format_bytes(s.baseline->peak_bytes - s.peak.bytes).c_str() : "-",
           static_cast<long long>(s.executions.forward),
@@ -395,8 +398,8 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
     }
     for (const auto& s : sums) {
       if (!s.ok) std::printf("%s: RUN FAILED: %s\n", s.label.c_str(), s.error.c_str());
-      for (const auto& m : s.messages)
-        std::printf("%s: [%s] %s\n", s.label.c_str(), severity_name(m.severity), m.text.c_str());
+      if (!s.messages.empty())
+        std::printf("%s:\n%s", s.label.c_str(), grouped_messages_text(s.messages, "  ").c_str());
     }
   }
   for (const auto& s : sums) failed = failed || !s.ok;

@@ -114,6 +114,39 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
   return s;
 }
 
+std::string grouped_messages_text(const std::vector<TraceMessage>& messages,
+                                  const std::string& prefix) {
+  // Messages that differ only in a quoted name (one per checkpoint) are shown once, counted.
+  auto shape_of = [](const std::string& text) {
+    std::string out;
+    bool quoted = false;
+    for (char ch : text) {
+      if (ch == '\'') {
+        quoted = !quoted;
+        out += quoted ? "'…" : "'";
+      } else if (!quoted) {
+        out += ch;
+      }
+    }
+    return out;
+  };
+  std::vector<std::pair<std::string, std::size_t>> groups;  // shape, first message index
+  std::map<std::string, int> counts;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const auto key = shape_of(messages[i].text);
+    if (counts[key]++ == 0) groups.emplace_back(key, i);
+  }
+  std::ostringstream os;
+  for (const auto& [key, first] : groups) {
+    const auto& m = messages[first];
+    os << prefix << "[" << severity_name(m.severity) << " @ step " << m.step << "] " << m.text
+       << "\n";
+    if (counts[key] > 1)
+      os << prefix << "  (and " << counts[key] - 1 << " more like it; all of them in --json)\n";
+  }
+  return os.str();
+}
+
 std::string summary_text(const RunSummary& s) {
   std::ostringstream os;
   os << "model      " << s.model << "  [" << s.label << "]\n";
@@ -153,41 +186,14 @@ std::string summary_text(const RunSummary& s) {
                : " (COSTS " + format_bytes(s.peak.bytes - b.peak_bytes) + " more")
        << ", ratio " << fixed(b.peak_bytes ? double(s.peak.bytes) / double(b.peak_bytes) : 0, 3)
        << ")\n";
-    os << "    op executions  " << b.executions << " -> " << s.total_executions() << " (+"
-       << s.total_executions() - b.executions << ", ratio "
+    const std::int64_t extra = s.total_executions() - b.executions;
+    os << "    op executions  " << b.executions << " -> " << s.total_executions() << " ("
+       << (extra >= 0 ? "+" : "") << extra << ", ratio "
        << fixed(b.executions ? double(s.total_executions()) / double(b.executions) : 0, 3) << ")\n";
     os << "    wall time      " << fixed(b.total_ms, 2) << " ms -> " << fixed(s.times.total_ms, 2)
        << " ms (ratio " << fixed(b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0, 2) << ")\n";
   }
-  if (!s.messages.empty()) {
-    // Messages that differ only in a quoted name (one per checkpoint) are shown once, counted.
-    auto shape_of = [](const std::string& text) {
-      std::string out;
-      bool quoted = false;
-      for (char ch : text) {
-        if (ch == '\'') {
-          quoted = !quoted;
-          out += quoted ? "'…" : "'";
-        } else if (!quoted) {
-          out += ch;
-        }
-      }
-      return out;
-    };
-    std::vector<std::pair<std::string, std::size_t>> groups;  // shape, first message index
-    std::map<std::string, int> counts;
-    for (std::size_t i = 0; i < s.messages.size(); ++i) {
-      const auto key = shape_of(s.messages[i].text);
-      if (counts[key]++ == 0) groups.emplace_back(key, i);
-    }
-    os << "messages\n";
-    for (const auto& [key, first] : groups) {
-      const auto& m = s.messages[first];
-      os << "    [" << severity_name(m.severity) << " @ step " << m.step << "] " << m.text << "\n";
-      if (counts[key] > 1)
-        os << "      (and " << counts[key] - 1 << " more like it; all of them in --json)\n";
-    }
-  }
+  if (!s.messages.empty()) os << "messages\n" << grouped_messages_text(s.messages, "    ");
   return os.str();
 }
 

@@ -47,6 +47,10 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
 
 // Human-readable report (what `ckptlab-cli run` prints).
 std::string summary_text(const RunSummary& s);
+// Messages one per line, each line starting with `prefix`; messages that differ only in a quoted
+// name (one per checkpoint) are shown once with a count.
+std::string grouped_messages_text(const std::vector<TraceMessage>& messages,
+                                  const std::string& prefix);
 // One JSON object with documented, stable keys (see README "ckptlab-cli --json").
 std::string summary_json(const RunSummary& s, int indent = 2);
 // A JSON array of summaries (`compare --json`).

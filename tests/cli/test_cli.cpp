@@ -240,6 +240,25 @@ class TestCli : public QObject {
     QCOMPARE(r.code, 2);
   }
 
+  // A long label keeps the figures in columns, and the twelve per-bottleneck BatchNorm warnings
+  // of a configuration are shown once, counted.
+  void compareAlignsColumnsAndGroupsMessages() {
+    const QString densenet =
+        qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/densenet_block.json";
+    auto r = cli({"compare", densenet, "--config", "none:", "--config",
+                  "bottlenecks, non-reentrant: --checkpoint features.*.*.bottleneck --variant "
+                  "non-reentrant"});
+    QCOMPARE(r.code, 0);
+    const QStringList lines = r.out.split('\n');
+    QVERIFY2(lines.size() > 3, qPrintable(r.out));
+    QVERIFY2(lines[0].startsWith("config ") && lines[2].startsWith("bottlenecks, non-reentrant "),
+             qPrintable(r.out));
+    QCOMPARE(lines[1].size(), lines[0].size());
+    QCOMPARE(lines[2].size(), lines[0].size());
+    QCOMPARE(r.out.count("batch_norm ran again"), 1);
+    QVERIFY2(r.out.contains("(and 11 more like it"), qPrintable(r.out));
+  }
+
   void runFailuresExitFour() {
     auto r = cli({"run", model_, "--device", "cuda"});
     QCOMPARE(r.code, 4);
