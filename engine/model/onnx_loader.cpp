@@ -229,7 +229,8 @@ std::vector<const onnx::NodeProto*> Importer::topological_order() const {
 
 std::string Importer::module_of(const onnx::NodeProto& n) {
   // PyTorch names nodes after the module call stack: /features/denseblock1/denselayer1/Concat,
-  // /layer1/layer1.0/conv1/Conv (a Sequential's child is named with its full path).
+  // /layer1/layer1.0/conv1/Conv. A Sequential's child is named after its parent's scope name:
+  // /features/features.13/conv/conv.1/conv.1.0/Conv is features.13.conv.1.0 (MobileNetV2).
   const std::string& name = n.name();
   if (name.empty() || name[0] != '/') return "";
   std::vector<std::string> parts;
@@ -239,13 +240,13 @@ std::string Importer::module_of(const onnx::NodeProto& n) {
     at = next + 1;
   }
   parts.pop_back();  // the op itself
-  std::string path;
+  std::string path, previous;
   for (const auto& p : parts) {
     if (p.empty()) continue;
-    if (!path.empty() && p.rfind(path + ".", 0) == 0)
-      path = p;
-    else
-      path = path.empty() ? p : path + "." + p;
+    const std::string child =
+        !previous.empty() && p.rfind(previous + ".", 0) == 0 ? p.substr(previous.size() + 1) : p;
+    path = path.empty() ? child : path + "." + child;
+    previous = p;
   }
   // Every prefix is a module.
   std::string prefix;

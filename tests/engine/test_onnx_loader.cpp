@@ -110,6 +110,18 @@ class TestOnnxLoader : public QObject {
     QVERIFY(code.find("exported graph") != std::string::npos);
   }
 
+  void nestedSequentialUnderANamedChild() {
+    // MobileNetV2's export: a Sequential `conv` inside features.13 names its children after
+    // the scope name of `conv` itself, not after the full path.
+    auto m = tiny();
+    m.mutable_graph()->mutable_node(0)->set_name(
+        "/features/features.13/conv/conv.1/conv.1.0/MatMul");
+    auto model = load_model_onnx_bytes(m.SerializeAsString(), "mobilenet.onnx");
+    QVERIFY(model->find_module("features.13.conv.1.0"));
+    QCOMPARE(model->find_module("features.13.conv.1")->name, std::string("1"));
+    QVERIFY(!model->find_module("features.13.conv.conv"));
+  }
+
   void tinyResNetScopesOfSequentialChildren() {
     // PyTorch names a Sequential's child with its full path: /layer1/layer1.0/conv1/Conv.
     auto m = load_model(sample("tiny_resnet.onnx"));
