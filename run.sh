@@ -17,7 +17,7 @@ packages=(
   libeigen3-dev nlohmann-json3-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   graphviz
-  python3-torch python3-numpy python3-onnx libopenblas0-openmp
+  python3-torch python3-torchvision python3-numpy python3-onnx libopenblas0-openmp
   xvfb xauth clang-format
 )
 

@@ -113,7 +113,7 @@ void Importer::read_initializers() {
     if (values_.count(init.name())) fail("initializer '" + init.name() + "' is defined twice");
     Tensor t = tensor_from_proto(init, source_ + ": initializer");
     if (!used.count(init.name())) continue;
-    if (t.dtype() != DType::f32) {
+    if (t.dtype() != DType::f32 && t.dtype() != DType::f64) {
       // Integer initializers are shapes and indices: constants, evaluated at load time.
       define(init.name(), Value{true, "", t});
       continue;

@@ -8,7 +8,8 @@ OUT_DIR/index.txt lists the cases. Cases: the tiny DenseNet and ResNet of sample
 exported now at several opsets (BatchNormalization's two training forms, opset 11 to 17), a
 small transformer block (decomposed GELU and LayerNorm below opset 17, LayerNormalization at 17,
 and the int64 shape arithmetic of a reshape into heads), and the committed samples/*.onnx with
-their own weights.
+their own weights, and torchvision's ResNet-18, MobileNetV2 and DenseNet-121 when
+python3-torchvision is installed.
 """
 import math
 import os
@@ -105,6 +106,26 @@ def main():
         torch.manual_seed(7)
         names.append(write_case(out_dir, f"committed_{model_name}", export_onnx.MODELS[model_name](),
                                 torch.randn(2, 3, 16, 16), onnx_path=committed))
+    # Models people use, exactly as torchvision defines them (10 classes, 4 x 3 x 64 x 64
+    # inputs, so that the check stays fast), in float64 on both sides: in float32 a deep ReLU
+    # network's gradients are not comparable element by element, because a pre-activation within
+    # float32 rounding of zero (DenseNet-121 has one at 4e-6) falls on either side of the ReLU
+    # depending on the order of the convolution's sums, and flips a whole gradient element.
+    try:
+        import torchvision
+    except ImportError:
+        torchvision = None
+        print("onnx_oracle: python3-torchvision is not installed; no torchvision cases")
+    if torchvision is not None:
+        for name, make in (
+                ("resnet18", lambda: torchvision.models.resnet18(num_classes=10)),
+                ("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(num_classes=10,
+                                                                         dropout=0.0)),
+                ("densenet121", lambda: torchvision.models.densenet121(num_classes=10))):
+            torch.manual_seed(11)
+            model = make().double()
+            names.append(write_case(out_dir, f"torchvision_{name}", model,
+                                    torch.randn(4, 3, 64, 64, dtype=torch.float64), opset=13))
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
 
