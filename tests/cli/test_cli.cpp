@@ -185,6 +185,52 @@ class TestCli : public QObject {
     QVERIFY(QFile::exists(d + "/loss.npy"));
   }
 
+  // The issue's promise to PyTorch users: the dumped gradients of an ONNX model are PyTorch's.
+  // PyTorch runs samples/export_onnx.py's tiny ResNet on the .onnx file's weights and the same
+  // input, and compares every parameter's gradient with the .npy file of the same name.
+  void dumpOfAnOnnxSampleMatchesPyTorch() {
+    const QString src = qEnvironmentVariable("CKPTLAB_SOURCE_DIR");
+    const QString onnx = src + "/samples/tiny_resnet.onnx";
+    const QString input = path("resnet_input.npy"), d = path("resnet_dump");
+    QProcess make;
+    make.start(qEnvironmentVariable("CKPTLAB_PYTHON"),
+               {"-c",
+                "import numpy, sys; numpy.save(sys.argv[1], numpy.random.default_rng(3)"
+                ".standard_normal((2, 3, 16, 16)).astype(numpy.float32))",
+                input});
+    QVERIFY(make.waitForFinished(60000));
+    QCOMPARE(make.exitCode(), 0);
+    const auto r = cli({"run", onnx, "--input", input, "--loss", "sum", "--threads", "1", "--dump",
+                        d, "--no-baseline"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const char* compare = R"(
+import sys, numpy, onnx, onnx.numpy_helper, torch
+src, onnx_path, x_path, dump = sys.argv[1:5]
+sys.path.insert(0, src + "/samples")
+import export_onnx
+m = export_onnx.MODELS["tiny_resnet"]()
+weights = {t.name: torch.from_numpy(onnx.numpy_helper.to_array(t).copy())
+           for t in onnx.load(onnx_path).graph.initializer}
+m.load_state_dict(weights, strict=False)
+m.train()
+m(torch.from_numpy(numpy.load(x_path))).sum().backward()
+n = 0
+for name, p in m.named_parameters():
+    ours = numpy.load(dump + "/" + name + ".npy")
+    if not numpy.allclose(ours, p.grad.numpy(), rtol=1e-4, atol=2e-3):
+        sys.exit(name + " differs by " + str(numpy.abs(ours - p.grad.numpy()).max()))
+    n += 1
+print(n)
+)";
+    QProcess py;
+    py.setProcessChannelMode(QProcess::MergedChannels);
+    py.start(qEnvironmentVariable("CKPTLAB_PYTHON"), {"-c", compare, src, onnx, input, d});
+    QVERIFY(py.waitForFinished(120000));
+    const QString out = QString(py.readAll()).trimmed();
+    QVERIFY2(py.exitCode() == 0, qPrintable(out));
+    QVERIFY2(out.toInt() >= 10, qPrintable(out));  // every conv, BatchNorm and fc parameter
+  }
+
   void traceExportsParse() {
     const QString perf = path("t.perfetto.json");
     QCOMPARE(cli({"run", model_, "--trace", perf, "--no-baseline"}).code, 0);
