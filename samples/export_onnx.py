@@ -2,6 +2,7 @@
 """Exports the ONNX samples: a tiny DenseNet and a tiny ResNet, in training mode.
 
     /usr/bin/python3 samples/export_onnx.py [--opset N] [--out DIR] [--weights]
+    /usr/bin/python3 samples/export_onnx.py --torchvision resnet18 [--batch N] [--size S] --out DIR
 
 Training mode (`training=torch.onnx.TrainingMode.TRAINING`) with `do_constant_folding=False` is
 what keeps BatchNorm as BatchNormalization and every parameter as an initializer under its
@@ -155,6 +156,25 @@ def export(name, path, opset, weights, batch=2, size=16, seed=0):
         numpy.savez(os.path.splitext(path)[0] + ".npz", **arrays)
 
 
+def export_torchvision(name, path, opset, batch, size, num_classes):
+    """Any torchvision classification model, as a user would export their own network."""
+    import torchvision
+    factory = getattr(torchvision.models, name, None)
+    if factory is None or not callable(factory):
+        raise SystemExit(f"export_onnx.py: torchvision.models has no model '{name}'")
+    torch.manual_seed(0)
+    model = factory(num_classes=num_classes)
+    model.train()
+    x = torch.randn(batch, 3, size, size)
+    try:
+        torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
+                          output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+    except (RuntimeError, ValueError) as e:
+        raise SystemExit(f"export_onnx.py: PyTorch cannot run {name} in training mode on an "
+                         f"input of [{batch}, 3, {size}, {size}]: {e}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -162,7 +182,21 @@ def main():
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
     parser.add_argument("--weights", action="store_true")
     parser.add_argument("--only", choices=sorted(MODELS))
+    parser.add_argument("--torchvision", metavar="NAME",
+                        help="export torchvision.models.NAME instead (resnet18, densenet121, "
+                             "mobilenet_v2, ...) to OUT/NAME.onnx")
+    parser.add_argument("--batch", type=int, default=2, help="with --torchvision (default 2)")
+    parser.add_argument("--size", type=int, default=64,
+                        help="with --torchvision: input height and width (default 64)")
+    parser.add_argument("--classes", type=int, default=1000,
+                        help="with --torchvision: output classes (default 1000)")
     args = parser.parse_args()
+    if args.torchvision:
+        path = os.path.join(args.out, args.torchvision + ".onnx")
+        export_torchvision(args.torchvision, path, args.opset, args.batch, args.size, args.classes)
+        print(f"{path}: {os.path.getsize(path)} bytes, opset {args.opset}, input "
+              f"[{args.batch}, 3, {args.size}, {args.size}]")
+        return
     for name in MODELS:
         if args.only and name != args.only:
             continue

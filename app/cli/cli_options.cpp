@@ -205,10 +205,18 @@ CheckpointConfig make_config(const Model& model, const RunOptions& o) {
       add(model.find_module(p), p);
       continue;
     }
-    // A pattern ("features.*.*.bottleneck"): every checkpointable module whose path matches.
+    // A pattern ("features.*.*.bottleneck"): every checkpointable module whose path matches,
+    // `*` standing for one path segment, as in a shell glob over directories ('layer*.*' is
+    // the blocks of a ResNet, not also every conv inside them).
+    const auto as_path = [](std::string s) {
+      std::replace(s.begin(), s.end(), '.', '/');
+      return s;
+    };
+    const std::string glob = as_path(p);
     bool any = false;
     for (const Module* m : model.all_modules()) {
-      if (fnmatch(p.c_str(), m->path.c_str(), 0) != 0 || !m->checkpointable) continue;
+      if (fnmatch(glob.c_str(), as_path(m->path).c_str(), FNM_PATHNAME) != 0 || !m->checkpointable)
+        continue;
       c.modules.insert(m->path);
       any = true;
     }

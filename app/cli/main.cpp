@@ -53,7 +53,7 @@ exit codes: 0 success, 2 usage, 3 the model could not be loaded, 4 the run faile
 
 const char* kRunOptionsHelp = R"(checkpoint options:
   --checkpoint MODULE        checkpoint this module instance (repeatable; a path from `modules`,
-                             or a pattern such as 'features.*.*.bottleneck')
+                             or a pattern such as 'features.*.*.bottleneck'; * is one segment)
   --checkpoint-instances DEF checkpoint every instance of a module definition (cell, cell_1, ...)
   --checkpoint-all           checkpoint every checkpointable module (nested ones too)
   --checkpoint-depth N       checkpoint every checkpointable module at depth N (1 = top level)

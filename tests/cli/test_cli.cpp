@@ -231,6 +231,34 @@ print(n)
     QVERIFY2(out.toInt() >= 10, qPrintable(out));  // every conv, BatchNorm and fc parameter
   }
 
+  // An engineer's path for their own network: export_onnx.py --torchvision, then the CLI
+  // lists its modules under PyTorch's names and checkpoints one of them.
+  void torchvisionExportRunsCheckpointed() {
+    const QString src = qEnvironmentVariable("CKPTLAB_SOURCE_DIR");
+    QProcess py;
+    py.setProcessChannelMode(QProcess::MergedChannels);
+    py.start(qEnvironmentVariable("CKPTLAB_PYTHON"),
+             {src + "/samples/export_onnx.py", "--torchvision", "resnet18", "--batch", "2",
+              "--size", "32", "--classes", "10", "--out", dir_.path()});
+    QVERIFY(py.waitForFinished(300000));
+    const QString log = QString(py.readAll());
+    if (log.contains("No module named 'torchvision'")) QSKIP("python3-torchvision is missing");
+    QVERIFY2(py.exitCode() == 0, qPrintable(log));
+    const QString onnx = path("resnet18.onnx");
+    auto r = cli({"modules", onnx});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("layer4") && r.out.contains("downsample"), qPrintable(r.out));
+    r = cli({"run", onnx, "--checkpoint", "layer3", "--variant", "non-reentrant", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QVERIFY(j["ok"].toBool());
+    QCOMPARE(j["checkpoints"].toInt(), 1);
+    // At this size parameters and gradients dominate: layer3's recompute is real, but it does
+    // not lower the peak (which happens in backward) — a lesson the figures must not hide.
+    QCOMPARE(j["executions"].toObject()["recompute"].toInt(), 16);
+    QVERIFY(j["baseline"].toObject().contains("memory_saved_bytes"));
+  }
+
   void traceExportsParse() {
     const QString perf = path("t.perfetto.json");
     QCOMPARE(cli({"run", model_, "--trace", perf, "--no-baseline"}).code, 0);
@@ -333,6 +361,11 @@ print(n)
     for (const auto& m : j["messages"].toArray())
       bn_note = bn_note || m.toObject()["text"].toString().contains("batch_norm ran again");
     QVERIFY(bn_note);
+    // `*` is one path segment: the six dense layers of block 1, not also their bottlenecks.
+    const auto layers =
+        cli({"run", sample, "--checkpoint", "features.denseblock1.*", "--json", "--no-baseline"});
+    QCOMPARE(layers.code, 0);
+    QCOMPARE(json_object(layers.out)["checkpoints"].toInt(), 6);
     const auto none = cli({"run", sample, "--checkpoint", "features.*.nothing*"});
     QCOMPARE(none.code, 2);
     QVERIFY2(none.err.contains("no checkpointable module matches"), qPrintable(none.err));
