@@ -1,6 +1,10 @@
 #include "engine/ops/pool.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -87,8 +91,90 @@ Shape pooled_shape(const Tensor& x, std::int64_t ho, std::int64_t wo) {
   return s;
 }
 
+// Per plane, the input is copied once into a padded scratch plane, each row split into its
+// `stride` column phases (so that every tap of a block of outputs reads contiguous lanes),
+// with -inf in the padding and past the last window. A block of lanes is then updated tap by
+// tap, branch-free in vector registers: a padded tap is -inf, which never wins (PyTorch skips
+// it), and taps run in PyTorch's order (row by row, then column), so its rule -- the first
+// strictly greater value wins, and NaN propagates (the last NaN wins) -- picks the same index.
 template <typename T>
-void max_pool_forward(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx) {
+struct MaxPoolPlan {
+  static constexpr std::int64_t kLanes = 32 / sizeof(T);
+  std::int64_t blocks, wq, row;  // blocks of lanes per output row; phase width; padded row
+  explicit MaxPoolPlan(const PoolGeometry& g)
+      : blocks((g.wo + kLanes - 1) / kLanes),
+        wq(std::max((g.pw + g.w + g.sw - 1) / g.sw, blocks * kLanes + (g.kw - 1) * g.dw / g.sw)),
+        row(g.sw * wq) {}
+};
+
+template <typename T>
+void max_pool_pad_plane(const T* in, const PoolGeometry& g, const MaxPoolPlan<T>& p, T* padded) {
+  std::fill(padded, padded + g.h * p.row, -std::numeric_limits<T>::infinity());
+  for (std::int64_t ih = 0; ih < g.h; ++ih) {
+    const T* src = in + ih * g.w;
+    for (std::int64_t r = 0; r < g.sw; ++r) {
+      // Phase r holds padded columns k * sw + r, i.e. input columns k * sw + r - pw.
+      T* dst = padded + ih * p.row + r * p.wq;
+      std::int64_t k = r >= g.pw ? 0 : (g.pw - r + g.sw - 1) / g.sw;
+      for (std::int64_t iw = k * g.sw + r - g.pw; iw < g.w; iw += g.sw, ++k) dst[k] = src[iw];
+    }
+  }
+}
+
+template <typename T>
+void max_pool_block(const T* padded, const PoolGeometry& g, const MaxPoolPlan<T>& p,
+                    std::int64_t oh, std::int64_t ow0, T* out_row, std::int64_t* idx_row) {
+  constexpr std::int64_t L = MaxPoolPlan<T>::kLanes;
+  typedef T V __attribute__((vector_size(L * sizeof(T))));
+  // The winning tap's offset from the window's corner (in input elements; exact in T, see
+  // max_pool_forward) is carried in T lanes beside the values; -1 stands for PyTorch's initial
+  // index.
+  V m, tap;
+  for (std::int64_t l = 0; l < L; ++l) {
+    m[l] = -std::numeric_limits<T>::infinity();
+    tap[l] = T(-1);
+  }
+  const std::int64_t top = oh * g.sh - g.ph;
+  for (std::int64_t i = 0; i < g.kh; ++i) {
+    const std::int64_t ih = top + i * g.dh;
+    if (ih < 0 || ih >= g.h) continue;
+    const T* prow = padded + ih * p.row + ow0;
+    // Lane l reads padded column (ow0 + l) * sw + j * dw: phase r, column q of the phase.
+    std::int64_t q = 0, r = 0;
+    for (std::int64_t j = 0; j < g.kw; ++j) {
+      V v;
+      std::memcpy(&v, prow + r * p.wq + q, sizeof(V));
+      const auto take = (v > m) | (v != v);
+      const T t = static_cast<T>(i * g.dh * g.w + j * g.dw);
+      m = take ? v : m;
+      tap = take ? V{} + t : tap;
+      r += g.dw;
+      while (r >= g.sw) {
+        r -= g.sw;
+        ++q;
+      }
+    }
+  }
+  std::int64_t h0 = top;
+  while (h0 < 0) h0 += g.dh;
+  const std::int64_t n = std::min(L, g.wo - ow0);
+  for (std::int64_t l = 0; l < n; ++l) {
+    const std::int64_t left = (ow0 + l) * g.sw - g.pw;
+    out_row[ow0 + l] = m[l];
+    if (tap[l] < T(0)) {
+      // PyTorch's initial index: the first in-bounds element of the (clipped) window.
+      std::int64_t w0 = left;
+      while (w0 < 0) w0 += g.dw;
+      idx_row[ow0 + l] = h0 * g.w + w0;
+    } else {
+      idx_row[ow0 + l] = top * g.w + left + static_cast<std::int64_t>(tap[l]);
+    }
+  }
+}
+
+// The reference loop, for planes too large for a tap's offset to be exact in T.
+template <typename T>
+void max_pool_forward_generic(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx) {
 #pragma omp parallel for schedule(static) if (g.planes * g.ho * g.wo * g.kh * g.kw > kParallelGrain)
   for (std::int64_t pl = 0; pl < g.planes; ++pl) {
     const T* in = x + pl * g.h * g.w;
@@ -115,6 +201,33 @@ void max_pool_forward(const T* x, const PoolGeometry& g, T* out, std::int64_t* i
         out[o] = m;
         idx[o] = best;
       }
+    }
+  }
+}
+
+template <typename T>
+void max_pool_forward(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx) {
+  const std::int64_t max_offset = (g.kh - 1) * g.dh * g.w + (g.kw - 1) * g.dw;
+  if (max_offset >= (std::int64_t{1} << std::numeric_limits<T>::digits)) {
+    max_pool_forward_generic(x, g, out, idx);
+    return;
+  }
+  const MaxPoolPlan<T> p(g);
+  const std::int64_t work = g.planes * g.ho * g.wo * g.kh * g.kw;
+  const bool parallel = work > kParallelGrain && !omp_in_parallel();
+  // One scratch plane per thread, a Tensor so that the ledger counts it as temporary memory.
+  Tensor scratch =
+      Tensor::empty({parallel ? omp_get_max_threads() : 1, g.h * p.row}, dtype_of<T>());
+#pragma omp parallel if (parallel)
+  {
+    T* const padded = scratch.data<T>() + omp_get_thread_num() * g.h * p.row;
+#pragma omp for schedule(static)
+    for (std::int64_t pl = 0; pl < g.planes; ++pl) {
+      max_pool_pad_plane<T>(x + pl * g.h * g.w, g, p, padded);
+      for (std::int64_t oh = 0; oh < g.ho; ++oh)
+        for (std::int64_t b = 0; b < p.blocks; ++b)
+          max_pool_block<T>(padded, g, p, oh, b * MaxPoolPlan<T>::kLanes,
+                            out + (pl * g.ho + oh) * g.wo, idx + (pl * g.ho + oh) * g.wo);
     }
   }
 }

@@ -2,6 +2,9 @@
 
 #include <QtTest>
 
+#include <cmath>
+#include <limits>
+
 #include "engine/ops/ops.hpp"
 #include "support/gradcheck.hpp"
 
@@ -324,6 +327,95 @@ class TestGradcheckNn : public QObject {
     QVERIFY2(r.ok(),
              qPrintable(QString::fromStdString(r.where) +
                         QString(" (abs %1, rel %2)").arg(r.max_abs_error).arg(r.max_rel_error)));
+  }
+
+  // max_pool2d's vectorised kernel against the textbook loop, with ties (small integers),
+  // NaN, -inf and windows clipped by padding: same values and the same argmax (seen through
+  // the backward of a gradient that differs for every output), in f32 and f64, 1 and 2 threads.
+  void maxPoolMatchesReference() {
+    struct Case {
+      Shape shape;
+      std::array<std::int64_t, 2> k, s, p, d;
+      bool ceil;
+    };
+    const std::vector<Case> cases = {
+        {{2, 3, 9, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+        {{1, 2, 32, 32}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+        {{1, 2, 7, 23}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true},
+        {{2, 1, 11, 13}, {3, 2}, {3, 1}, {1, 1}, {1, 2}, true},
+        {{1, 1, 6, 17}, {5, 5}, {1, 3}, {2, 2}, {1, 1}, false},
+        {{1, 1, 9, 9}, {3, 3}, {2, 2}, {1, 1}, {2, 2}, true},
+    };
+    auto make = [](const std::vector<double>& v, const Shape& shape, DType dt) {
+      return dt == DType::f64 ? Tensor::from_vector(v, shape)
+                              : Tensor::from_vector(std::vector<float>(v.begin(), v.end()), shape);
+    };
+    const int saved = omp_get_max_threads();
+    for (const Case& c : cases) {
+      const std::int64_t n = c.shape[0] * c.shape[1], h = c.shape[2], w = c.shape[3];
+      std::vector<double> xv(static_cast<std::size_t>(n * h * w));
+      for (std::size_t i = 0; i < xv.size(); ++i) {
+        xv[i] = static_cast<double>((i * 7 + i / 5) % 5);  // many ties
+        if (i % 29 == 3) xv[i] = std::nan("");
+        if (i % 31 == 4) xv[i] = -std::numeric_limits<double>::infinity();
+        if (i % 37 == 5) xv[i] = -0.0;
+      }
+      // Reference: PyTorch's loop (first strictly greater wins, NaN propagates).
+      auto out_size = [&](std::int64_t in, int a) {
+        const std::int64_t num = in + 2 * c.p[a] - c.d[a] * (c.k[a] - 1) - 1;
+        std::int64_t o = (num + (c.ceil ? c.s[a] - 1 : 0)) / c.s[a] + 1;
+        if (c.ceil && (o - 1) * c.s[a] >= in + c.p[a]) --o;
+        return o;
+      };
+      const std::int64_t ho = out_size(h, 0), wo = out_size(w, 1);
+      std::vector<double> ry, rdx(xv.size(), 0.0), gy(static_cast<std::size_t>(n * ho * wo));
+      for (std::size_t i = 0; i < gy.size(); ++i) gy[i] = static_cast<double>(i + 1);
+      for (std::int64_t pl = 0; pl < n; ++pl)
+        for (std::int64_t oh = 0; oh < ho; ++oh)
+          for (std::int64_t ow = 0; ow < wo; ++ow) {
+            std::int64_t h0 = oh * c.s[0] - c.p[0], w0 = ow * c.s[1] - c.p[1];
+            const std::int64_t h1 = std::min(h0 + (c.k[0] - 1) * c.d[0] + 1, h);
+            const std::int64_t w1 = std::min(w0 + (c.k[1] - 1) * c.d[1] + 1, w);
+            while (h0 < 0) h0 += c.d[0];
+            while (w0 < 0) w0 += c.d[1];
+            std::int64_t best = h0 * w + w0;
+            double m = -std::numeric_limits<double>::infinity();
+            for (std::int64_t ih = h0; ih < h1; ih += c.d[0])
+              for (std::int64_t iw = w0; iw < w1; iw += c.d[1]) {
+                const double v = xv[static_cast<std::size_t>(pl * h * w + ih * w + iw)];
+                if (v > m || std::isnan(v)) {
+                  m = v;
+                  best = ih * w + iw;
+                }
+              }
+            ry.push_back(m);
+            rdx[static_cast<std::size_t>(pl * h * w + best)] +=
+                gy[static_cast<std::size_t>((pl * ho + oh) * wo + ow)];
+          }
+      for (DType dt : {DType::f32, DType::f64})
+        for (int threads : {1, 2}) {
+          omp_set_num_threads(threads);
+          Tensor x = make(xv, c.shape, dt);
+          x.set_requires_grad(true);
+          Tensor y = max_pool2d(x, c.k, c.s, c.p, c.d, c.ceil);
+          y.backward(make(gy, y.shape(), dt));
+          const auto yv = y.to_vector(), dxv = x.grad().to_vector();
+          QCOMPARE(yv.size(), ry.size());
+          for (std::size_t i = 0; i < ry.size(); ++i) {
+            const bool same = std::isnan(ry[i])
+                                  ? std::isnan(yv[i])
+                                  : yv[i] == ry[i] && std::signbit(yv[i]) == std::signbit(ry[i]);
+            QVERIFY2(same, qPrintable(QString("case %1x%2 out %3: %4 vs %5")
+                                          .arg(h)
+                                          .arg(w)
+                                          .arg(i)
+                                          .arg(yv[i])
+                                          .arg(ry[i])));
+          }
+          QVERIFY(dxv == rdx);
+        }
+    }
+    omp_set_num_threads(saved);
   }
 
   // Convolutions big enough to split images across threads (per-thread column buffers and
