@@ -15,7 +15,7 @@ namespace {
 
 // Below this many output pixels per image, a per-image GEMM is too thin to run at full speed
 // and one GEMM over the whole batch's columns wins despite its extra copies.
-constexpr std::int64_t kPerImageMinPixels = 64;
+constexpr std::int64_t kPerImageMinPixels = 256;
 
 bool per_image(const Geometry& g) {
   return g.hw_out() >= kPerImageMinPixels;
@@ -138,6 +138,39 @@ void col2im(const T* dcol, const Geometry& g, std::int64_t n0, std::int64_t coun
         }
       }
       T* plane = dx + ((n0 + m) * g.c + c) * g.h * g.w;
+      for (std::int64_t y = 0; y < g.h; ++y)
+        std::memcpy(plane + y * g.w, pad + (y + g.ph) * wp + g.pw,
+                    static_cast<std::size_t>(g.w) * sizeof(T));
+    }
+  }
+}
+
+// col2im from the transposed column matrix: dcolT [count * HoWo, K], one row per output pixel
+// (row m * HoWo + oh * Wo + ow), as the GEMM dY^T W writes it; that product runs faster than
+// W^T dY when the batch's pixels are few and the weight is large (ResNet's late layers). Taps
+// are added in col2im's order, so the two agree bit for bit on the same columns.
+template <typename T>
+void col2im_t(const T* dcolT, const Geometry& g, std::int64_t count, T* dx, T* scratch) {
+  const std::int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw;
+  const std::int64_t K = g.k_rows(), hw = g.hw_out();
+  const bool nested = omp_in_parallel();
+  const int outer_slot = omp_get_thread_num();
+#pragma omp parallel for collapse(2) schedule(static) if (may_parallelize(K * count * hw))
+  for (std::int64_t m = 0; m < count; ++m) {
+    for (std::int64_t c = 0; c < g.c; ++c) {
+      T* __restrict pad = scratch + (nested ? outer_slot : omp_get_thread_num()) * hp * wp;
+      std::fill(pad, pad + hp * wp, T(0));
+      for (std::int64_t i = 0; i < g.kh; ++i) {
+        for (std::int64_t j = 0; j < g.kw; ++j) {
+          const T* __restrict src = dcolT + m * hw * K + (c * g.kh + i) * g.kw + j;
+          for (std::int64_t oh = 0; oh < g.ho; ++oh) {
+            T* __restrict d = pad + (oh * g.sh + i * g.dh) * wp + j * g.dw;
+            const T* __restrict s = src + oh * g.wo * K;
+            for (std::int64_t ow = 0; ow < g.wo; ++ow) d[ow * g.sw] += s[ow * K];
+          }
+        }
+      }
+      T* plane = dx + (m * g.c + c) * g.h * g.w;
       for (std::int64_t y = 0; y < g.h; ++y)
         std::memcpy(plane + y * g.w, pad + (y + g.ph) * wp + g.pw,
                     static_cast<std::size_t>(g.w) * sizeof(T));
@@ -316,6 +349,16 @@ void batched_backward(const Tensor& gy, const Tensor& x, const Tensor& w, const 
   if (dx.defined()) {
     if (x_is_col) {
       grouped_input_gemm<T>(g, w.data<T>(), gm, g.cols(), g.cols(), dx.data<T>(), g.cols());
+    } else if (g.k_rows() >= g.cols()) {
+      // Few pixels, a large weight: dcol^T = dY^T W (per group, into its block of columns).
+      Tensor dcol_t = Tensor::empty({g.cols(), g.k_rows()}, x.dtype());
+      const std::int64_t kg = g.k_group();
+      for (std::int64_t grp = 0; grp < g.groups; ++grp)
+        gemm_rm<T>(true, false, g.cols(), kg, g.og(), T(1), gm + grp * g.og() * g.cols(), g.cols(),
+                   w.data<T>() + grp * g.og() * kg, kg, T(0), dcol_t.data<T>() + grp * kg,
+                   g.k_rows());
+      Tensor scratch = im2col_scratch(g, x.dtype());
+      col2im_t<T>(dcol_t.data<T>(), g, g.n, dx.data<T>(), scratch.data<T>());
     } else {
       Tensor dcol = Tensor::empty({g.k_rows(), g.cols()}, x.dtype());
       grouped_input_gemm<T>(g, w.data<T>(), gm, g.cols(), g.cols(), dcol.data<T>(), g.cols());

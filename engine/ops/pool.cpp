@@ -279,16 +279,20 @@ Tensor max_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
          [g, shape = x_in.shape()](BackwardContext& c) -> TensorList {
            const Tensor gy = as_contiguous(c.grads[0]);
            const Tensor& idx = c.saved[1];
-           Tensor dx = Tensor::zeros(shape, gy.dtype());
+           // Each plane is zeroed just before its scatter, while it is in cache (no separate
+           // pass over the whole gradient).
+           Tensor dx = Tensor::empty(shape, gy.dtype());
            dispatch_floating(gy.dtype(), "max_pool2d backward", [&]<typename T>() {
              const T* gp = gy.data<T>();
              const std::int64_t* ip = idx.data<std::int64_t>();
              T* dp = dx.data<T>();
-             const std::int64_t per = g.ho * g.wo;
-#pragma omp parallel for schedule(static) if (g.planes * per > kParallelGrain)
-             for (std::int64_t pl = 0; pl < g.planes; ++pl)
-               for (std::int64_t o = 0; o < per; ++o)
-                 dp[pl * g.h * g.w + ip[pl * per + o]] += gp[pl * per + o];
+             const std::int64_t per = g.ho * g.wo, plane = g.h * g.w;
+#pragma omp parallel for schedule(static) if (g.planes * plane > kParallelGrain)
+             for (std::int64_t pl = 0; pl < g.planes; ++pl) {
+               T* d = dp + pl * plane;
+               std::fill(d, d + plane, T(0));
+               for (std::int64_t o = 0; o < per; ++o) d[ip[pl * per + o]] += gp[pl * per + o];
+             }
            });
            return {dx};
          });

@@ -93,6 +93,28 @@ class TestGradcheckNn : public QObject {
           return conv2d(C({2, 2, 17, 16}, 292), x[0], Tensor(), {2, 2}, {1, 1});
         },
         {L({3, 2, 3, 3}, 293)});
+    // Planes of at least 256 output pixels take the per-image path.
+    row("conv2d per-image 272 pixels groups bias",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], x[2], {1, 1}, {1, 1}, {1, 1}, 2);
+        },
+        {L({2, 2, 16, 17}, 294), L({4, 1, 3, 3}, 295), L({4}, 296)});
+    // Few pixels against a wide weight: the input gradient as dY^T W into transposed columns.
+    row("conv2d transposed columns stride 2 batch 1",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], x[2], {2, 2}, {1, 1});
+        },
+        {L({1, 5, 5, 7}, 297), L({7, 5, 3, 3}, 298), L({7}, 299)});
+    row("conv2d transposed columns groups 3 dilation",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], Tensor(), {1, 2}, {2, 1}, {2, 1}, 3);
+        },
+        {L({2, 6, 3, 4}, 300), L({9, 2, 3, 2}, 301)});
+    row("conv2d transposed columns 2x2 plane 17 channels",
+        [](const TensorList& x) {
+          return conv2d(x[0], x[1], Tensor(), {1, 1}, {1, 1});
+        },
+        {L({2, 17, 2, 2}, 302), L({5, 17, 3, 3}, 303)});
 
     // Winograd F(2x2, 3x3), forced (the automatic choice takes it only for wide channels): odd
     // sizes (partial tiles), every padding it takes (the input gradient runs with 2 - p),
