@@ -1,5 +1,7 @@
 #include "ui/session/run_controller.hpp"
 
+#include <QCoreApplication>
+#include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "ui/util/work_pool.hpp"
@@ -15,6 +17,8 @@ RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig 
   snap->config = config;
   snap->model = model;
   auto result = std::make_shared<RunResult>();
+  QElapsedTimer clock;
+  clock.start();
   try {
     Runner runner(model);
     *result = runner.run(config, cancel.get());
@@ -24,6 +28,7 @@ RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig 
     result->error = e.what();
   }
   snap->result = result;
+  snap->runnerMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
   if (!(cancel->load() && result->error == "cancelled")) {
     auto series = std::make_shared<MemorySeries>(memorySeriesFromTrace(result->trace));
     series->failed = !result->ok;
@@ -35,10 +40,24 @@ RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig 
     snap->timeline =
         std::make_shared<const StateTimeline>(buildStateTimeline(*model, result->trace));
   }
+  snap->derivedMs = static_cast<double>(clock.nsecsElapsed()) / 1e6 - snap->runnerMs;
   return snap;
 }
 
+// Kept results: a few, and at most about a million steps of traces (HeavyModel's are 200,000).
+constexpr std::size_t kKeptRuns = 6;
+constexpr std::int64_t kKeptSteps = 1'000'000;
+
 }  // namespace
+
+bool sameConfig(const CheckpointConfig& a, const CheckpointConfig& b) {
+  return a.inputs.empty() && b.inputs.empty() && a.modules == b.modules &&
+         a.segments == b.segments && a.use_reentrant == b.use_reentrant &&
+         a.preserve_rng_state == b.preserve_rng_state && a.early_stop == b.early_stop &&
+         a.check_recompute == b.check_recompute && a.policy == b.policy && a.seed == b.seed &&
+         a.batch == b.batch && a.input_requires_grad == b.input_requires_grad && a.loss == b.loss &&
+         a.threads == b.threads && a.max_memory == b.max_memory && a.backward == b.backward;
+}
 
 RunController::RunController(QObject* parent) : QObject(parent) {
   connect(&watcher_, &QFutureWatcher<RunSnapshotPtr>::finished, this,
@@ -55,10 +74,32 @@ RunController::~RunController() {
 
 void RunController::setModel(std::shared_ptr<const Model> model) {
   cancelAll();
+  kept_.clear();
   model_ = std::move(model);
 }
 
 quint64 RunController::request(const CheckpointConfig& config) {
+  if (RunSnapshotPtr snap = kept(config)) {
+    // Whatever runs is stale now; the kept result is delivered from the event loop, as a run's
+    // would be, so that the caller sees the same order of signals either way.
+    pending_.reset();
+    if (running_) running_->cancel->store(true);
+    const quint64 id = ++latest_;
+    QElapsedTimer clock;
+    clock.start();
+    if (!busy()) emit busyChanged(true);
+    delivering_ = true;
+    QTimer::singleShot(0, this, [this, id, snap, clock] {
+      if (id != latest_) return;  // a newer request took over (and owns the busy state)
+      delivering_ = false;
+      if (!running_) emit busyChanged(false);
+      auto copy = std::make_shared<RunSnapshot>(*snap);
+      copy->generation = id;
+      copy->wallMs = clock.elapsed();
+      emit finished(copy);
+    });
+    return id;
+  }
   auto job = std::make_unique<Job>();
   job->generation = ++latest_;
   job->config = config;
@@ -76,6 +117,8 @@ quint64 RunController::request(const CheckpointConfig& config) {
 
 void RunController::cancelAll() {
   pending_.reset();
+  if (delivering_ && !running_) emit busyChanged(false);
+  delivering_ = false;
   if (running_) running_->cancel->store(true);
   ++latest_;  // whatever is running now is stale
 }
@@ -85,11 +128,13 @@ void RunController::waitForIdle() {
     running_->future.waitForFinished();
     onJobFinished();
   }
+  if (delivering_) QCoreApplication::processEvents();  // the kept result's queued delivery
 }
 
 void RunController::start(std::unique_ptr<Job> job) {
   if (!model_) return;
   const bool wasBusy = busy();
+  delivering_ = false;  // a run requested after a kept result supersedes its delivery
   running_ = std::move(job);
   running_->future = QtConcurrent::run(workPool(), runOnWorker, model_, running_->config,
                                        running_->generation, running_->cancel);
@@ -102,15 +147,37 @@ void RunController::onJobFinished() {
   if (!running_ || !running_->future.isFinished()) return;
   std::unique_ptr<Job> done = std::move(running_);
   RunSnapshotPtr snap = done->future.result();
+  if (snap && snap->series && snap->model == model_) keep(snap);
   if (pending_) {
     start(std::move(pending_));
     return;
   }
-  emit busyChanged(false);
+  if (!delivering_) emit busyChanged(false);
   if (done->generation != latest_ || !snap || !snap->series) return;
   auto copy = std::make_shared<RunSnapshot>(*snap);
   copy->wallMs = done->clock.elapsed();
   emit finished(copy);
+}
+
+void RunController::keep(const RunSnapshotPtr& snap) {
+  if (!snap->config.inputs.empty()) return;
+  std::erase_if(kept_,
+                [&](const RunSnapshotPtr& k) { return sameConfig(k->config, snap->config); });
+  kept_.push_front(snap);
+  std::int64_t steps = 0;
+  std::size_t n = 0;
+  while (n < kept_.size() && n < kKeptRuns) {
+    steps += kept_[n]->trace().step_count();
+    if (n > 0 && steps > kKeptSteps) break;
+    ++n;
+  }
+  kept_.resize(n);
+}
+
+RunSnapshotPtr RunController::kept(const CheckpointConfig& config) const {
+  for (const auto& k : kept_)
+    if (k->model == model_ && sameConfig(k->config, config)) return k;
+  return nullptr;
 }
 
 }  // namespace ckpt::ui

@@ -3,11 +3,15 @@
 // Runs the Runner off the UI thread. At most one run is in flight; a newer request cancels it
 // (the Runner polls the flag between ops) and waits as the single pending one, so 200 rapid
 // toggles cost at most two runs and only the newest configuration's result is delivered.
+// Runs are deterministic (same model, config and seed give the same trace), so the last few
+// results are kept: clicking a block off again, or undoing a variant change, answers from
+// there instead of running again.
 
 #include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QObject>
 #include <atomic>
+#include <deque>
 #include <memory>
 
 #include "engine/run/run_summary.hpp"
@@ -30,6 +34,9 @@ struct RunSnapshot {
   std::vector<Lesson> lessons;
   std::shared_ptr<const StateTimeline> timeline;
   qint64 wallMs = 0;  // request to result, including superseded waiting
+  // On the worker: the Runner, then the series, summary, lessons and timeline derived from it.
+  double runnerMs = 0;
+  double derivedMs = 0;
 
   const Trace& trace() const { return result->trace; }
   std::shared_ptr<const Trace> tracePtr() const {
@@ -49,7 +56,8 @@ class RunController : public QObject {
   // Starts (or queues behind the cancelled current run) a run of `config`; returns its id.
   quint64 request(const CheckpointConfig& config);
   void cancelAll();
-  bool busy() const { return running_ != nullptr; }
+  // A request answered from the kept results is delivered from the event loop, not at once.
+  bool busy() const { return running_ != nullptr || delivering_; }
   quint64 latestRequest() const { return latest_; }
   // Blocks until nothing runs (tests, shutdown).
   void waitForIdle();
@@ -68,12 +76,20 @@ class RunController : public QObject {
   };
   void start(std::unique_ptr<Job> job);
   void onJobFinished();
+  void keep(const RunSnapshotPtr& snap);
+  RunSnapshotPtr kept(const CheckpointConfig& config) const;
 
   std::shared_ptr<const Model> model_;
   quint64 latest_ = 0;
   std::unique_ptr<Job> running_;
   std::unique_ptr<Job> pending_;
   QFutureWatcher<RunSnapshotPtr> watcher_;
+  std::deque<RunSnapshotPtr> kept_;  // most recent first
+  bool delivering_ = false;
 };
+
+// Whether two configurations give the same run, field by field (explicit inputs never do):
+// what the kept results are looked up by.
+bool sameConfig(const CheckpointConfig& a, const CheckpointConfig& b);
 
 }  // namespace ckpt::ui

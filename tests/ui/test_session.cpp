@@ -1,0 +1,117 @@
+// The Session and its RunController without a window: kept results answer a configuration that
+// was run before (same trace, no new run), asynchronously and with balanced busy signals, and
+// the ghost logic is the same whether a result was run or kept.
+
+#include <QSignalSpy>
+#include <QtTest>
+
+#include "engine/model/loader.hpp"
+#include "support/test_models.hpp"
+#include "ui/session/session.hpp"
+
+using namespace ckpt;
+using namespace ckpt::ui;
+
+namespace {
+
+constexpr int kTimeout = 120000;
+
+RunSnapshotPtr lastOf(const QSignalSpy& spy) {
+  return spy.isEmpty() ? nullptr : spy.last().at(0).value<RunSnapshotPtr>();
+}
+
+}  // namespace
+
+class TestSession : public QObject {
+  Q_OBJECT
+
+  std::shared_ptr<const Model> model_;
+
+ private slots:
+  void initTestCase() {
+    qRegisterMetaType<RunSnapshotPtr>("ckpt::ui::RunSnapshotPtr");
+    model_ = load_model_json_text(test::kBlocksJson, "blocks.json");
+  }
+
+  void aConfigurationRunBeforeIsAnsweredFromTheKeptResult() {
+    RunController runs;
+    runs.setModel(model_);
+    QSignalSpy finished(&runs, &RunController::finished);
+    QSignalSpy busy(&runs, &RunController::busyChanged);
+    CheckpointConfig a = scenario_config(*model_);
+    CheckpointConfig b = a;
+    b.modules = {"block"};
+
+    runs.request(a);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kTimeout);
+    const RunSnapshotPtr first = lastOf(finished);
+    runs.request(b);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, kTimeout);
+    const RunSnapshotPtr second = lastOf(finished);
+    QVERIFY(second->result != first->result);
+    QTRY_VERIFY(!runs.busy());
+
+    // Back to a: the same result object, so nothing ran; delivered from the event loop.
+    const quint64 id = runs.request(a);
+    QVERIFY(runs.busy());
+    QCOMPARE(finished.count(), 2);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, kTimeout);
+    const RunSnapshotPtr again = lastOf(finished);
+    QCOMPARE(again->result, first->result);
+    QCOMPARE(again->series, first->series);
+    QCOMPARE(again->generation, id);
+    QVERIFY(!runs.busy());
+
+    // A seed the controller never ran is a real run.
+    CheckpointConfig c = a;
+    c.seed = a.seed + 1;
+    runs.request(c);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 4, kTimeout);
+    QVERIFY(lastOf(finished)->result != first->result);
+    QVERIFY(lastOf(finished)->result != second->result);
+    QTRY_VERIFY(!runs.busy());
+
+    // A kept answer while a run is in flight supersedes it: only the newest is delivered.
+    CheckpointConfig d = a;
+    d.modules = {"block2"};
+    runs.request(d);
+    QVERIFY(runs.busy());
+    runs.request(b);
+    QTRY_VERIFY_WITH_TIMEOUT(!runs.busy(), kTimeout);
+    QTest::qWait(50);
+    QCOMPARE(finished.count(), 5);
+    QCOMPARE(lastOf(finished)->result, second->result);
+    // Every "busy" was followed by an "idle".
+    int balance = 0;
+    for (const auto& args : busy) balance += args.at(0).toBool() ? 1 : -1;
+    QCOMPARE(balance, 0);
+    QCOMPARE(busy.last().at(0).toBool(), false);
+
+    // A new model forgets the kept results.
+    runs.setModel(load_model_json_text(test::kBlocksJson, "blocks-again.json"));
+    runs.request(a);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 6, kTimeout);
+    QVERIFY(lastOf(finished)->result != first->result);
+  }
+
+  void clickingABlockOffAgainShowsTheFirstCurveWithTheGhost() {
+    Session s;
+    QSignalSpy finished(&s, &Session::runFinished);
+    s.openModel(model_, QStringLiteral("blocks.json"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kTimeout);
+    const RunSnapshotPtr plain = s.current();
+    QVERIFY(s.toggleModule(QStringLiteral("block")));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, kTimeout);
+    const RunSnapshotPtr checkpointed = s.current();
+    QCOMPARE(s.ghost(), plain->series);
+    QVERIFY(s.toggleModule(QStringLiteral("block")));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, kTimeout);
+    QCOMPARE(s.current()->result, plain->result);
+    QCOMPARE(s.current()->config.modules, std::set<std::string>{});
+    QCOMPARE(s.ghost(), checkpointed->series);
+    QTRY_VERIFY(!s.runs()->busy());
+  }
+};
+
+QTEST_MAIN(TestSession)
+#include "test_session.moc"
