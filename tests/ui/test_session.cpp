@@ -6,7 +6,9 @@
 #include <QtTest>
 
 #include "engine/model/loader.hpp"
+#include "engine/plan/pytorch_code.hpp"
 #include "support/test_models.hpp"
+#include "ui/panels/code_view.hpp"
 #include "ui/session/session.hpp"
 
 using namespace ckpt;
@@ -110,6 +112,24 @@ class TestSession : public QObject {
     QCOMPARE(s.current()->config.modules, std::set<std::string>{});
     QCOMPARE(s.ghost(), checkpointed->series);
     QTRY_VERIFY(!s.runs()->busy());
+  }
+
+  // The code is written off the UI thread; of two quick requests, the newer one's text stays.
+  void theCodeViewShowsTheNewestConfiguration() {
+    CodeView view;
+    QSignalSpy updated(&view, &CodeView::codeUpdated);
+    CheckpointConfig plain = scenario_config(*model_);
+    CheckpointConfig one = plain;
+    one.modules = {"block2"};
+    view.setConfig(model_, plain);
+    view.setConfig(model_, one);
+    QTRY_VERIFY_WITH_TIMEOUT(!updated.isEmpty(), kTimeout);
+    QTest::qWait(100);
+    QCOMPARE(updated.count(), 1);
+    const QString expected = QString::fromStdString(pytorch_code(*model_, one));
+    QVERIFY(expected.contains(QLatin1String("block2")));
+    QCOMPARE(view.toPlainText(), expected);
+    QVERIFY(view.toPlainText() != QString::fromStdString(pytorch_code(*model_, plain)));
   }
 };
 

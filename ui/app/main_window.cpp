@@ -313,7 +313,7 @@ void MainWindow::onModelChanged() {
     f.setFontWeight(QFont::Bold);
     c.mergeCharFormat(f);
   }
-  code_->setConfig(model, session_->config());
+  // The code view follows configChanged(), which comes right after.
   banner_->hide();
   callout_->hide();
   syncControls();

@@ -14,7 +14,14 @@ class CodeView : public QPlainTextEdit {
 
  public:
   explicit CodeView(QWidget* parent = nullptr);
+  // Written off the UI thread: the text changes (and codeUpdated() is emitted) when it is ready.
   void setConfig(std::shared_ptr<const Model> model, const CheckpointConfig& config);
+
+ signals:
+  void codeUpdated();
+
+ private:
+  quint64 generation_ = 0;
 };
 
 }  // namespace ckpt::ui
