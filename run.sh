@@ -60,7 +60,8 @@ case "$mode" in
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export LSAN_OPTIONS=suppressions=$here/.ci/lsan.supp
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-    QT_QPA_PLATFORM=offscreen ctest --output-on-failure -L 'engine|cli|stress' "$@"
+    # Two at a time: the sanitized HeavyModel tests are long and mostly single-threaded.
+    QT_QPA_PLATFORM=offscreen ctest --output-on-failure --parallel "$(nproc)" -L 'engine|cli|stress' "$@"
     ;;
   screenshots)
     configure_and_build "$here/build"
