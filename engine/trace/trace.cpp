@@ -92,6 +92,11 @@ TraceStep Trace::step(std::int64_t k) const {
   return s;
 }
 
+Phase Trace::step_phase(std::int64_t k) const {
+  check_step(k, step_count(), false, "step_phase");
+  return d_->steps[static_cast<std::size_t>(k)].phase;
+}
+
 CategoryBytes Trace::memory_at(std::int64_t k) const {
   check_step(k, step_count(), true, "memory_at");
   // Start from the last snapshot at or before k, then replay the few events after it.

@@ -119,6 +119,9 @@ class TestTrace : public QObject {
     QVERIFY(counts.backward > 0);
     QCOMPARE(trace.step(trace.forward_end()).phase, Phase::forward);
     QCOMPARE(trace.step(trace.forward_end() + 1).phase, Phase::backward);
+    for (std::int64_t k = 0; k < trace.step_count(); ++k)
+      QCOMPARE(trace.step_phase(k), trace.step(k).phase);
+    QVERIFY_THROWS_EXCEPTION(std::out_of_range, trace.step_phase(trace.step_count()));
     QCOMPARE(trace.checkpoints().size(), std::size_t{1});
     QCOMPARE(trace.checkpoints()[0].end_step - trace.checkpoints()[0].begin_step, 10);
     QCOMPARE(trace.step(trace.checkpoints()[0].begin_step).segment, std::string("seg"));

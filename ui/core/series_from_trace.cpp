@@ -48,7 +48,7 @@ MemorySeries memorySeriesFromTrace(const Trace& trace) {
     s.totals[i] = bestTotal;
     for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
       s.maxByCategory[c] = std::max(s.maxByCategory[c], best[c]);
-    s.phases[i] = trace.step(k).phase;
+    s.phases[i] = trace.step_phase(k);
   }
   for (const auto& r : trace.recomputes())
     s.recomputes.push_back({r.begin_step, r.end_step, r.segment});
