@@ -80,16 +80,29 @@ OpChecksum checksum(std::string_view op, const TensorList& outputs) {
     c.numel += t.numel();
     dispatch_all(t.dtype(), [&]<typename T>() {
       const T* p = t.data<T>();
-      for_each_offset(t, [&](std::int64_t off, std::int64_t i) {
+      double sum = 0, weighted = 0, abs = 0;
+      const auto add = [&](std::int64_t off, std::int64_t i) {
         const double v = static_cast<double>(p[off]);
         // A cheap position-dependent weight in [0.5, 1.5).
         const double w = 0.5 + static_cast<double>(
                                    (static_cast<std::uint64_t>(i) * 2654435761ULL >> 16) & 1023) /
                                    1024.0;
-        c.sum += v;
-        c.weighted += v * w;
-        c.abs += std::abs(v);
-      });
+        sum += v;
+        weighted += v * w;
+        abs += std::abs(v);
+      };
+      // Nearly every op output is contiguous: a flat loop that vectorises, instead of the
+      // strided walk (which was two thirds of a nested-checkpoint run's time).
+      if (t.is_contiguous()) {
+        const std::int64_t n = t.numel();
+#pragma omp simd reduction(+ : sum, weighted, abs)
+        for (std::int64_t i = 0; i < n; ++i) add(i, i);
+      } else {
+        for_each_offset(t, add);
+      }
+      c.sum += sum;
+      c.weighted += weighted;
+      c.abs += abs;
       return 0;
     });
   }
