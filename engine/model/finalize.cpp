@@ -127,8 +127,8 @@ void analyse_modules(Model& model, const std::unordered_map<std::string, int>& p
     Module* m = a.modules[i];
     for (const auto& p : m->passed_parameters)
       if (!a.param_set[i].count(p))
-        fail(model, "module '" + m->path + "' passes parameter '" + p +
-                        "', which none of its ops uses");
+        fail(model,
+             "module '" + m->path + "' passes parameter '" + p + "', which none of its ops uses");
     m->checkpointable = false;
     m->not_checkpointable_reason.clear();
     if (a.count[i] == 0) {

@@ -26,8 +26,7 @@ struct Executor::Frame {
   bool binds_static = false;  // a passed parameter shadows the run's own tensor
 
   const Tensor& get(int id) const {
-    if (id < plan->static_count() && !binds_static)
-      return (*statics)[static_cast<std::size_t>(id)];
+    if (id < plan->static_count() && !binds_static) return (*statics)[static_cast<std::size_t>(id)];
     if (id >= lo && id < hi) {
       const Tensor& t = locals[static_cast<std::size_t>(id - lo)];
       if (t.defined()) return t;

@@ -41,17 +41,17 @@ using CategoryBytes = std::array<std::int64_t, kMemoryCategoryCount>;
 // One entry of the ledger's stream. Listeners (the trace recorder) receive them in order.
 struct LedgerEvent {
   enum class Kind : std::uint8_t {
-    step_begin,       // op, node, phase
-    step_end,         //
-    alloc,            // allocation, bytes, category
-    free,             // allocation, bytes, category
-    recategorize,     // allocation, bytes, category (new), previous
-    tag,              // allocation, text: names the tensor an allocation holds
+    step_begin,        // op, node, phase
+    step_end,          //
+    alloc,             // allocation, bytes, category
+    free,              // allocation, bytes, category
+    recategorize,      // allocation, bytes, category (new), previous
+    tag,               // allocation, text: names the tensor an allocation holds
     checkpoint_begin,  // text: the segment (its forward, which keeps only its inputs)
     checkpoint_end,    // text: the segment
     recompute_begin,   // text: the segment
     recompute_end,     // text: the segment
-    message,          // severity, text
+    message,           // severity, text
   };
   Kind kind{};
   Phase phase{};
