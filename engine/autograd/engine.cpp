@@ -8,7 +8,7 @@
 #include <unordered_set>
 
 #include "engine/autograd/grad_mode.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 
 namespace ckpt {
 
@@ -223,7 +223,19 @@ void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
   }
 }
 
+struct EngineHooks final : AutogradHooks {
+  EngineHooks() { set_autograd_hooks(this); }
+  void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) const override {
+    ckpt::backward({root}, {gradient}, retain_graph);
+  }
+};
+const EngineHooks g_engine_hooks;
+
 }  // namespace
+
+void install_autograd_hooks() {
+  set_autograd_hooks(&g_engine_hooks);
+}
 
 const GraphTaskInfo* current_graph_task() {
   return t_tasks.empty() ? nullptr : &t_tasks.back();

@@ -16,6 +16,10 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs,
                 const TensorList& grad_outputs = {}, bool retain_graph = false,
                 bool allow_unused = false);
 
+// Makes Tensor::backward reach this engine. It happens at static initialisation; connect()
+// calls it again, so that a static link that dropped this file's initialiser still works.
+void install_autograd_hooks();
+
 // What the innermost running backward pass is (a reentrant checkpoint refuses grad()).
 struct GraphTaskInfo {
   bool is_grad_call = false;

@@ -4,9 +4,10 @@
 #include <limits>
 #include <stdexcept>
 
+#include "engine/autograd/engine.hpp"
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/autograd/op_observer.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 
 namespace ckpt {
 
@@ -135,6 +136,7 @@ bool any_requires_grad(const TensorList& ts) {
 
 void connect(const std::shared_ptr<Node>& node, const TensorList& inputs,
              const TensorList& outputs) {
+  if (!autograd_hooks()) install_autograd_hooks();
   auto& edges = node->next_edges();
   edges.reserve(inputs.size());
   for (const auto& in : inputs) edges.push_back(gradient_edge(in));

@@ -13,7 +13,6 @@
 namespace ckpt {
 
 class Node;
-using TensorList = std::vector<Tensor>;
 
 // Where a gradient goes: input `input_nr` of `function`.
 struct Edge {

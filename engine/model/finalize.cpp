@@ -7,7 +7,7 @@
 
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/model/op_registry.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/tensor/generator.hpp"
 
 namespace ckpt {

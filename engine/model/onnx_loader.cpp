@@ -9,7 +9,7 @@
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/model/finalize.hpp"
 #include "engine/model/onnx_import.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/tensor/generator.hpp"
 
 namespace ckpt {

@@ -5,8 +5,8 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/autograd/op_observer.hpp"
-#include "engine/ops/conv_impl.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/conv_impl.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/ops/shape_ops.hpp"
 
 namespace ckpt {

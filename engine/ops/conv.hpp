@@ -3,14 +3,10 @@
 #include <array>
 #include <cstdint>
 
+#include "engine/kernels/conv_geometry.hpp"
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt {
-
-// The kernel conv2d uses. automatic picks per shape and path (forward, input gradient,
-// weight gradient): Winograd F(2x2, 3x3) for stride-1 3x3 convolutions where it is faster,
-// im2col + GEMM elsewhere. The others force one where it applies (tests, benchmarks).
-enum class ConvAlgorithm { automatic, im2col, winograd };
 
 // Sets the algorithm for conv2d calls on this thread for the scope's lifetime. A forward's
 // choice also drives its backward, wherever that runs.

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "engine/ops/elementwise.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 
 namespace ckpt {
 

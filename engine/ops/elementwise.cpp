@@ -4,7 +4,7 @@
 
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/autograd/node.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 
 namespace ckpt {
 

@@ -7,7 +7,7 @@
 
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/autograd/node.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 
 namespace ckpt {
 

@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "engine/autograd/node.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/ops/shape_ops.hpp"
 #include "engine/ops/softmax.hpp"
 

@@ -5,7 +5,7 @@
 #include "engine/autograd/node.hpp"
 #include "engine/autograd/op_observer.hpp"
 #include "engine/ops/elementwise.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/ops/shape_ops.hpp"
 
 namespace ckpt {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/autograd/node.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 
 namespace ckpt {
 

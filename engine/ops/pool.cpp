@@ -10,7 +10,7 @@
 #include <string>
 
 #include "engine/autograd/node.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/ops/reduce.hpp"
 
 namespace ckpt {

@@ -1,7 +1,7 @@
 #include "engine/ops/reduce.hpp"
 
 #include "engine/autograd/node.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 
 namespace ckpt {
 

@@ -1,13 +1,14 @@
 #include "engine/tensor/tensor.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
-
-#include "engine/autograd/engine.hpp"
 
 namespace ckpt {
 
 namespace {
+
+std::atomic<const AutogradHooks*> g_autograd_hooks{nullptr};
 
 Tensor make_contiguous(const Shape& shape, DType dtype) {
   const std::int64_t n = shape_numel(shape);
@@ -169,8 +170,20 @@ Tensor& Tensor::set_requires_grad(bool value) {
   return *this;
 }
 
+void set_autograd_hooks(const AutogradHooks* hooks) {
+  g_autograd_hooks.store(hooks);
+}
+
+const AutogradHooks* autograd_hooks() {
+  return g_autograd_hooks.load();
+}
+
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  ckpt::backward({*this}, {gradient}, retain_graph);
+  const AutogradHooks* hooks = autograd_hooks();
+  if (!hooks)
+    throw std::logic_error(
+        "Tensor::backward: the autograd library is not linked into this program");
+  hooks->backward(*this, gradient, retain_graph);
 }
 
 Tensor Tensor::detach() const {

@@ -12,6 +12,16 @@
 namespace ckpt {
 
 class Node;
+class Tensor;
+
+// How the tensor floor reaches autograd without depending on it (as c10 reaches libtorch's
+// VariableHooks): the autograd floor installs these when it is linked in.
+struct AutogradHooks {
+  virtual ~AutogradHooks() = default;
+  virtual void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) const = 0;
+};
+void set_autograd_hooks(const AutogradHooks* hooks);
+const AutogradHooks* autograd_hooks();
 
 // Shared by a tensor and all its views, like PyTorch's version counter: an in-place op bumps
 // it, and a saved tensor whose version moved on is an error at backward.
@@ -110,5 +120,7 @@ class Tensor {
   void check_dtype(DType expected) const;
   std::shared_ptr<TensorImpl> impl_;
 };
+
+using TensorList = std::vector<Tensor>;
 
 }  // namespace ckpt

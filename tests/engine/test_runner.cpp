@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "engine/model/loader.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/ops/ops.hpp"
 #include "engine/run/runner.hpp"
 

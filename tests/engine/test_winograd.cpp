@@ -8,7 +8,7 @@
 
 #include <cmath>
 
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/ops/ops.hpp"
 #include "support/gradcheck.hpp"
 

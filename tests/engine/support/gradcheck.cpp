@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/tensor/generator.hpp"
 
 namespace ckpt::testing {

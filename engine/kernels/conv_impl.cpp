@@ -1,13 +1,13 @@
-#include "engine/ops/conv_impl.hpp"
+#include "engine/kernels/conv_impl.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "engine/ops/blas.hpp"
-#include "engine/ops/kernels.hpp"
-#include "engine/ops/winograd.hpp"
+#include "engine/kernels/blas.hpp"
+#include "engine/kernels/kernels.hpp"
+#include "engine/kernels/winograd.hpp"
 
 namespace ckpt::conv_detail {
 

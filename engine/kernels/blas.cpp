@@ -1,4 +1,4 @@
-#include "engine/ops/blas.hpp"
+#include "engine/kernels/blas.hpp"
 
 #include <omp.h>
 

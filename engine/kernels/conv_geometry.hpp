@@ -1,15 +1,18 @@
 #pragma once
 
-// conv2d's kernels (internal to engine/ops): im2col + GEMM, either one GEMM per image straight
-// into the output with a per-thread column buffer that stays in cache (large output planes,
-// images split across threads), or one GEMM over every image's columns (small planes, where a
-// per-image GEMM would be too thin). Workspaces are Tensors: the ledger counts them.
+// The shape of one 2-D convolution, and which kernel computes it: shared by the conv2d op
+// (engine/ops), the kernels that compute it and the dry run that sizes their workspaces.
 
 #include <cstdint>
-#include <vector>
 
-#include "engine/autograd/node.hpp"
-#include "engine/ops/conv.hpp"
+namespace ckpt {
+
+// The kernel conv2d uses. automatic picks per shape and path (forward, input gradient,
+// weight gradient): Winograd F(2x2, 3x3) for stride-1 3x3 convolutions where it is faster,
+// im2col + GEMM elsewhere. The others force one where it applies (tests, benchmarks).
+enum class ConvAlgorithm { automatic, im2col, winograd };
+
+}  // namespace ckpt
 
 namespace ckpt::conv_detail {
 
@@ -29,11 +32,5 @@ struct Geometry {
   // A 1x1, stride-1, unpadded convolution reads each image as its own column matrix.
   bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
 };
-
-// x, w, bias contiguous (bias may be undefined); returns [N, O, Ho, Wo].
-Tensor forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g);
-// Gradients {dx, dw, db} for the requested ones (need: input, weight, bias).
-TensorList backward(const Tensor& grad_out, const Tensor& x, const Tensor& w, const Geometry& g,
-                    const std::vector<bool>& need, bool has_bias);
 
 }  // namespace ckpt::conv_detail

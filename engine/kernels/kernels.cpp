@@ -1,6 +1,6 @@
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/kernels.hpp"
 
-#include "engine/ops/blas.hpp"
+#include "engine/kernels/blas.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "engine/ops/winograd.hpp"
+#include "engine/kernels/winograd.hpp"
 
 #include <omp.h>
 
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/ops/blas.hpp"
-#include "engine/ops/kernels.hpp"
+#include "engine/kernels/blas.hpp"
+#include "engine/kernels/kernels.hpp"
 
 namespace ckpt::conv_detail {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// Winograd F(2x2, 3x3) for stride-1 3x3 convolutions (internal to engine/ops). Each 2x2 output
+// Winograd F(2x2, 3x3) for stride-1 3x3 convolutions (the CPU backend's). Each 2x2 output
 // tile comes from a 4x4 input tile as Y = A^T [(G w G^T) . (B^T d B)] A: 16 products per
 // tile and channel pair instead of 36, done as 16 GEMMs over the channels. The same algebra
 // gives the two gradients: the input gradient is a stride-1 3x3 convolution of dY with the
@@ -11,7 +11,7 @@
 //
 // Workspaces are Tensors (the ledger counts them as temporary memory of the step).
 
-#include "engine/ops/conv_impl.hpp"
+#include "engine/kernels/conv_impl.hpp"
 
 namespace ckpt::conv_detail {
 

@@ -1,0 +1,53 @@
+# Fails when a file of the engine includes a floor above its own (or Qt). Run at build time by
+# engine/CMakeLists.txt (and by a test, on a planted violation): cmake -DSOURCE_DIR=<engine dir>
+# [-DSTAMP=<file>] -P check_floors.cmake
+#
+# Floors, lowest first; a floor may include itself and every floor below, never a sibling on its
+# own level or anything above:
+#   tensor -> kernels (and the cuda backend) -> autograd -> ops -> {trace, checkpoint, model}
+#   -> run -> plan
+set(level_tensor 0)
+set(level_kernels 1)
+set(level_cuda 1)
+set(level_autograd 2)
+set(level_ops 3)
+set(level_trace 4)
+set(level_checkpoint 4)
+set(level_model 4)
+set(level_run 5)
+set(level_plan 6)
+
+if(NOT SOURCE_DIR)
+  message(FATAL_ERROR "check_floors.cmake: pass -DSOURCE_DIR=<the engine directory>")
+endif()
+file(GLOB_RECURSE files RELATIVE ${SOURCE_DIR}
+  ${SOURCE_DIR}/*.hpp ${SOURCE_DIR}/*.cpp ${SOURCE_DIR}/*.cu ${SOURCE_DIR}/*.cuh)
+set(violations "")
+foreach(f IN LISTS files)
+  string(REGEX MATCH "^[^/]+" floor "${f}")
+  if(NOT DEFINED level_${floor})
+    continue()  # CMakeLists.txt and the like
+  endif()
+  file(STRINGS ${SOURCE_DIR}/${f} includes REGEX "^[ \t]*#[ \t]*include")
+  foreach(line IN LISTS includes)
+    if(line MATCHES "#[ \t]*include[ \t]*[<\"](Q[A-Za-z]*)[/>.\"]")
+      string(APPEND violations "  engine/${f}: includes Qt (${CMAKE_MATCH_1}); the engine never does\n")
+    endif()
+    if(line MATCHES "#[ \t]*include[ \t]*\"engine/([^/\"]+)/")
+      set(target "${CMAKE_MATCH_1}")
+      if(NOT DEFINED level_${target})
+        string(APPEND violations "  engine/${f}: includes an unknown floor '${target}'\n")
+      elseif(NOT target STREQUAL floor AND NOT level_${target} LESS level_${floor})
+        string(APPEND violations
+          "  engine/${f} (floor ${floor}) includes engine/${target}/, which is not below it\n")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+if(violations)
+  message(FATAL_ERROR "engine floors: upward or sideways includes\n${violations}"
+    "Move the code down, or pass what it needs through an interface of the lower floor.")
+endif()
+if(STAMP)
+  file(TOUCH ${STAMP})
+endif()
