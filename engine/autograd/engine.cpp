@@ -199,7 +199,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
     n->prepare();
     {
       std::optional<OpScope> step;
-      if (n->opens_step()) step.emplace(*n->ledger(), n->name(), n->node_label());
+      if (n->opens_step()) step.emplace(*n->context(), n->name(), n->node_label());
       outputs = n->apply(std::move(inputs));
       if (!task.retain_graph) n->release_saved_tensors();
     }

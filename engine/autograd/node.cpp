@@ -43,8 +43,8 @@ void release_iteratively(std::vector<Edge>&& edges) {
 Node::Node(std::string name)
     : name_(std::move(name)),
       sequence_nr_(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)),
-      ledger_(MemoryLedger::current()) {
-  node_label_ = ledger_->current_node();
+      context_(ExecutionContext::current()) {
+  node_label_ = context_->current_node();
 }
 
 Node::~Node() {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/autograd/execution_context.hpp"
 #include "engine/autograd/saved_variable.hpp"
 #include "engine/tensor/tensor.hpp"
 
@@ -41,10 +42,11 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Edge>& next_edges() { return next_edges_; }
   const std::vector<Edge>& next_edges() const { return next_edges_; }
   std::vector<OutputMeta>& output_meta() { return output_meta_; }
-  // The model node and ledger that were current when this node was made; backward steps are
+  // The model node and execution context that were current when this node was made; backward
+  // steps are
   // attributed to them.
   LabelId node_label() const { return node_label_; }
-  const std::shared_ptr<MemoryLedger>& ledger() const { return ledger_; }
+  const std::shared_ptr<ExecutionContext>& context() const { return context_; }
 
   virtual TensorList apply(TensorList&& grad_outputs) = 0;
   virtual void release_saved_tensors() {}
@@ -65,7 +67,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges_;
   std::vector<OutputMeta> output_meta_;
   LabelId node_label_ = 0;
-  std::shared_ptr<MemoryLedger> ledger_;
+  std::shared_ptr<ExecutionContext> context_;
 };
 
 // What a backward function sees: the incoming gradients (zeros where none arrived), the

@@ -19,9 +19,9 @@ OpObserverScope::~OpObserverScope() {
 void notify_op_outputs(std::string_view fallback_name, const TensorList& outputs,
                        const TensorList& saved) {
   if (t_observers.empty()) return;
-  auto ledger = MemoryLedger::current();
-  const LabelId op = ledger->current_op();
-  const std::string_view name = op ? std::string_view(ledger->label(op)) : fallback_name;
+  auto context = ExecutionContext::current();
+  const LabelId op = context->current_op();
+  const std::string_view name = op ? std::string_view(context->label(op)) : fallback_name;
   // Copy: an observer may open a nested scope while it runs.
   const auto observers = t_observers;
   for (auto it = observers.rbegin(); it != observers.rend(); ++it)

@@ -30,7 +30,7 @@ struct CheckpointOptions {
 // check (determinism_check) is our extension and costs one pass over each op output.
 //
 // Reentrant: warns "None of the inputs have requires_grad=True. Gradients will be None" (a
-// ledger warning) when no input requires grad, and then records nothing; its backward fails
+// run warning) when no input requires grad, and then records nothing; its backward fails
 // under grad() and when the recomputed outputs do not require grad, with PyTorch's texts.
 // Non-reentrant: saved tensors become placeholders; the segment re-runs on the first unpack
 // (never when its ops save nothing); works with grad(), nesting, and early_stop.

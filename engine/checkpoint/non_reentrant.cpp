@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "engine/autograd/execution_context.hpp"
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/checkpoint/segment.hpp"
 

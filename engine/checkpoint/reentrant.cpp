@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "engine/autograd/engine.hpp"
+#include "engine/autograd/execution_context.hpp"
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/checkpoint/segment.hpp"
 

@@ -35,21 +35,21 @@ RngFork::~RngFork() {
 }
 
 SegmentMark::SegmentMark(bool recompute, std::string segment)
-    : ledger_(MemoryLedger::current()), segment_(std::move(segment)), recompute_(recompute) {
-  if (!recompute_ && ledger_->phase() == Phase::recompute) return;
+    : context_(ExecutionContext::current()), segment_(std::move(segment)), recompute_(recompute) {
+  if (!recompute_ && context_->phase() == Phase::recompute) return;
   if (recompute_)
-    ledger_->mark_recompute(true, segment_);
+    context_->mark_recompute(true, segment_);
   else
-    ledger_->mark_checkpoint(true, segment_);
+    context_->mark_checkpoint(true, segment_);
   emitted_ = true;
 }
 
 SegmentMark::~SegmentMark() {
   if (!emitted_) return;
   if (recompute_)
-    ledger_->mark_recompute(false, segment_);
+    context_->mark_recompute(false, segment_);
   else
-    ledger_->mark_checkpoint(false, segment_);
+    context_->mark_checkpoint(false, segment_);
 }
 
 std::string segment_name(const CheckpointOptions& options) {
@@ -70,10 +70,10 @@ void mark_checkpoint_inputs(const TensorList& inputs) {
 namespace {
 
 OpChecksum checksum(std::string_view op, const TensorList& outputs) {
-  auto ledger = MemoryLedger::current();
+  auto context = ExecutionContext::current();
   OpChecksum c;
-  c.op = ledger->intern(op);
-  c.node = ledger->current_node();
+  c.op = context->intern(op);
+  c.node = context->current_node();
   for (const auto& t : outputs) {
     if (!t.defined()) continue;
     c.dtype = t.dtype();
@@ -154,7 +154,7 @@ Tensor RecomputeObserver::replay_output(std::string_view op) {
 
 void RecomputeObserver::report() const {
   if (replayed_ == 0) return;
-  MemoryLedger::current()->message(
+  ExecutionContext::current()->message(
       Severity::info, "checkpoint '" + record_.name + "': " + std::to_string(replayed_) +
                           " op outputs reused from the forward (selective policy), " +
                           std::to_string(next_ - replayed_) + " op outputs recomputed");
@@ -163,16 +163,16 @@ void RecomputeObserver::report() const {
 void RecomputeObserver::on_outputs(std::string_view op, const TensorList& outputs,
                                    const TensorList& saved) {
   const std::int64_t index = next_++;
-  auto ledger = MemoryLedger::current();
+  auto context = ExecutionContext::current();
   // Training-mode batch_norm (it saves its batch statistics) updated its running statistics.
   const bool updates_stats = op == "batch_norm" && saved.size() > 4 && saved[4].defined();
   if (updates_stats && !batch_norm_noted_) {
     batch_norm_noted_ = true;
-    ledger->message(Severity::warning,
-                    "checkpoint '" + record_.name +
-                        "': batch_norm ran again in the recompute, so its running statistics "
-                        "were updated a second time in this step (PyTorch does the same: "
-                        "num_batches_tracked grows by 2)");
+    context->message(Severity::warning,
+                     "checkpoint '" + record_.name +
+                         "': batch_norm ran again in the recompute, so its running statistics "
+                         "were updated a second time in this step (PyTorch does the same: "
+                         "num_batches_tracked grows by 2)");
   }
   if (!record_.check) return;
   const OpChecksum now = checksum(op, outputs);
@@ -188,9 +188,9 @@ void RecomputeObserver::on_outputs(std::string_view op, const TensorList& output
     msg << "checkpoint '" << record_.name
         << "': the recomputed forward differs from the original at op #" << index << " '" << op
         << "'";
-    if (now.node) msg << " (node '" << ledger->label(now.node) << "')";
+    if (now.node) msg << " (node '" << context->label(now.node) << "')";
     if (then.op != now.op) {
-      msg << ", which the forward ran as '" << ledger->label(then.op) << "'";
+      msg << ", which the forward ran as '" << context->label(then.op) << "'";
     } else {
       msg << ": " << now.numel << " values summing to " << now.sum << " instead of " << then.sum;
       if (now.numel != then.numel) msg << " (" << then.numel << " values in the forward)";
@@ -199,7 +199,7 @@ void RecomputeObserver::on_outputs(std::string_view op, const TensorList& output
   msg << ". Recomputation must repeat the forward exactly; a random op without "
          "preserve_rng_state=True, or anything else that changes between the two runs, makes "
          "the gradients wrong (PyTorch does not detect this).";
-  ledger->message(Severity::error, msg.str());
+  context->message(Severity::error, msg.str());
   throw std::runtime_error(msg.str());
 }
 

@@ -41,7 +41,7 @@ class SegmentMark {
   SegmentMark& operator=(const SegmentMark&) = delete;
 
  private:
-  std::shared_ptr<MemoryLedger> ledger_;
+  std::shared_ptr<ExecutionContext> context_;
   std::string segment_;
   bool recompute_;
   bool emitted_ = false;

@@ -1,10 +1,11 @@
 #include "engine/ops/dropout.hpp"
+#include "engine/autograd/execution_context.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "engine/ops/elementwise.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/ops/elementwise.hpp"
 
 namespace ckpt {
 

@@ -1,4 +1,5 @@
 #include "engine/run/executor.hpp"
+#include "engine/autograd/execution_context.hpp"
 
 #include <algorithm>
 

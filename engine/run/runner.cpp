@@ -1,4 +1,5 @@
 #include "engine/run/runner.hpp"
+#include "engine/autograd/execution_context.hpp"
 
 #include <omp.h>
 
@@ -8,9 +9,9 @@
 
 #include "engine/autograd/engine.hpp"
 #include "engine/autograd/grad_mode.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/model/finalize.hpp"
 #include "engine/model/init.hpp"
-#include "engine/kernels/kernels.hpp"
 #include "engine/ops/ops.hpp"
 #include "engine/run/compiled_model.hpp"
 #include "engine/run/executor.hpp"
@@ -141,7 +142,8 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   RunResult result;
   auto ledger = std::make_shared<MemoryLedger>();
   if (config.max_memory > 0) ledger->set_cap(config.max_memory);
-  Recorder recorder(*ledger);
+  auto context = std::make_shared<ExecutionContext>(ledger);
+  Recorder recorder(*context);
   const auto t0 = Clock::now();
   try {
     const std::int64_t batch = config.batch > 0 ? config.batch : model.scenario.batch;
@@ -152,7 +154,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
                                   std::to_string(model.scenario.batch) +
                                   "; it cannot run with batch " + std::to_string(batch));
     if (config.segments < 0) throw std::invalid_argument("Runner: segments must not be negative");
-    LedgerScope ledger_scope(ledger);
+    ExecutionScope execution(context);
     Generator dropout_gen(stream_seed(config.seed, Stream::dropout));
     GeneratorScope generator_scope(dropout_gen);
     GradModeGuard grad_on(true);
@@ -204,7 +206,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   } catch (const std::exception& e) {
     result.ok = false;
     result.error = e.what();
-    ledger->message(Severity::error, e.what());
+    context->message(Severity::error, e.what());
   }
   result.trace = recorder.finish();
   for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {

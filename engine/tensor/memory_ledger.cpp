@@ -1,7 +1,6 @@
 #include "engine/tensor/memory_ledger.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 
 namespace ckpt {
@@ -12,12 +11,6 @@ thread_local std::shared_ptr<MemoryLedger> t_current;
 std::shared_ptr<MemoryLedger> default_ledger() {
   static auto ledger = std::make_shared<MemoryLedger>();
   return ledger;
-}
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 std::string human_bytes(std::int64_t b) {
@@ -55,30 +48,8 @@ MemoryCategory category_from_name(std::string_view name) {
   throw std::invalid_argument("unknown memory category '" + std::string(name) + "'");
 }
 
-const char* phase_name(Phase p) {
-  switch (p) {
-    case Phase::setup:
-      return "setup";
-    case Phase::forward:
-      return "forward";
-    case Phase::backward:
-      return "backward";
-    case Phase::recompute:
-      return "recompute";
-  }
-  return "?";
-}
-
-const char* severity_name(Severity s) {
-  switch (s) {
-    case Severity::info:
-      return "info";
-    case Severity::warning:
-      return "warning";
-    case Severity::error:
-      return "error";
-  }
-  return "?";
+std::shared_ptr<MemoryLedger> MemoryLedger::process_default() {
+  return default_ledger();
 }
 
 std::shared_ptr<MemoryLedger> MemoryLedger::current() {
@@ -86,42 +57,25 @@ std::shared_ptr<MemoryLedger> MemoryLedger::current() {
 }
 
 MemoryCategory MemoryLedger::default_category() const {
-  if (!category_stack_.empty()) return category_stack_.back();
-  switch (phase_) {
-    case Phase::recompute:
-      return MemoryCategory::recomputed;
-    case Phase::setup:
-      return MemoryCategory::input;
-    case Phase::forward:
-    case Phase::backward:
-      return MemoryCategory::temporary;
-  }
-  return MemoryCategory::temporary;
+  return category_stack_.empty() ? base_category_ : category_stack_.back();
 }
 
-LedgerEvent MemoryLedger::make(LedgerEvent::Kind kind) const {
-  LedgerEvent e;
-  e.kind = kind;
-  e.phase = phase_;
-  e.step = current_step();
-  e.op = step_open_ ? step_op_ : 0;
-  e.node = step_open_ ? step_node_ : current_node();
-  return e;
+void MemoryLedger::publish(const AllocationEvent& e) {
+  for (auto* l : listeners_) l->on_allocation(e);
 }
 
-void MemoryLedger::publish(LedgerEvent e) {
-  for (auto* l : listeners_) l->on_event(e);
+void MemoryLedger::set_locator(std::function<std::string()> locator) {
+  std::lock_guard lock(mutex_);
+  locator_ = std::move(locator);
 }
 
 AllocationId MemoryLedger::record_alloc(std::int64_t bytes) {
   std::lock_guard lock(mutex_);
   const auto category = default_category();
   if (cap_ > 0 && live_total_ + bytes > cap_) {
-    const std::string where =
-        step_open_ ? " in " + label(step_op_) +
-                         (step_node_ ? " (" + label(step_node_) + ")" : std::string())
-                   : std::string();
-    throw std::runtime_error("memory cap exceeded: allocating " + human_bytes(bytes) + where +
+    const std::string where = locator_ ? locator_() : std::string();
+    throw std::runtime_error("memory cap exceeded: allocating " + human_bytes(bytes) +
+                             (where.empty() ? "" : " in " + where) +
                              " would bring live memory to " + human_bytes(live_total_ + bytes) +
                              ", above the cap of " + human_bytes(cap_));
   }
@@ -130,7 +84,8 @@ AllocationId MemoryLedger::record_alloc(std::int64_t bytes) {
   by_category_[static_cast<std::size_t>(category)] += bytes;
   live_total_ += bytes;
   peak_ = std::max(peak_, live_total_);
-  auto e = make(LedgerEvent::Kind::alloc);
+  AllocationEvent e;
+  e.kind = AllocationEvent::Kind::alloc;
   e.allocation = id;
   e.bytes = bytes;
   e.category = category;
@@ -146,7 +101,8 @@ void MemoryLedger::record_free(AllocationId id) {
   live_.erase(it);
   by_category_[static_cast<std::size_t>(l.category)] -= l.bytes;
   live_total_ -= l.bytes;
-  auto e = make(LedgerEvent::Kind::free);
+  AllocationEvent e;
+  e.kind = AllocationEvent::Kind::free;
   e.allocation = id;
   e.bytes = l.bytes;
   e.category = l.category;
@@ -161,7 +117,8 @@ void MemoryLedger::recategorize(AllocationId id, MemoryCategory to) {
   by_category_[static_cast<std::size_t>(from)] -= it->second.bytes;
   by_category_[static_cast<std::size_t>(to)] += it->second.bytes;
   it->second.category = to;
-  auto e = make(LedgerEvent::Kind::recategorize);
+  AllocationEvent e;
+  e.kind = AllocationEvent::Kind::recategorize;
   e.allocation = id;
   e.bytes = it->second.bytes;
   e.category = to;
@@ -179,9 +136,10 @@ MemoryCategory MemoryLedger::category_of(AllocationId id) const {
 void MemoryLedger::tag(AllocationId id, std::string_view tensor_name) {
   std::lock_guard lock(mutex_);
   if (listeners_.empty()) return;
-  auto e = make(LedgerEvent::Kind::tag);
+  AllocationEvent e;
+  e.kind = AllocationEvent::Kind::tag;
   e.allocation = id;
-  e.text = intern(tensor_name);
+  e.name = tensor_name;
   publish(e);
 }
 
@@ -215,69 +173,12 @@ void MemoryLedger::reset_peak() {
   peak_ = live_total_;
 }
 
-LabelId MemoryLedger::intern(std::string_view s) {
-  std::lock_guard lock(mutex_);
-  auto it = label_ids_.find(s);
-  if (it != label_ids_.end()) return it->second;
-  labels_.emplace_back(s);
-  const auto id = static_cast<LabelId>(labels_.size() - 1);
-  label_ids_.emplace(labels_.back(), id);
-  return id;
-}
-
-const std::string& MemoryLedger::label(LabelId id) const {
-  std::lock_guard lock(mutex_);
-  return labels_.at(id);
-}
-
-void MemoryLedger::begin_step(LabelId op, LabelId node) {
-  std::lock_guard lock(mutex_);
-  step_open_ = true;
-  step_op_ = op;
-  step_node_ = node;
-  ++next_step_;
-  auto e = make(LedgerEvent::Kind::step_begin);
-  e.time_ns = now_ns();
-  publish(e);
-}
-
-void MemoryLedger::end_step() {
-  std::lock_guard lock(mutex_);
-  auto e = make(LedgerEvent::Kind::step_end);
-  e.time_ns = now_ns();
-  publish(e);
-  step_open_ = false;
-}
-
-void MemoryLedger::mark_recompute(bool begin, std::string_view segment) {
-  std::lock_guard lock(mutex_);
-  auto e = make(begin ? LedgerEvent::Kind::recompute_begin : LedgerEvent::Kind::recompute_end);
-  e.text = intern(segment);
-  publish(e);
-}
-
-void MemoryLedger::mark_checkpoint(bool begin, std::string_view segment) {
-  std::lock_guard lock(mutex_);
-  auto e = make(begin ? LedgerEvent::Kind::checkpoint_begin : LedgerEvent::Kind::checkpoint_end);
-  e.text = intern(segment);
-  publish(e);
-}
-
-void MemoryLedger::message(Severity severity, std::string_view text) {
-  std::lock_guard lock(mutex_);
-  messages_.emplace_back(severity, std::string(text));
-  auto e = make(LedgerEvent::Kind::message);
-  e.severity = severity;
-  e.text = intern(text);
-  publish(e);
-}
-
-void MemoryLedger::add_listener(LedgerListener* listener) {
+void MemoryLedger::add_listener(AllocationListener* listener) {
   std::lock_guard lock(mutex_);
   listeners_.push_back(listener);
 }
 
-void MemoryLedger::remove_listener(LedgerListener* listener) {
+void MemoryLedger::remove_listener(AllocationListener* listener) {
   std::lock_guard lock(mutex_);
   listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), listener), listeners_.end());
 }
@@ -290,49 +191,12 @@ LedgerScope::~LedgerScope() {
   t_current = std::move(previous_);
 }
 
-OpScope::OpScope(std::string_view op) {
-  auto ledger = MemoryLedger::current();
-  if (ledger->in_step()) return;
-  ledger_ = ledger.get();
-  ledger_->begin_step(ledger_->intern(op), ledger_->current_node());
-}
-
-OpScope::OpScope(MemoryLedger& ledger, std::string_view op, LabelId node) {
-  if (ledger.in_step()) return;
-  ledger_ = &ledger;
-  ledger_->begin_step(ledger_->intern(op), node);
-}
-
-OpScope::~OpScope() {
-  if (ledger_) ledger_->end_step();
-}
-
-PhaseScope::PhaseScope(Phase p) : ledger_(MemoryLedger::current()), previous_(ledger_->phase()) {
-  ledger_->set_phase(p);
-}
-
-PhaseScope::~PhaseScope() {
-  ledger_->set_phase(previous_);
-}
-
-NodeScope::NodeScope(std::string_view node) : ledger_(MemoryLedger::current()) {
-  ledger_->push_node(ledger_->intern(node));
-}
-
-NodeScope::~NodeScope() {
-  ledger_->pop_node();
-}
-
 CategoryScope::CategoryScope(MemoryCategory c) : ledger_(MemoryLedger::current()) {
   ledger_->push_category(c);
 }
 
 CategoryScope::~CategoryScope() {
   ledger_->pop_category();
-}
-
-void warn(std::string_view text) {
-  MemoryLedger::current()->message(Severity::warning, text);
 }
 
 }  // namespace ckpt

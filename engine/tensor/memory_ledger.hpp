@@ -2,7 +2,7 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,55 +28,35 @@ inline constexpr std::size_t kMemoryCategoryCount = 8;
 const char* category_name(MemoryCategory c);
 MemoryCategory category_from_name(std::string_view name);  // throws std::invalid_argument
 
-enum class Phase : std::uint8_t { setup, forward, backward, recompute };
-const char* phase_name(Phase p);
-
-enum class Severity : std::uint8_t { info, warning, error };
-const char* severity_name(Severity s);
-
-using LabelId = std::uint32_t;  // an interned string; 0 is the empty string
 using AllocationId = std::uint64_t;
 using CategoryBytes = std::array<std::int64_t, kMemoryCategoryCount>;
 
-// One entry of the ledger's stream. Listeners (the trace recorder) receive them in order.
-struct LedgerEvent {
+// One change of what the ledger holds, in the order it happened.
+struct AllocationEvent {
   enum class Kind : std::uint8_t {
-    step_begin,        // op, node, phase
-    step_end,          //
-    alloc,             // allocation, bytes, category
-    free,              // allocation, bytes, category
-    recategorize,      // allocation, bytes, category (new), previous
-    tag,               // allocation, text: names the tensor an allocation holds
-    checkpoint_begin,  // text: the segment (its forward, which keeps only its inputs)
-    checkpoint_end,    // text: the segment
-    recompute_begin,   // text: the segment
-    recompute_end,     // text: the segment
-    message,           // severity, text
+    alloc,         // allocation, bytes, category
+    free,          // allocation, bytes, category
+    recategorize,  // allocation, bytes, category (new), previous
+    tag,           // allocation, name: the tensor an allocation holds
   };
   Kind kind{};
-  Phase phase{};
   MemoryCategory category{};
   MemoryCategory previous{};
-  Severity severity{};
   AllocationId allocation = 0;
   std::int64_t bytes = 0;
-  std::int64_t step = -1;  // the step the event belongs to (-1 outside any step)
-  LabelId op = 0;
-  LabelId node = 0;
-  LabelId text = 0;
-  std::int64_t time_ns = 0;  // steady clock, on step_begin and step_end
+  std::string_view name;  // tag only; valid during the call
 };
 
-class LedgerListener {
+class AllocationListener {
  public:
-  virtual ~LedgerListener() = default;
-  virtual void on_event(const LedgerEvent& event) = 0;
+  virtual ~AllocationListener() = default;
+  virtual void on_allocation(const AllocationEvent& event) = 0;
 };
 
-// The allocator behind every tensor's storage, and the hub of a run's events: each allocation
-// and free is recorded with its bytes, its category and the step (op execution) that caused it.
-// Live bytes per category and the peak are exact at every moment. It counts what is live, never
-// what a cache holds.
+// The allocator's book behind every tensor's storage: each allocation and free with its bytes
+// and category. Live bytes per category and the peak are exact at every moment. It counts what
+// tensors hold, never what a cache holds. What the bytes are for (which op, which phase of a
+// run) is the business of the floors above (engine/autograd's ExecutionContext), which listen.
 class MemoryLedger {
  public:
   MemoryLedger() = default;
@@ -86,8 +66,11 @@ class MemoryLedger {
   // The ledger new tensors draw from on this thread (a process-wide default unless a
   // LedgerScope is active).
   static std::shared_ptr<MemoryLedger> current();
+  // The ledger of allocations made outside any LedgerScope.
+  static std::shared_ptr<MemoryLedger> process_default();
 
-  // Registers bytes; throws std::runtime_error when a cap is set and would be exceeded.
+  // Registers bytes in the current category; throws std::runtime_error when a cap is set and
+  // would be exceeded.
   AllocationId record_alloc(std::int64_t bytes);
   void record_free(AllocationId id);
   void recategorize(AllocationId id, MemoryCategory to);
@@ -103,39 +86,29 @@ class MemoryLedger {
   // 0 means no cap.
   void set_cap(std::int64_t bytes) { cap_ = bytes; }
   std::int64_t cap() const { return cap_; }
+  // Names the place of an allocation in a cap error ("in conv2d (features.conv0)"); set by
+  // whoever knows (the execution context), cleared with an empty function.
+  void set_locator(std::function<std::string()> locator);
 
-  // Context the next events are attributed to.
-  Phase phase() const { return phase_; }
-  void set_phase(Phase p) { phase_ = p; }
-  LabelId intern(std::string_view s);
-  const std::string& label(LabelId id) const;
-  void begin_step(LabelId op, LabelId node);
-  void end_step();
-  bool in_step() const { return step_open_; }
-  std::int64_t steps() const { return next_step_; }
-  std::int64_t current_step() const { return step_open_ ? next_step_ - 1 : -1; }
-  LabelId current_op() const { return step_open_ ? step_op_ : 0; }
-  LabelId current_node() const { return node_stack_.empty() ? 0 : node_stack_.back(); }
-  void push_node(LabelId node) { node_stack_.push_back(node); }
-  void pop_node() { node_stack_.pop_back(); }
+  // The category of new allocations: the innermost CategoryScope's, else the base one (which
+  // the phase of a run sets: inputs at setup, temporaries in forward and backward, recomputed
+  // in a recomputation).
+  MemoryCategory default_category() const;
   void push_category(MemoryCategory c) { category_stack_.push_back(c); }
   void pop_category() { category_stack_.pop_back(); }
-  MemoryCategory default_category() const;
-  void mark_recompute(bool begin, std::string_view segment);
-  void mark_checkpoint(bool begin, std::string_view segment);
-  void message(Severity severity, std::string_view text);
-  std::vector<std::pair<Severity, std::string>> messages() const { return messages_; }
+  MemoryCategory base_category() const { return base_category_; }
+  void set_base_category(MemoryCategory c) { base_category_ = c; }
 
-  void add_listener(LedgerListener* listener);
-  void remove_listener(LedgerListener* listener);
+  void add_listener(AllocationListener* listener);
+  void remove_listener(AllocationListener* listener);
+  bool has_listeners() const { return !listeners_.empty(); }
 
  private:
   struct Live {
     std::int64_t bytes;
     MemoryCategory category;
   };
-  void publish(LedgerEvent e);
-  LedgerEvent make(LedgerEvent::Kind kind) const;
+  void publish(const AllocationEvent& e);
 
   mutable std::recursive_mutex mutex_;
   std::unordered_map<AllocationId, Live> live_;
@@ -144,18 +117,10 @@ class MemoryLedger {
   std::int64_t peak_ = 0;
   std::int64_t cap_ = 0;
   AllocationId next_id_ = 1;
-
-  Phase phase_ = Phase::setup;
-  bool step_open_ = false;
-  std::int64_t next_step_ = 0;
-  LabelId step_op_ = 0;
-  LabelId step_node_ = 0;
-  std::vector<LabelId> node_stack_;
+  std::function<std::string()> locator_;
   std::vector<MemoryCategory> category_stack_;
-  std::deque<std::string> labels_{""};
-  std::unordered_map<std::string_view, LabelId> label_ids_{{"", 0}};
-  std::vector<std::pair<Severity, std::string>> messages_;
-  std::vector<LedgerListener*> listeners_;
+  MemoryCategory base_category_ = MemoryCategory::input;
+  std::vector<AllocationListener*> listeners_;
 };
 
 // Makes `ledger` the current one on this thread for the scope's lifetime.
@@ -170,44 +135,6 @@ class LedgerScope {
   std::shared_ptr<MemoryLedger> previous_;
 };
 
-// One op execution = one step. Nested op calls (linear calling matmul) stay inside the
-// outermost step, so that a step is what a user sees as one op.
-class OpScope {
- public:
-  explicit OpScope(std::string_view op);
-  OpScope(MemoryLedger& ledger, std::string_view op, LabelId node);
-  ~OpScope();
-  OpScope(const OpScope&) = delete;
-  OpScope& operator=(const OpScope&) = delete;
-
- private:
-  MemoryLedger* ledger_ = nullptr;
-};
-
-class PhaseScope {
- public:
-  explicit PhaseScope(Phase p);
-  ~PhaseScope();
-  PhaseScope(const PhaseScope&) = delete;
-  PhaseScope& operator=(const PhaseScope&) = delete;
-
- private:
-  std::shared_ptr<MemoryLedger> ledger_;
-  Phase previous_;
-};
-
-// Names the model node (a dotted module path plus op name) that the following steps belong to.
-class NodeScope {
- public:
-  explicit NodeScope(std::string_view node);
-  ~NodeScope();
-  NodeScope(const NodeScope&) = delete;
-  NodeScope& operator=(const NodeScope&) = delete;
-
- private:
-  std::shared_ptr<MemoryLedger> ledger_;
-};
-
 // New allocations in this scope get category `c` (parameters, inputs, gradients, RNG state).
 class CategoryScope {
  public:
@@ -219,8 +146,5 @@ class CategoryScope {
  private:
   std::shared_ptr<MemoryLedger> ledger_;
 };
-
-// Warnings and errors of a run go to the current ledger (and from there into the trace).
-void warn(std::string_view text);
 
 }  // namespace ckpt

@@ -36,7 +36,7 @@ struct Recorder::State {
   std::int64_t total = 0;
   std::int64_t t0 = 0;
   std::int64_t step_begin_ns = 0;
-  std::vector<std::uint32_t> label_map;  // ledger LabelId -> trace label id (0: unmapped)
+  std::vector<std::uint32_t> label_map;  // context LabelId -> trace label id (0: unmapped)
   std::unordered_map<AllocationId, LiveAllocation> allocations;
   std::unordered_map<std::string, std::uint32_t> names;
   std::vector<TensorRecording> tensors;
@@ -44,14 +44,14 @@ struct Recorder::State {
   int checkpoint_depth = 0;
 };
 
-Recorder::Recorder(MemoryLedger& ledger)
-    : ledger_(ledger), d_(std::make_unique<Trace::Data>()), s_(std::make_unique<State>()) {
-  d_->initial = ledger.live_by_category();
+Recorder::Recorder(ExecutionContext& context)
+    : context_(context), d_(std::make_unique<Trace::Data>()), s_(std::make_unique<State>()) {
+  d_->initial = context.ledger().live_by_category();
   s_->live = d_->initial;
   s_->total = std::accumulate(s_->live.begin(), s_->live.end(), std::int64_t{0});
   d_->peak.bytes = s_->total;
   d_->peak.by_category = s_->live;
-  ledger_.add_listener(this);
+  context_.add_listener(this);
 }
 
 Recorder::~Recorder() {
@@ -60,18 +60,18 @@ Recorder::~Recorder() {
 
 void Recorder::detach() {
   if (!attached_) return;
-  ledger_.remove_listener(this);
+  context_.remove_listener(this);
   attached_ = false;
 }
 
 namespace {
 
-std::uint32_t map_label(MemoryLedger& ledger, std::vector<std::uint32_t>& map,
+std::uint32_t map_label(const ExecutionContext& context, std::vector<std::uint32_t>& map,
                         std::vector<std::string>& labels, LabelId id) {
   if (id == 0) return 0;
   if (id >= map.size()) map.resize(id + 1, 0);
   if (map[id] == 0) {
-    labels.push_back(ledger.label(id));
+    labels.push_back(context.label(id));
     map[id] = static_cast<std::uint32_t>(labels.size() - 1);
   }
   return map[id];
@@ -91,11 +91,11 @@ void transition(TensorLife& t, std::int64_t step, ActivationState state) {
 
 }  // namespace
 
-void Recorder::on_event(const LedgerEvent& e) {
+void Recorder::on_event(const RunEvent& e) {
   Trace::Data& d = *d_;
   State& s = *s_;
   const std::int64_t step = static_cast<std::int64_t>(d.steps.size()) - 1;
-  auto label = [&](LabelId id) { return map_label(ledger_, s.label_map, d.labels, id); };
+  auto label = [&](LabelId id) { return map_label(context_, s.label_map, d.labels, id); };
   auto finalize_step = [&] {
     if (step < 0) return;
     d.total_after.push_back(s.total);
@@ -112,7 +112,7 @@ void Recorder::on_event(const LedgerEvent& e) {
   };
 
   switch (e.kind) {
-    case LedgerEvent::Kind::step_begin: {
+    case RunEvent::Kind::step_begin: {
       finalize_step();
       if (d.steps.empty()) s.t0 = e.time_ns;
       StepRecord r;
@@ -141,11 +141,11 @@ void Recorder::on_event(const LedgerEvent& e) {
       }
       break;
     }
-    case LedgerEvent::Kind::step_end:
+    case RunEvent::Kind::step_end:
       if (!d.steps.empty())
         d.steps.back().duration_ns = static_cast<float>(e.time_ns - s.step_begin_ns);
       break;
-    case LedgerEvent::Kind::alloc: {
+    case RunEvent::Kind::alloc: {
       move(e.category, e.bytes);
       LiveAllocation a;
       a.category = e.category;
@@ -159,7 +159,7 @@ void Recorder::on_event(const LedgerEvent& e) {
       }
       break;
     }
-    case LedgerEvent::Kind::free: {
+    case RunEvent::Kind::free: {
       move(e.category, -e.bytes);
       const auto idx = add_event(TraceEventKind::free, e.category, e.category);
       auto it = s.allocations.find(e.allocation);
@@ -174,7 +174,7 @@ void Recorder::on_event(const LedgerEvent& e) {
       s.allocations.erase(it);
       break;
     }
-    case LedgerEvent::Kind::recategorize: {
+    case RunEvent::Kind::recategorize: {
       move(e.previous, -e.bytes);
       move(e.category, e.bytes);
       const auto idx = add_event(TraceEventKind::recategorize, e.category, e.previous);
@@ -198,8 +198,8 @@ void Recorder::on_event(const LedgerEvent& e) {
       }
       break;
     }
-    case LedgerEvent::Kind::tag: {
-      const std::string& name = ledger_.label(e.text);
+    case RunEvent::Kind::tag: {
+      const std::string& name = context_.label(e.text);
       auto [nit, is_new] = s.names.try_emplace(name, static_cast<std::uint32_t>(d.tensors.size()));
       const std::uint32_t t = nit->second;
       if (is_new) {
@@ -219,7 +219,7 @@ void Recorder::on_event(const LedgerEvent& e) {
         // Made before the recorder attached: its bytes are unknown, its category is not.
         LiveAllocation a;
         try {
-          a.category = ledger_.category_of(e.allocation);
+          a.category = context_.ledger().category_of(e.allocation);
         } catch (const std::logic_error&) {
           break;  // not live any more: nothing to follow
         }
@@ -234,7 +234,7 @@ void Recorder::on_event(const LedgerEvent& e) {
       rec.in_segment = e.phase == Phase::forward && s.checkpoint_depth > 0;
       TensorLife& life = d.tensors[t];
       life.bytes = a.bytes;
-      if (e.node) life.node = ledger_.label(e.node);
+      if (e.node) life.node = context_.label(e.node);
       if (life.saved_at_step < 0 && a.saved_at_step >= 0) {
         life.saved_at_step = a.saved_at_step;
         life.saved_by_op = d.label(a.saved_by_op);
@@ -246,17 +246,17 @@ void Recorder::on_event(const LedgerEvent& e) {
       transition(life, step, state);
       break;
     }
-    case LedgerEvent::Kind::checkpoint_begin:
-    case LedgerEvent::Kind::recompute_begin: {
-      const bool ck = e.kind == LedgerEvent::Kind::checkpoint_begin;
+    case RunEvent::Kind::checkpoint_begin:
+    case RunEvent::Kind::recompute_begin: {
+      const bool ck = e.kind == RunEvent::Kind::checkpoint_begin;
       s.spans.push_back({ck ? SpanKind::checkpoint : SpanKind::recompute, label(e.text),
                          static_cast<std::int64_t>(d.steps.size())});
       if (ck) ++s.checkpoint_depth;
       break;
     }
-    case LedgerEvent::Kind::checkpoint_end:
-    case LedgerEvent::Kind::recompute_end: {
-      const bool ck = e.kind == LedgerEvent::Kind::checkpoint_end;
+    case RunEvent::Kind::checkpoint_end:
+    case RunEvent::Kind::recompute_end: {
+      const bool ck = e.kind == RunEvent::Kind::checkpoint_end;
       const auto kind = ck ? SpanKind::checkpoint : SpanKind::recompute;
       const auto segment = label(e.text);
       // The innermost open span of that kind and segment (robust to a missing end after an
@@ -278,8 +278,8 @@ void Recorder::on_event(const LedgerEvent& e) {
         d.recomputes.push_back({d.label(segment), open.begin_step, end});
       break;
     }
-    case LedgerEvent::Kind::message:
-      d.messages.push_back({step, e.severity, ledger_.label(e.text)});
+    case RunEvent::Kind::message:
+      d.messages.push_back({step, e.severity, context_.label(e.text)});
       break;
   }
 }

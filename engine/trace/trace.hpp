@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tensor/memory_ledger.hpp"
+#include "engine/autograd/execution_context.hpp"
 
 namespace ckpt {
 
@@ -143,22 +143,23 @@ class Trace {
   std::unique_ptr<Data> d_;
 };
 
-// Listens to a ledger and builds a Trace. Attach before the run; finish() after.
-class Recorder final : public LedgerListener {
+// Listens to a run's execution context and builds a Trace. Attach before the run; finish()
+// after.
+class Recorder final : public RunListener {
  public:
-  explicit Recorder(MemoryLedger& ledger);
+  explicit Recorder(ExecutionContext& context);
   ~Recorder() override;
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
-  void on_event(const LedgerEvent& e) override;
-  // Detaches from the ledger and returns the trace (usable also after a failed run).
+  void on_event(const RunEvent& e) override;
+  // Detaches from the context and returns the trace (usable also after a failed run).
   Trace finish();
 
   struct State;  // what only recording needs (live allocations, name lookup)
 
  private:
   void detach();
-  MemoryLedger& ledger_;
+  ExecutionContext& context_;
   std::unique_ptr<Trace::Data> d_;
   std::unique_ptr<State> s_;
   bool attached_ = true;

@@ -79,15 +79,15 @@ class Torch {
 
 // --profile: time per op, from the ledger's step events (forward ops by name, backward
 // steps by node name), to see what limits a model.
-class OpProfile : public ckpt::LedgerListener {
+class OpProfile : public ckpt::RunListener {
  public:
-  explicit OpProfile(ckpt::MemoryLedger& ledger) : ledger_(ledger) {}
-  void on_event(const ckpt::LedgerEvent& e) override {
-    if (e.kind == ckpt::LedgerEvent::Kind::step_begin) {
+  explicit OpProfile(ckpt::ExecutionContext& context) : context_(context) {}
+  void on_event(const ckpt::RunEvent& e) override {
+    if (e.kind == ckpt::RunEvent::Kind::step_begin) {
       op_ = e.op;
       begin_ = e.time_ns;
-    } else if (e.kind == ckpt::LedgerEvent::Kind::step_end) {
-      auto& [ns, count] = by_op_[ledger_.label(op_)];
+    } else if (e.kind == ckpt::RunEvent::Kind::step_end) {
+      auto& [ns, count] = by_op_[context_.label(op_)];
       ns += static_cast<double>(e.time_ns - begin_);
       ++count;
     }
@@ -106,7 +106,7 @@ class OpProfile : public ckpt::LedgerListener {
   }
 
  private:
-  ckpt::MemoryLedger& ledger_;
+  ckpt::ExecutionContext& context_;
   ckpt::LabelId op_ = 0;
   std::int64_t begin_ = 0;
   std::map<std::string, std::pair<double, int>> by_op_;
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   if (with_torch) torch = std::make_unique<Torch>(python, script);
   for (const auto& model : models) {
     auto ledger = std::make_shared<ckpt::MemoryLedger>();
-    ckpt::LedgerScope scope(ledger);
+    ckpt::ExecutionScope scope(ledger);
     ckpt::bench::Net net = model == "mlp" ? ckpt::bench::make_mlp() : ckpt::bench::make_resnet18();
     std::printf("%-9s (%.2f GFLOP per step)\n", model.c_str(), net.flops / 1e9);
     for (int t : threads) {
@@ -200,9 +200,9 @@ int main(int argc, char** argv) {
         torch_threads = std::stoi(ready.substr(ready.find(' ') + 1));
       }
       std::vector<double> ours, theirs, ours_cpu, theirs_cpu;
-      OpProfile prof(*ledger);
+      OpProfile prof(scope.context());
       for (int i = 0; i < warmup + iters; ++i) {
-        if (profile && i == warmup) ledger->add_listener(&prof);
+        if (profile && i == warmup) scope.context().add_listener(&prof);
         double tt = 0, tc = 0;
         if (torch) {
           std::stringstream reply(torch->ask("step"));
@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
         std::printf("%-9s %7d %10.2f %10s %7s %12.1f %12s\n", model.c_str(), t, mo, "-", "-",
                     gf / (mo / 1e3), "-");
       if (profile) {
-        ledger->remove_listener(&prof);
+        scope.context().remove_listener(&prof);
         prof.print(iters);
       }
       std::fflush(stdout);

@@ -96,10 +96,10 @@ class TestCheckpoint : public QObject {
   void reentrantWithoutInputGradWarnsThenFailsAtBackward() {
     Mlp m;
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
     Tensor x = randn({4, 8}, 2);
     Tensor out = checkpoint(m.fn(), {x}, variant(true))[0];
-    QVERIFY(has_message(ledger->messages(), Severity::warning, kNoInputWarning));
+    QVERIFY(has_message(scope.context().messages(), Severity::warning, kNoInputWarning));
     QVERIFY(!out.requires_grad());
     QCOMPARE(error_of([&] { sum(out).backward(); }), std::string(kElement0));
   }
@@ -108,10 +108,10 @@ class TestCheckpoint : public QObject {
   void reentrantWithoutInputGradSilentlyLosesGradients() {
     Mlp m;
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
     Tensor out = checkpoint(m.fn(), {randn({4, 8}, 2)}, variant(true))[0];
     sum(linear(out, m.head)).backward();
-    QVERIFY(has_message(ledger->messages(), Severity::warning, kNoInputWarning));
+    QVERIFY(has_message(scope.context().messages(), Severity::warning, kNoInputWarning));
     QVERIFY(m.head.grad().defined());
     for (std::size_t i = 0; i < 4; ++i) QVERIFY(!m.params()[i].grad().defined());
   }
@@ -119,11 +119,11 @@ class TestCheckpoint : public QObject {
   void nonReentrantGivesParametersTheirGradients() {
     Mlp plain, ck;
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
     Tensor x = randn({4, 8}, 2);
     sum(linear(plain.block({x})[0], plain.head)).backward();
     sum(linear(checkpoint(ck.fn(), {x}, variant(false))[0], ck.head)).backward();
-    QVERIFY(ledger->messages().empty());
+    QVERIFY(scope.context().messages().empty());
     for (std::size_t i = 0; i < 5; ++i)
       compare_tensors(ck.params()[i].grad(), plain.params()[i].grad(), 1e-6, "grad");
   }
@@ -131,7 +131,7 @@ class TestCheckpoint : public QObject {
   void gradThroughBothVariants() {
     Mlp m;
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
     Tensor x = randn({4, 8}, 3).set_requires_grad(true);
     const Tensor expected = grad({sum(m.block({x})[0])}, {x})[0];
     Tensor r = sum(checkpoint(m.fn(), {x}, variant(true))[0]);
@@ -144,7 +144,7 @@ class TestCheckpoint : public QObject {
   void detachedOutputOfAReentrantSegment() {
     Mlp m;
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
     Tensor x = randn({4, 8}, 3).set_requires_grad(true);
     auto detached = [&](const TensorList& in) { return TensorList{m.block(in)[0].detach()}; };
     Tensor out = checkpoint(detached, {x}, variant(true))[0];
@@ -318,8 +318,8 @@ class TestCheckpoint : public QObject {
     CheckpointOptions o = variant(true);
     o.preserve_rng_state = false;
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
-    Recorder recorder(*ledger);
+    ExecutionScope scope(ledger);
+    Recorder recorder(scope.context());
     bool threw = false;
     try {
       PhaseScope fwd(Phase::forward);

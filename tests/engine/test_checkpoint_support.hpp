@@ -67,8 +67,8 @@ struct Run {
 inline Run run_recorded(const std::function<Tensor()>& forward, bool do_backward = true,
                         bool count_packs = false) {
   Run r;
-  LedgerScope scope(r.ledger);
-  r.recorder = std::make_unique<Recorder>(*r.ledger);
+  ExecutionScope scope(r.ledger);
+  r.recorder = std::make_unique<Recorder>(scope.context());
   {
     PackCounter counter;
     std::optional<SavedTensorHooksScope> hooks;
@@ -84,7 +84,7 @@ inline Run run_recorded(const std::function<Tensor()>& forward, bool do_backward
     if (do_backward) loss.backward();
   }
   r.peak = r.ledger->peak_bytes();
-  r.messages = r.ledger->messages();
+  r.messages = scope.context().messages();
   r.trace = r.recorder->finish();
   return r;
 }

@@ -5,9 +5,9 @@
 using namespace ckpt;
 
 namespace {
-struct Collector : LedgerListener {
-  std::vector<LedgerEvent> events;
-  void on_event(const LedgerEvent& e) override { events.push_back(e); }
+struct Collector : RunListener {
+  std::vector<RunEvent> events;
+  void on_event(const RunEvent& e) override { events.push_back(e); }
 };
 }  // namespace
 
@@ -34,7 +34,7 @@ class TestLedger : public QObject {
 
   void savedTensorsBecomeActivationsAndAreReleasedByBackward() {
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
     PhaseScope fwd(Phase::forward);
     Tensor x;
     {
@@ -75,7 +75,7 @@ class TestLedger : public QObject {
 
   void capIsAClearError() {
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
     ledger->set_cap(1000);
     Tensor a = Tensor::zeros({100});
     try {
@@ -94,25 +94,26 @@ class TestLedger : public QObject {
   void eventsCarryStepOpPhaseAndCategory() {
     auto ledger = std::make_shared<MemoryLedger>();
     Collector c;
-    ledger->add_listener(&c);
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
+    ExecutionContext& context = scope.context();
+    context.add_listener(&c);
     PhaseScope fwd(Phase::forward);
     Tensor x = Tensor::ones({3});
     x.set_requires_grad(true);
     Tensor y = sigmoid(x);
-    ledger->remove_listener(&c);
+    context.remove_listener(&c);
     // input alloc (outside a step), then one step: begin, alloc, recategorize, end.
     QCOMPARE(int(c.events.size()), 5);
-    QVERIFY(c.events[0].kind == LedgerEvent::Kind::alloc);
+    QVERIFY(c.events[0].kind == RunEvent::Kind::alloc);
     QCOMPARE(c.events[0].step, -1);
-    QVERIFY(c.events[1].kind == LedgerEvent::Kind::step_begin);
-    QCOMPARE(ledger->label(c.events[1].op), std::string("sigmoid"));
-    QVERIFY(c.events[2].kind == LedgerEvent::Kind::alloc);
+    QVERIFY(c.events[1].kind == RunEvent::Kind::step_begin);
+    QCOMPARE(context.label(c.events[1].op), std::string("sigmoid"));
+    QVERIFY(c.events[2].kind == RunEvent::Kind::alloc);
     QCOMPARE(c.events[2].bytes, 12);
     QVERIFY(c.events[2].category == MemoryCategory::temporary);
-    QVERIFY(c.events[3].kind == LedgerEvent::Kind::recategorize);
+    QVERIFY(c.events[3].kind == RunEvent::Kind::recategorize);
     QVERIFY(c.events[3].category == MemoryCategory::activation);
-    QVERIFY(c.events[4].kind == LedgerEvent::Kind::step_end);
+    QVERIFY(c.events[4].kind == RunEvent::Kind::step_end);
   }
 };
 

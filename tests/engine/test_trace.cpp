@@ -15,13 +15,13 @@ namespace {
 
 // What the ledger itself says is live after each step (taken when the next step begins, so
 // that frees between two ops count for the step before, as in the trace).
-struct LiveProbe : LedgerListener {
+struct LiveProbe : RunListener {
   MemoryLedger* ledger = nullptr;
   std::vector<CategoryBytes> after_step;
   CategoryBytes before_first{};
   bool started = false;
-  void on_event(const LedgerEvent& e) override {
-    if (e.kind != LedgerEvent::Kind::step_begin) return;
+  void on_event(const RunEvent& e) override {
+    if (e.kind != RunEvent::Kind::step_begin) return;
     if (started)
       after_step.push_back(ledger->live_by_category());
     else
@@ -50,16 +50,16 @@ class TestTrace : public QObject {
  private slots:
   void memoryCurveEqualsLedgerAtEveryStep() {
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
     Tensor w;
     {
       CategoryScope as_param(MemoryCategory::parameter);
       w = Tensor::full({16}, 0.5).set_requires_grad(true);  // before the recorder attaches
     }
-    Recorder recorder(*ledger);
+    Recorder recorder(scope.context());
     LiveProbe probe;
     probe.ledger = ledger.get();
-    ledger->add_listener(&probe);
+    scope.context().add_listener(&probe);
     {
       PhaseScope fwd(Phase::forward);
       Tensor x = input({16}, 0.1);
@@ -72,11 +72,11 @@ class TestTrace : public QObject {
           y = reshape(y, {16});
         }
         if (i == 70) {
-          ledger->mark_checkpoint(true, "seg");
+          scope.context().mark_checkpoint(true, "seg");
           NoGradGuard no_grad;
           Tensor keep = y;
           for (int j = 0; j < 10; ++j) y = tanh(y);
-          ledger->mark_checkpoint(false, "seg");
+          scope.context().mark_checkpoint(false, "seg");
           y = add(y, keep);
         }
       }
@@ -84,7 +84,7 @@ class TestTrace : public QObject {
       loss.backward();
     }
     probe.after_step.push_back(ledger->live_by_category());
-    ledger->remove_listener(&probe);
+    scope.context().remove_listener(&probe);
     Trace trace = recorder.finish();
 
     QCOMPARE(static_cast<std::size_t>(trace.step_count()), probe.after_step.size());
@@ -131,8 +131,8 @@ class TestTrace : public QObject {
 
   void activationStatesOnAHandMadeRun() {
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
-    Recorder recorder(*ledger);
+    ExecutionScope scope(ledger);
+    Recorder recorder(scope.context());
     Tensor x = input({2, 3}, 0.3).set_requires_grad(true);
     tag(x, "x");
     PhaseScope fwd(Phase::forward);
@@ -140,8 +140,8 @@ class TestTrace : public QObject {
     tag(h, "h");
     Tensor hv = reshape(h, {6});  // step 1: a view, the same allocation
     tag(hv, "h_view");
-    const std::int64_t segment_start = ledger->steps();
-    ledger->mark_checkpoint(true, "block");
+    const std::int64_t segment_start = scope.context().steps();
+    scope.context().mark_checkpoint(true, "block");
     h.storage()->ledger().recategorize(h.storage()->id(), MemoryCategory::checkpoint_input);
     Tensor b;
     {
@@ -151,16 +151,16 @@ class TestTrace : public QObject {
       b = exp(a);  // step 3; a is released when this scope closes
       tag(b, "b");
     }
-    ledger->mark_checkpoint(false, "block");
+    scope.context().mark_checkpoint(false, "block");
     Tensor c = add(b, 1.0);  // step 4
     tag(c, "c");
     b = Tensor();  // b is released outside the segment but made inside: dropped as well
     {
       PhaseScope rec(Phase::recompute);
-      ledger->mark_recompute(true, "block");
+      scope.context().mark_recompute(true, "block");
       Tensor a2 = sin(hv);  // step 5
       tag(a2, "a");
-      ledger->mark_recompute(false, "block");
+      scope.context().mark_recompute(false, "block");
     }  // a2 released: freed
     {
       PhaseScope bwd(Phase::backward);
@@ -212,16 +212,16 @@ class TestTrace : public QObject {
 
   void recomputedStateWhileAlive() {
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
-    Recorder recorder(*ledger);
+    ExecutionScope scope(ledger);
+    Recorder recorder(scope.context());
     Tensor x = input({4}, 1.0);
     Tensor again;
     {
       PhaseScope fwd(Phase::forward);
-      ledger->mark_checkpoint(true, "s");
+      scope.context().mark_checkpoint(true, "s");
       Tensor y = exp(x);
       tag(y, "y");
-      ledger->mark_checkpoint(false, "s");
+      scope.context().mark_checkpoint(false, "s");
     }
     {
       PhaseScope rec(Phase::recompute);
@@ -236,15 +236,15 @@ class TestTrace : public QObject {
 
   void exportsParse() {
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
-    Recorder recorder(*ledger);
+    ExecutionScope scope(ledger);
+    Recorder recorder(scope.context());
     {
       Tensor w = input({3}, 2.0).set_requires_grad(true);
       PhaseScope fwd(Phase::forward);
-      ledger->mark_checkpoint(true, "seg \"one\"");
+      scope.context().mark_checkpoint(true, "seg \"one\"");
       Tensor y = mul(w, w);
       tag(y, "y");
-      ledger->mark_checkpoint(false, "seg \"one\"");
+      scope.context().mark_checkpoint(false, "seg \"one\"");
       warn("a warning, with \"quotes\"\nand a newline");
       sum(y).backward();
     }
@@ -292,19 +292,19 @@ class TestTrace : public QObject {
 
   void traceOfAFailedRunExports() {
     auto ledger = std::make_shared<MemoryLedger>();
-    LedgerScope scope(ledger);
+    ExecutionScope scope(ledger);
     ledger->set_cap(2000);
-    Recorder recorder(*ledger);
+    Recorder recorder(scope.context());
     bool failed = false;
     try {
       PhaseScope fwd(Phase::forward);
-      ledger->mark_checkpoint(true, "doomed");
+      scope.context().mark_checkpoint(true, "doomed");
       Tensor x = input({100}, 1.0);
       std::vector<Tensor> keep;
       for (int i = 0; i < 10; ++i) keep.push_back(exp(x));
     } catch (const std::runtime_error& e) {
       failed = std::string(e.what()).find("memory cap exceeded") != std::string::npos;
-      ledger->message(Severity::error, e.what());
+      scope.context().message(Severity::error, e.what());
     }
     QVERIFY(failed);
     Trace trace = recorder.finish();

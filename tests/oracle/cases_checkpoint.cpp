@@ -12,7 +12,7 @@ using namespace ckpt;
 namespace {
 
 std::string messages_since(std::size_t from, Severity severity) {
-  const auto all = MemoryLedger::current()->messages();
+  const auto all = ExecutionContext::current()->messages();
   std::string out;
   for (std::size_t i = from; i < all.size(); ++i) {
     if (all[i].first != severity) continue;
@@ -60,7 +60,7 @@ Tensor fresh_leaf(const Tensor& t) {
 }  // namespace
 
 CKPTLAB_ORACLE_CASE(ckpt_subnet) {
-  const std::size_t first = MemoryLedger::current()->messages().size();
+  const std::size_t first = ExecutionContext::current()->messages().size();
   Tensor x = c.input("x");
   Tensor w1 = c.param("l1w"), b1 = c.param("l1b"), w2 = c.param("l2w"), b2 = c.param("l2b");
   CheckpointOptions o;
@@ -170,7 +170,7 @@ CKPTLAB_ORACLE_CASE(ckpt_dropout) {
 }
 
 CKPTLAB_ORACLE_CASE(ckpt_bn) {
-  const std::size_t first = MemoryLedger::current()->messages().size();
+  const std::size_t first = ExecutionContext::current()->messages().size();
   Tensor x = c.input("x");
   Tensor w = c.param("w"), gamma = c.param("gamma"), beta = c.param("beta");
   Tensor rm = c.buffer("running_mean"), rv = c.buffer("running_var");

@@ -221,7 +221,7 @@ CaseResult run_case(const std::string& python_name, const std::string& root) {
     return r;
   }
   auto ledger = std::make_shared<MemoryLedger>();
-  LedgerScope use_ledger(ledger);
+  ExecutionScope use_ledger(ledger);
   try {
     OracleCase c(dir.string());
     const json& m = c.impl().manifest;

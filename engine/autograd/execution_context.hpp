@@ -1,0 +1,182 @@
+#pragma once
+
+// What a run is doing while its ledger allocates: the phase (setup, forward, backward,
+// recompute), the step (one op execution), the model node it belongs to, checkpoint regions and
+// the run's messages. It listens to its ledger and publishes one ordered stream of RunEvents in
+// which every allocation is stamped with its step, op, node and phase — the stream the trace
+// recorder (engine/trace) builds a Trace from.
+//
+// CONTRACT shared by engine/autograd, ops, checkpoint, trace and run. Additions are fine.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/tensor/memory_ledger.hpp"
+
+namespace ckpt {
+
+enum class Phase : std::uint8_t { setup, forward, backward, recompute };
+const char* phase_name(Phase p);
+
+enum class Severity : std::uint8_t { info, warning, error };
+const char* severity_name(Severity s);
+
+using LabelId = std::uint32_t;  // an interned string; 0 is the empty string
+
+// One entry of a run's event stream. Listeners (the trace recorder) receive them in order.
+struct RunEvent {
+  enum class Kind : std::uint8_t {
+    step_begin,        // op, node, phase
+    step_end,          //
+    alloc,             // allocation, bytes, category
+    free,              // allocation, bytes, category
+    recategorize,      // allocation, bytes, category (new), previous
+    tag,               // allocation, text: names the tensor an allocation holds
+    checkpoint_begin,  // text: the segment (its forward, which keeps only its inputs)
+    checkpoint_end,    // text: the segment
+    recompute_begin,   // text: the segment
+    recompute_end,     // text: the segment
+    message,           // severity, text
+  };
+  Kind kind{};
+  Phase phase{};
+  MemoryCategory category{};
+  MemoryCategory previous{};
+  Severity severity{};
+  AllocationId allocation = 0;
+  std::int64_t bytes = 0;
+  std::int64_t step = -1;  // the step the event belongs to (-1 outside any step)
+  LabelId op = 0;
+  LabelId node = 0;
+  LabelId text = 0;
+  std::int64_t time_ns = 0;  // steady clock, on step_begin and step_end
+};
+
+class RunListener {
+ public:
+  virtual ~RunListener() = default;
+  virtual void on_event(const RunEvent& event) = 0;
+};
+
+class ExecutionContext final : public AllocationListener {
+ public:
+  explicit ExecutionContext(std::shared_ptr<MemoryLedger> ledger = nullptr);
+  ~ExecutionContext() override;
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+
+  // The context of this thread (a process-wide default over the default ledger unless an
+  // ExecutionScope is active).
+  static std::shared_ptr<ExecutionContext> current();
+
+  MemoryLedger& ledger() const { return *ledger_; }
+  const std::shared_ptr<MemoryLedger>& ledger_ptr() const { return ledger_; }
+
+  Phase phase() const { return phase_; }
+  void set_phase(Phase p);
+  LabelId intern(std::string_view s);
+  const std::string& label(LabelId id) const;
+  void begin_step(LabelId op, LabelId node);
+  void end_step();
+  bool in_step() const { return step_open_; }
+  std::int64_t steps() const { return next_step_; }
+  std::int64_t current_step() const { return step_open_ ? next_step_ - 1 : -1; }
+  LabelId current_op() const { return step_open_ ? step_op_ : 0; }
+  LabelId current_node() const { return node_stack_.empty() ? 0 : node_stack_.back(); }
+  void push_node(LabelId node) { node_stack_.push_back(node); }
+  void pop_node() { node_stack_.pop_back(); }
+  void mark_recompute(bool begin, std::string_view segment);
+  void mark_checkpoint(bool begin, std::string_view segment);
+  void message(Severity severity, std::string_view text);
+  const std::vector<std::pair<Severity, std::string>>& messages() const { return messages_; }
+  // "conv2d (features.conv0)": the op and node of the open step, for error messages.
+  std::string location() const;
+
+  void add_listener(RunListener* listener);
+  void remove_listener(RunListener* listener);
+
+  void on_allocation(const AllocationEvent& event) override;
+
+ private:
+  RunEvent make(RunEvent::Kind kind) const;
+  void publish(const RunEvent& e);
+
+  std::shared_ptr<MemoryLedger> ledger_;
+  Phase phase_ = Phase::setup;
+  bool step_open_ = false;
+  std::int64_t next_step_ = 0;
+  LabelId step_op_ = 0;
+  LabelId step_node_ = 0;
+  std::vector<LabelId> node_stack_;
+  std::deque<std::string> labels_{""};
+  std::unordered_map<std::string_view, LabelId> label_ids_{{"", 0}};
+  std::vector<std::pair<Severity, std::string>> messages_;
+  std::vector<RunListener*> listeners_;
+};
+
+// Makes `context` (and its ledger) current on this thread for the scope's lifetime.
+class ExecutionScope {
+ public:
+  explicit ExecutionScope(std::shared_ptr<ExecutionContext> context);
+  // A new context over `ledger`.
+  explicit ExecutionScope(std::shared_ptr<MemoryLedger> ledger);
+  ~ExecutionScope();
+  ExecutionScope(const ExecutionScope&) = delete;
+  ExecutionScope& operator=(const ExecutionScope&) = delete;
+  ExecutionContext& context() const { return *context_; }
+  const std::shared_ptr<ExecutionContext>& context_ptr() const { return context_; }
+
+ private:
+  std::shared_ptr<ExecutionContext> context_;
+  std::shared_ptr<ExecutionContext> previous_;
+  LedgerScope ledger_scope_;
+};
+
+// One op execution = one step. Nested op calls (linear calling matmul) stay inside the
+// outermost step, so that a step is what a user sees as one op.
+class OpScope {
+ public:
+  explicit OpScope(std::string_view op);
+  OpScope(ExecutionContext& context, std::string_view op, LabelId node);
+  ~OpScope();
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  ExecutionContext* context_ = nullptr;
+};
+
+class PhaseScope {
+ public:
+  explicit PhaseScope(Phase p);
+  ~PhaseScope();
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  std::shared_ptr<ExecutionContext> context_;
+  Phase previous_;
+};
+
+// Names the model node (a dotted module path plus op name) that the following steps belong to.
+class NodeScope {
+ public:
+  explicit NodeScope(std::string_view node);
+  ~NodeScope();
+  NodeScope(const NodeScope&) = delete;
+  NodeScope& operator=(const NodeScope&) = delete;
+
+ private:
+  std::shared_ptr<ExecutionContext> context_;
+};
+
+// Warnings and errors of a run go to the current context (and from there into the trace).
+void warn(std::string_view text);
+
+}  // namespace ckpt
