@@ -1,6 +1,7 @@
 #include "engine/autograd/execution_context.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <chrono>
 
 namespace ckpt {
@@ -63,6 +64,7 @@ ExecutionContext::ExecutionContext(std::shared_ptr<MemoryLedger> ledger)
 }
 
 ExecutionContext::~ExecutionContext() {
+  for (RunListener* listener : std::exchange(listeners_, {})) listener->on_context_destroyed();
   ledger_->remove_listener(this);
   ledger_->set_locator({});
 }

@@ -62,6 +62,9 @@ class RunListener {
  public:
   virtual ~RunListener() = default;
   virtual void on_event(const RunEvent& event) = 0;
+  // The context is being destroyed while this listener is still attached (an exception unwound
+  // the scope that owned it first): the listener must not touch the context again.
+  virtual void on_context_destroyed() {}
 };
 
 class ExecutionContext final : public AllocationListener {

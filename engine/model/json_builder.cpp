@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "engine/model/init.hpp"
+#include "engine/tensor/init.hpp"
 
 namespace ckpt::json_model {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "engine/model/init.hpp"
+#include "engine/tensor/init.hpp"
 #include "engine/model/json_builder.hpp"
 
 namespace ckpt::json_model {

@@ -11,7 +11,7 @@
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/kernels/kernels.hpp"
 #include "engine/model/finalize.hpp"
-#include "engine/model/init.hpp"
+#include "engine/tensor/init.hpp"
 #include "engine/ops/ops.hpp"
 #include "engine/run/compiled_model.hpp"
 #include "engine/run/executor.hpp"

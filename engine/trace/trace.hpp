@@ -152,6 +152,7 @@ class Recorder final : public RunListener {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
   void on_event(const RunEvent& e) override;
+  void on_context_destroyed() override { attached_ = false; }
   // Detaches from the context and returns the trace (usable also after a failed run).
   Trace finish();
 

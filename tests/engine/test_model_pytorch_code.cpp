@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model/finalize.hpp"
-#include "engine/model/init.hpp"
+#include "engine/tensor/init.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
 #include "engine/run/runner.hpp"

@@ -1,4 +1,4 @@
-#include "engine/model/init.hpp"
+#include "engine/tensor/init.hpp"
 
 #include <cmath>
 #include <stdexcept>
