@@ -4,11 +4,16 @@
 #include <stdexcept>
 
 #include "engine/checkpoint/segment.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
 
 std::vector<std::string> save_matmul_ops() {
-  return {"matmul", "linear", "conv2d"};
+  std::vector<std::string> out;
+  const OpTable& table = OpTable::instance();
+  for (const std::string& type : table.types())
+    if (table.find(type)->compute_heavy) out.push_back(type);
+  return out;
 }
 
 TensorList checkpoint(const SegmentFunction& fn, const TensorList& inputs,

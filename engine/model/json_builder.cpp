@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "engine/ops/schema/op_schema.hpp"
 #include "engine/tensor/init.hpp"
 
 namespace ckpt::json_model {
@@ -66,6 +67,8 @@ std::string kind_of(const std::string& type) {
                                                     {"adaptive_avgpool2d", "AdaptiveAvgPool2d"}};
   auto it = k.find(type);
   if (it != k.end()) return it->second;
+  if (const OpSchema* row = OpTable::instance().find_native_layer(type); row && row->module_class)
+    return row->module_class;
   std::string s = type;
   if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
   return s;
@@ -76,6 +79,8 @@ std::string known_types() {
   for (const auto* set : {&container_types(), &block_types(), &param_types(), &simple_types()})
     all.insert(all.end(), set->begin(), set->end());
   all.push_back("repeat");
+  for (const auto& type : OpTable::instance().types())
+    if (const char* layer = OpTable::instance().find(type)->native_layer) all.push_back(layer);
   std::sort(all.begin(), all.end());
   std::string s;
   for (const auto& t : all) s += (s.empty() ? "" : ", ") + t;
@@ -446,7 +451,7 @@ Values Builder::expand(const json& j, const std::string& where, Scope& s, const 
     Scope c = child(s, name, kind_of(type), &j, w, naming);
     return param_layer(type, j, w, c, in);
   }
-  if (simple_types().count(type)) {
+  if (simple_types().count(type) || OpTable::instance().find_native_layer(type)) {
     if (given.empty()) return simple_op(type, j, w, s, in, false);
     Scope c = child(s, name, kind_of(type), &j, w, naming);
     return simple_op(type, j, w, c, in, true);

@@ -4,8 +4,9 @@
 #include <cmath>
 #include <set>
 
-#include "engine/tensor/init.hpp"
 #include "engine/model/json_builder.hpp"
+#include "engine/ops/schema/op_schema.hpp"
+#include "engine/tensor/init.hpp"
 
 namespace ckpt::json_model {
 
@@ -76,6 +77,8 @@ Values Builder::simple_op(const std::string& type, const json& j, const std::str
                                            "cos",  "exp",      "log",     "sqrt", "neg",
                                            "erf",  "identity", "clone"};
   if (unary.count(type)) return emit(s, type, one(), {}, hint);
+  if (const OpSchema* row = OpTable::instance().find_native_layer(type))
+    return emit(s, row->type, one(), {}, hint);
   if (type == "relu6") return emit(s, "hardtanh", one(), {{"min", 0.0}, {"max", 6.0}}, hint);
   if (type == "hardtanh")
     return emit(
@@ -358,7 +361,8 @@ Values Builder::repeat(const json& j, const std::string& where, Scope& s, const 
       "mean",    "add",       "sub",         "mul",       "div",
       "pow",     "matmul",    "maxpool2d",   "avgpool2d", "adaptive_avgpool2d",
       "repeat"};
-  const bool is_module = !name.empty() || !inline_types.count(type);
+  const bool is_module =
+      !name.empty() || (!inline_types.count(type) && !OpTable::instance().find_native_layer(type));
   if (is_module && name.empty()) throw JsonError(bw, "a repeated module needs a \"name\"");
   if (is_module && !shared && count > 1 && name.find("{i}") == std::string::npos)
     throw JsonError(bw,

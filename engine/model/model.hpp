@@ -14,13 +14,10 @@
 #include <variant>
 #include <vector>
 
+#include "engine/ops/schema/attributes.hpp"
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt {
-
-using AttrValue =
-    std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, std::vector<double>>;
-using Attributes = std::map<std::string, AttrValue>;
 
 // A named value of the graph: a model input, a parameter or buffer, a constant, or an op output.
 struct ValueInfo {

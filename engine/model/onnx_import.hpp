@@ -13,16 +13,13 @@
 #include <vector>
 
 #include "engine/model/model.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt::onnx_import {
 
 // An ONNX value at load time: either a graph value the Runner computes (`graph` names it, and
-// `probe` is its dry-run tensor, for shapes) or a constant known now (`probe` is its value).
-struct Value {
-  bool constant = false;
-  std::string graph;
-  Tensor probe;
-};
+// `probe` is its load-time tensor, for shapes) or a constant known now (`probe` is its value).
+using Value = OnnxValue;
 
 class Importer {
  public:
@@ -30,7 +27,7 @@ class Importer {
            std::map<std::string, Tensor> bind = {});
   void run();
 
-  // The op types translate() understands, sorted.
+  // The op types translate() understands (the op table's ONNX rules), sorted.
   static std::vector<std::string> supported();
 
  private:
@@ -40,10 +37,10 @@ class Importer {
   void read_initializers();
   void read_inputs();
   std::vector<const onnx::NodeProto*> topological_order() const;
+  // Looks the node's rule up in the op table and runs it (folding, or emitting engine ops).
   void translate(const onnx::NodeProto& n);
-  // Per-op translations (onnx_ops.cpp); each defines the node's outputs.
-  bool fold(const onnx::NodeProto& n, const Inputs& in);
-  void translate_runtime(const onnx::NodeProto& n, const Inputs& in);
+  void translate_with(const OnnxRule& rule, const onnx::NodeProto& n, const Inputs& in);
+  friend class NodeView;  // the node as a rule sees it (onnx_ops.cpp)
 
   // Emits an engine op in the node's module, runs it on the probes, and returns the new value
   // (its name is `output` when given, else a fresh one).
@@ -67,12 +64,6 @@ class Importer {
 
   // Attributes of the node.
   const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) const;
-  std::int64_t attr_i(const onnx::NodeProto& n, const std::string& name,
-                      std::int64_t fallback) const;
-  double attr_f(const onnx::NodeProto& n, const std::string& name, double fallback) const;
-  std::vector<std::int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name) const;
-  std::string attr_s(const onnx::NodeProto& n, const std::string& name,
-                     const std::string& fallback) const;
 
   Model& m_;
   const onnx::ModelProto& proto_;
@@ -82,8 +73,8 @@ class Importer {
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, Tensor> probes_;            // dry-run tensor of every graph value
   std::unordered_map<std::string, std::string> unavailable_;  // ONNX outputs we do not make
-  // Zero padding waiting for the AveragePool that consumes it: source value and pads (H, W).
-  std::unordered_map<std::string, std::pair<std::string, std::vector<std::int64_t>>> pending_pads_;
+  // What a node leaves for a later one (a zero Pad for its AveragePool), by value name.
+  std::unordered_map<std::string, Attributes> pending_;
   const onnx::NodeProto* counted_ = nullptr;  // last node counted in module_node_count_
   std::unordered_map<std::string, std::int64_t> name_counts_;
   std::map<std::string, Module*> modules_;

@@ -7,9 +7,9 @@
 #include <stdexcept>
 
 #include "engine/autograd/grad_mode.hpp"
+#include "engine/kernels/kernels.hpp"
 #include "engine/model/finalize.hpp"
 #include "engine/model/onnx_import.hpp"
-#include "engine/kernels/kernels.hpp"
 #include "engine/tensor/generator.hpp"
 
 namespace ckpt {
@@ -297,38 +297,18 @@ const onnx::AttributeProto* Importer::attr(const onnx::NodeProto& n,
   return nullptr;
 }
 
-std::int64_t Importer::attr_i(const onnx::NodeProto& n, const std::string& name,
-                              std::int64_t fallback) const {
-  const auto* a = attr(n, name);
-  return a ? a->i() : fallback;
-}
-
-double Importer::attr_f(const onnx::NodeProto& n, const std::string& name, double fallback) const {
-  const auto* a = attr(n, name);
-  return a ? a->f() : fallback;
-}
-
-std::vector<std::int64_t> Importer::attr_ints(const onnx::NodeProto& n,
-                                              const std::string& name) const {
-  const auto* a = attr(n, name);
-  if (!a) return {};
-  return {a->ints().begin(), a->ints().end()};
-}
-
-std::string Importer::attr_s(const onnx::NodeProto& n, const std::string& name,
-                             const std::string& fallback) const {
-  const auto* a = attr(n, name);
-  return a ? a->s() : fallback;
-}
-
 void Importer::translate(const onnx::NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     fail(n, "op domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
-  const auto ops = supported();
-  if (!std::binary_search(ops.begin(), ops.end(), n.op_type())) {
+  const OnnxRule* rule = OpTable::instance().onnx_rule(n.op_type(), opset_);
+  if (!rule) {
     std::string list;
-    for (const auto& o : ops) list += (list.empty() ? "" : ", ") + o;
-    fail(n, "op type '" + n.op_type() + "' is not supported (supported: " + list + ")");
+    for (const auto& o : supported()) list += (list.empty() ? "" : ", ") + o;
+    const auto known = OpTable::instance().onnx_types();
+    const bool other_opsets = std::binary_search(known.begin(), known.end(), n.op_type());
+    fail(n, "op type '" + n.op_type() + "' is not supported" +
+                (other_opsets ? " at opset " + std::to_string(opset_) : std::string()) +
+                " (supported: " + list + ")");
   }
   Inputs in;
   for (const auto& name : n.input()) {
@@ -344,7 +324,7 @@ void Importer::translate(const onnx::NodeProto& n) {
     in.push_back(&it->second);
   }
   try {
-    if (!fold(n, in)) translate_runtime(n, in);
+    translate_with(*rule, n, in);
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
     if (what.rfind(source_ + ":", 0) == 0) throw;

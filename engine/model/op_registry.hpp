@@ -1,26 +1,22 @@
 #pragma once
 
-// The op kinds a Model can contain (OpNode::op_type) and how each one runs: the bridge from a
-// graph node (inputs by position, attributes by name) to an engine op call. Both loaders emit
-// these kinds, the Runner executes them, and load-time shape inference runs them once.
+// The op kinds a Model can contain (OpNode::op_type) are the rows of the op table
+// (engine/ops/schema/op_schema.hpp); this is the bridge from a graph node to a row.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "engine/autograd/node.hpp"
 #include "engine/model/model.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
 
-using OpKernel = TensorList (*)(const OpNode& node, const TensorList& inputs);
+using OpKind = OpSchema;
 
-struct OpKind {
-  const char* type;
-  int min_inputs;
-  int max_inputs;  // -1: any number (cat)
-  OpKernel run;
-};
+inline OpCall op_call(const OpNode& n) {
+  return OpCall{n.name, n.op_type, n.attrs};
+}
 
 // Null when the kind is unknown.
 const OpKind* find_op_kind(const std::string& type);
@@ -40,8 +36,5 @@ std::vector<std::int64_t> attr_ints(const OpNode& n, const std::string& key);
 std::vector<std::int64_t> attr_ints(const OpNode& n, const std::string& key,
                                     const std::vector<std::int64_t>& fallback);
 std::string attr_string(const OpNode& n, const std::string& key, const std::string& fallback);
-
-// "float32[2, 3], int64[4]" for messages.
-std::string describe_tensors(const TensorList& ts);
 
 }  // namespace ckpt

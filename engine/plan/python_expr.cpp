@@ -135,6 +135,8 @@ std::string op_expression(const OpNode& op, const std::vector<std::string>& a, c
   const std::string& t = op.op_type;
   auto arg = [&](std::size_t i) { return i < a.size() ? a[i] : std::string(); };
   auto opt = [&](std::size_t i) { return arg(i).empty() ? std::string("None") : arg(i); };
+  if (const OpSchema* row = OpTable::instance().find(t); row && row->python)
+    return row->python(op_call(op), a, shape);
   static const std::set<std::string> torch_unary{"exp", "log",  "sqrt",    "sin",
                                                  "cos", "tanh", "sigmoid", "erf"};
   if (torch_unary.count(t)) return "torch." + t + "(" + arg(0) + ")";
@@ -239,6 +241,11 @@ std::string op_expression(const OpNode& op, const std::vector<std::string>& a, c
 }
 
 std::string leaf_module(const OpNode& op, const std::vector<Shape>& params) {
+  if (const OpSchema* row = OpTable::instance().find(op.op_type)) {
+    if (row->python_module) return row->python_module(op_call(op), params);
+    if (row->module_class && row->native_layer)
+      return std::string("nn.") + row->module_class + "()";
+  }
   const std::string& t = op.op_type;
   auto has = [&](std::size_t i) { return i < params.size() && !params[i].empty(); };
   auto dims = [&](std::size_t i) { return params[i]; };

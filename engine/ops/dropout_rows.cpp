@@ -1,0 +1,33 @@
+// Rows of dropout (dropout.cpp).
+#include "engine/ops/dropout.hpp"
+#include "engine/ops/schema/row_helpers.hpp"
+
+namespace ckpt {
+
+namespace {
+
+// The generator is the run's (Generator::current()), so a checkpoint can stash its state.
+TensorList run_dropout(const OpCall& n, const TensorList& x) {
+  return {dropout(x[0], attr_double(n, "p", 0.5), attr_int(n, "training", 1) != 0)};
+}
+
+void onnx_dropout(OnnxNode& n) {
+  const double ratio = n.has_input(1) ? n.constant_input(1, "ratio").item() : 0.5;
+  const bool training = n.has_input(2) && n.constant_input(2, "training_mode").item() != 0;
+  n.unavailable(1, "the engine's dropout keeps its mask for backward only");
+  const OnnxValue& x = n.input(0, "first");
+  if (!training || ratio == 0) return n.alias(n.y(), x);
+  n.define(n.y(),
+           n.emit_op("dropout", {x.graph}, {{"p", ratio}, {"training", std::int64_t{1}}}, n.y()));
+}
+
+}  // namespace
+
+void register_dropout_ops(OpTable& t) {
+  t.add({.type = "dropout",
+         .kernel = run_dropout,
+         .cost = rows::elementwise_cost,
+         .onnx = {{.op_type = "Dropout", .translate = onnx_dropout}}});
+}
+
+}  // namespace ckpt

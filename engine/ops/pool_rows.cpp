@@ -1,0 +1,103 @@
+// Rows of the pooling ops (pool.cpp), and ONNX's Pad, which PyTorch exports before an
+// AvgPool2d with padding and which folds into it.
+#include <algorithm>
+
+#include "engine/ops/pool.hpp"
+#include "engine/ops/schema/onnx_support.hpp"
+#include "engine/ops/schema/row_helpers.hpp"
+
+namespace ckpt {
+
+namespace {
+
+using onnx_rules::Ints;
+
+TensorList run_max_pool2d(const OpCall& n, const TensorList& x) {
+  const auto kernel = attr_pair(n, "kernel", {0, 0});
+  return {max_pool2d(x[0], kernel, attr_pair(n, "stride", kernel), attr_pair(n, "padding", {0, 0}),
+                     attr_pair(n, "dilation", {1, 1}), attr_int(n, "ceil_mode", 0) != 0)};
+}
+TensorList run_avg_pool2d(const OpCall& n, const TensorList& x) {
+  const auto kernel = attr_pair(n, "kernel", {0, 0});
+  return {avg_pool2d(x[0], kernel, attr_pair(n, "stride", kernel), attr_pair(n, "padding", {0, 0}),
+                     attr_int(n, "ceil_mode", 0) != 0, attr_int(n, "count_include_pad", 1) != 0)};
+}
+TensorList run_adaptive_avg_pool2d(const OpCall& n, const TensorList& x) {
+  return {adaptive_avg_pool2d(x[0], attr_pair(n, "output_size", {1, 1}))};
+}
+
+void onnx_max_pool(OnnxNode& n) {
+  if (n.attr_i("storage_order", 0) != 0) n.fail("storage_order=1 is not supported");
+  const auto w = onnx_rules::read_window(n, "MaxPool");
+  n.define(n.y(), n.emit_op("max_pool2d", {n.input(0, "first").graph},
+                            {{"kernel", w.kernel},
+                             {"stride", w.strides},
+                             {"padding", w.pads},
+                             {"dilation", w.dilations},
+                             {"ceil_mode", n.attr_i("ceil_mode", 0)}},
+                            n.y()));
+  n.unavailable(1, "the engine's max_pool2d keeps its indices for backward only");
+}
+
+// Zero padding of H and W, waiting for the AveragePool that consumes it.
+void onnx_pad(OnnxNode& n) {
+  if (n.attr_s("mode", "constant") != "constant") n.fail("only constant padding is supported");
+  const auto pads = n.constant_input(1, "pads").to_vector();
+  const double value = n.has_input(2) ? n.constant_input(2, "value").item() : 0;
+  const OnnxValue& x = n.input(0, "first");
+  if (std::all_of(pads.begin(), pads.end(), [](double p) { return p == 0; }))
+    return n.alias(n.y(), x);
+  const auto r = static_cast<std::size_t>(n.rank());
+  bool spatial = value == 0 && pads.size() == 2 * r && r == 4;
+  for (std::size_t d = 0; spatial && d < 2; ++d)
+    spatial = pads[d] == 0 && pads[d + r] == 0 && pads[2 + d] == pads[2 + d + r];
+  if (!spatial) n.fail("only zero padding of H and W, followed by an AveragePool, is supported");
+  n.set_pending(
+      n.y(),
+      {{"source", x.graph},
+       {"pads", Ints{static_cast<std::int64_t>(pads[2]), static_cast<std::int64_t>(pads[3])}}});
+  n.unavailable(0, "zero padding is supported only as the input of an AveragePool");
+}
+
+void onnx_average_pool(OnnxNode& n) {
+  auto w = onnx_rules::read_window(n, "AveragePool");
+  std::string source = n.input(0, "first").graph;
+  std::int64_t include_pad = n.attr_i("count_include_pad", 0);
+  if (const Attributes* pad = n.pending(n.input_name(0))) {
+    if (w.pads != Ints{0, 0}) n.fail("pads on both the Pad and the AveragePool are not supported");
+    source = std::get<std::string>(pad->at("source"));
+    w.pads = std::get<Ints>(pad->at("pads"));
+    include_pad = 1;
+  }
+  n.define(n.y(), n.emit_op("avg_pool2d", {source},
+                            {{"kernel", w.kernel},
+                             {"stride", w.strides},
+                             {"padding", w.pads},
+                             {"ceil_mode", n.attr_i("ceil_mode", 0)},
+                             {"count_include_pad", include_pad}},
+                            n.y()));
+}
+
+void onnx_global_average_pool(OnnxNode& n) {
+  if (n.rank() != 4) n.fail("GlobalAveragePool is supported on [N, C, H, W] only");
+  n.define(n.y(), n.emit_op("adaptive_avg_pool2d", {n.input(0, "first").graph},
+                            {{"output_size", Ints{1, 1}}}, n.y()));
+}
+
+OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
+             std::vector<OnnxRule> onnx) {
+  return {.type = type, .kernel = kernel, .cost = rows::elementwise_cost, .onnx = std::move(onnx)};
+}
+
+}  // namespace
+
+void register_pool_ops(OpTable& t) {
+  t.add(row("max_pool2d", run_max_pool2d, {{.op_type = "MaxPool", .translate = onnx_max_pool}}));
+  t.add(row("avg_pool2d", run_avg_pool2d,
+            {{.op_type = "AveragePool", .translate = onnx_average_pool},
+             {.op_type = "Pad", .translate = onnx_pad}}));
+  t.add(row("adaptive_avg_pool2d", run_adaptive_avg_pool2d,
+            {{.op_type = "GlobalAveragePool", .translate = onnx_global_average_pool}}));
+}
+
+}  // namespace ckpt

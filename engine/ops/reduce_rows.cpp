@@ -1,0 +1,52 @@
+// Rows of the reductions (reduce.cpp).
+#include "engine/ops/reduce.hpp"
+#include "engine/ops/schema/onnx_support.hpp"
+#include "engine/ops/schema/row_helpers.hpp"
+
+namespace ckpt {
+
+namespace {
+
+TensorList run_sum(const OpCall&, const TensorList& x) {
+  return {sum(x[0])};
+}
+TensorList run_mean(const OpCall&, const TensorList& x) {
+  return {mean(x[0])};
+}
+TensorList run_sum_dims(const OpCall& n, const TensorList& x) {
+  return {sum(x[0], attr_ints(n, "dims"), attr_int(n, "keepdim", 0) != 0)};
+}
+TensorList run_mean_dims(const OpCall& n, const TensorList& x) {
+  return {mean(x[0], attr_ints(n, "dims"), attr_int(n, "keepdim", 0) != 0)};
+}
+
+// ReduceSum takes its axes as an input from opset 13; ReduceMean as an attribute until 18.
+template <bool IsSum>
+void onnx_reduce(OnnxNode& n) {
+  std::vector<std::int64_t> axes =
+      IsSum ? onnx_rules::axes_input_or_attr(n, 1, 13) : n.attr_ints("axes");
+  const OnnxValue& x = n.input(0, "first");
+  if (axes.empty()) {
+    if (IsSum && n.attr_i("noop_with_empty_axes", 0)) return n.alias(n.y(), x);
+    for (std::int64_t d = 0; d < n.rank(); ++d) axes.push_back(d);
+  }
+  n.define(n.y(), n.emit_op(IsSum ? "sum_dims" : "mean_dims", {x.graph},
+                            {{"dims", axes}, {"keepdim", n.attr_i("keepdims", 1)}}, n.y()));
+}
+
+OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
+             std::vector<OnnxRule> onnx = {}) {
+  return {.type = type, .kernel = kernel, .cost = rows::elementwise_cost, .onnx = std::move(onnx)};
+}
+
+}  // namespace
+
+void register_reduce_ops(OpTable& t) {
+  t.add(row("sum", run_sum));
+  t.add(row("mean", run_mean));
+  t.add(row("sum_dims", run_sum_dims, {{.op_type = "ReduceSum", .translate = onnx_reduce<true>}}));
+  t.add(row("mean_dims", run_mean_dims,
+            {{.op_type = "ReduceMean", .translate = onnx_reduce<false>}}));
+}
+
+}  // namespace ckpt

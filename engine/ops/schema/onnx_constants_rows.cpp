@@ -1,0 +1,91 @@
+// ONNX ops evaluated only at load time, on known values and the shapes of computed ones: they
+// have no engine kernel, only a fold. Shape arithmetic in PyTorch's exports goes through them.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/ops/schema/onnx_support.hpp"
+#include "engine/ops/schema/op_schema.hpp"
+
+namespace ckpt {
+
+namespace {
+
+using namespace onnx_rules;
+
+// Load-time values are shape arithmetic: anything this large is a malformed file.
+constexpr double kMaxFoldedElements = 1e8;
+
+bool fold_constant(OnnxNode& n) {
+  if (Tensor t = n.attr_tensor("value"); t.defined()) return n.fold_to(t);
+  const AttrValue* a = nullptr;
+  if ((a = n.attr("value_float"))) return n.fold_to(Tensor::scalar(std::get<double>(*a)));
+  if ((a = n.attr("value_int")))
+    return n.fold_to(
+        Tensor::from_vector(std::vector<std::int64_t>{std::get<std::int64_t>(*a)}, {}));
+  if ((a = n.attr("value_floats"))) {
+    const auto& v = std::get<std::vector<double>>(*a);
+    return n.fold_to(Tensor::from_vector(std::vector<float>(v.begin(), v.end()),
+                                         {static_cast<std::int64_t>(v.size())}));
+  }
+  if ((a = n.attr("value_ints"))) {
+    const auto& v = std::get<Ints>(*a);
+    return n.fold_to(Tensor::from_vector(v, {static_cast<std::int64_t>(v.size())}));
+  }
+  n.fail("has no value this importer reads (value, value_float(s), value_int(s))");
+}
+
+// The shape of any value, computed or known: known at load time.
+bool fold_shape(OnnxNode& n) {
+  const Shape s = n.input(0, "data").probe.shape();
+  const auto rank = static_cast<std::int64_t>(s.size());
+  std::int64_t start = n.attr_i("start", 0), end = n.attr_i("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<std::int64_t>(start, 0, rank);
+  end = std::clamp<std::int64_t>(end, start, rank);
+  const Ints dims(s.begin() + start, s.begin() + end);
+  return n.fold_to(Tensor::from_vector(dims, {end - start}));
+}
+
+bool fold_constant_of_shape(OnnxNode& n) {
+  if (!all_inputs_constant(n)) return false;
+  const Shape s = n.constant_ints(0, "shape");
+  double elements = 1;
+  for (auto d : s) {
+    if (d < 0) n.fail("a negative dimension in shape " + shape_str(s));
+    elements *= static_cast<double>(d);
+  }
+  if (elements > kMaxFoldedElements)
+    n.fail("shape " + shape_str(s) + " is too large to build when the model is loaded");
+  Tensor value = Tensor::scalar(0.0);
+  if (Tensor t = n.attr_tensor("value"); t.defined()) value = t;
+  return n.fold_to(make(std::vector<double>(static_cast<std::size_t>(shape_numel(s)), value.item()),
+                        s, value.dtype()));
+}
+
+bool fold_range(OnnxNode& n) {
+  if (!all_inputs_constant(n)) return false;
+  const Tensor& start = n.input(0, "start").probe;
+  const double limit = n.constant_input(1, "limit").item(),
+               delta = n.constant_input(2, "delta").item();
+  if (delta == 0) n.fail("delta is 0");
+  if (!std::isfinite(start.item()) || !std::isfinite(limit) || !std::isfinite(delta) ||
+      (limit - start.item()) / delta > kMaxFoldedElements)
+    n.fail("the range from " + std::to_string(start.item()) + " to " + std::to_string(limit) +
+           " by " + std::to_string(delta) + " is too long to build when the model is loaded");
+  std::vector<double> o;
+  for (double v = start.item(); delta > 0 ? v < limit : v > limit; v += delta) o.push_back(v);
+  return n.fold_to(make(o, {static_cast<std::int64_t>(o.size())}, start.dtype()));
+}
+
+}  // namespace
+
+void register_onnx_constants_ops(OpTable& t) {
+  t.add({.type = "onnx::Constant", .onnx = {{.op_type = "Constant", .fold = fold_constant}}});
+  t.add({.type = "onnx::Shape", .onnx = {{.op_type = "Shape", .fold = fold_shape}}});
+  t.add({.type = "onnx::ConstantOfShape",
+         .onnx = {{.op_type = "ConstantOfShape", .fold = fold_constant_of_shape}}});
+  t.add({.type = "onnx::Range", .onnx = {{.op_type = "Range", .fold = fold_range}}});
+}
+
+}  // namespace ckpt

@@ -1,0 +1,115 @@
+#include "engine/ops/schema/onnx_support.hpp"
+
+#include <algorithm>
+#include <climits>
+
+namespace ckpt::onnx_rules {
+
+Tensor make(const std::vector<double>& v, const Shape& shape, DType d) {
+  switch (d) {
+    case DType::f32:
+      return Tensor::from_vector(std::vector<float>(v.begin(), v.end()), shape);
+    case DType::f64:
+      return Tensor::from_vector(v, shape);
+    case DType::i64: {
+      std::vector<std::int64_t> w(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) w[i] = static_cast<std::int64_t>(v[i]);
+      return Tensor::from_vector(w, shape);
+    }
+  }
+  return {};
+}
+
+namespace {
+// Index into a tensor of shape `in` broadcast to `out`, for flat output index `k`.
+std::int64_t broadcast_index(const Shape& out, const Shape& in, std::int64_t k) {
+  std::int64_t idx = 0, stride = 1;
+  for (std::int64_t d = static_cast<std::int64_t>(out.size()) - 1; d >= 0; --d) {
+    const std::int64_t coord = k % out[static_cast<std::size_t>(d)];
+    k /= out[static_cast<std::size_t>(d)];
+    const std::int64_t id = d - static_cast<std::int64_t>(out.size() - in.size());
+    if (id < 0) continue;
+    const std::int64_t size = in[static_cast<std::size_t>(id)];
+    if (size != 1) idx += coord * stride;
+    stride *= size;
+  }
+  return idx;
+}
+}  // namespace
+
+Tensor fold_binary(const Tensor& a, const Tensor& b, const std::function<double(double, double)>& f,
+                   const char* op) {
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  const auto va = a.to_vector(), vb = b.to_vector();
+  std::vector<double> out(static_cast<std::size_t>(shape_numel(shape)));
+  for (std::size_t k = 0; k < out.size(); ++k)
+    out[k] = f(va[static_cast<std::size_t>(
+                   broadcast_index(shape, a.shape(), static_cast<std::int64_t>(k)))],
+               vb[static_cast<std::size_t>(
+                   broadcast_index(shape, b.shape(), static_cast<std::int64_t>(k)))]);
+  return make(out, shape, a.dtype());
+}
+
+Tensor fold_unary(const Tensor& x, const std::function<double(double)>& f) {
+  auto v = x.to_vector();
+  for (auto& e : v) e = f(e);
+  return make(v, x.shape(), x.dtype());
+}
+
+std::int64_t wrap_axis(std::int64_t axis, std::int64_t rank, const char* what) {
+  return wrap_dim(axis, std::max<std::int64_t>(rank, 1), what);
+}
+
+std::pair<std::int64_t, std::int64_t> slice_bounds(std::int64_t start, std::int64_t end,
+                                                   std::int64_t step, std::int64_t n) {
+  auto clampi = [](std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    return std::max(lo, std::min(v, hi));
+  };
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  if (step > 0) return {clampi(start, 0, n), clampi(end, 0, n)};
+  return {clampi(start, 0, n - 1), clampi(end, -1, n - 1)};
+}
+
+std::int64_t to_index(double v) {
+  return v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<std::int64_t>(v);
+}
+
+bool all_inputs_constant(const OnnxNode& n) {
+  for (std::size_t i = 0; i < n.input_count(); ++i)
+    if (const OnnxValue* v = n.input_or_null(i); v && !v->constant) return false;
+  return true;
+}
+
+bool is_scalar(const OnnxValue* v) {
+  return v && v->constant && v->probe.numel() == 1;
+}
+
+Window read_window(const OnnxNode& n, const char* what) {
+  const std::string auto_pad = n.attr_s("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+    n.fail("auto_pad=" + auto_pad + " is not supported (give explicit pads)");
+  Ints kernel = n.attr_ints("kernel_shape");
+  if (std::string(what) == "Conv" && kernel.empty()) {
+    const Shape& w = n.input(1, "weight").probe.shape();
+    if (w.size() > 2) kernel.assign(w.begin() + 2, w.end());
+  }
+  if (kernel.size() != 2 || n.rank() != 4)
+    n.fail(std::string(what) + " over " + std::to_string(kernel.size()) +
+           " spatial dimensions is not supported (2-D only, on [N, C, H, W])");
+  Ints strides = n.attr_ints("strides"), pads = n.attr_ints("pads"),
+       dilations = n.attr_ints("dilations");
+  if (strides.empty()) strides = {1, 1};
+  if (dilations.empty()) dilations = {1, 1};
+  if (pads.empty()) pads = {0, 0, 0, 0};
+  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
+    n.fail("asymmetric pads " + shape_str(pads) + " are not supported");
+  return Window{kernel, strides, Ints{pads[0], pads[1]}, dilations};
+}
+
+Ints axes_input_or_attr(const OnnxNode& n, std::size_t input, std::int64_t from_opset) {
+  if (n.opset() >= from_opset) return n.has_input(input) ? n.constant_ints(input, "axes") : Ints{};
+  return n.attr_ints("axes");
+}
+
+}  // namespace ckpt::onnx_rules

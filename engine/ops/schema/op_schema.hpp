@@ -1,0 +1,118 @@
+#pragma once
+
+// One row per op kind: everything the project knows about an op, next to its implementation
+// (in the spirit of libtorch's derivatives.yaml and onnx2torch's per-op converters). The model
+// loaders, the Runner, the code export and the planner look rows up here; none of them lists
+// op kinds of its own. What an op saves for backward is stated where it calls record().
+
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/ops/schema/attributes.hpp"
+#include "engine/ops/schema/onnx_node.hpp"
+#include "engine/tensor/tensor.hpp"
+
+namespace ckpt {
+
+// An ONNX op type this row translates from, for opsets [since, until].
+struct OnnxRule {
+  const char* op_type = nullptr;
+  int since = 1;
+  int until = INT_MAX;
+  // Values computed at run time become engine ops (define the node's outputs).
+  void (*translate)(OnnxNode&) = nullptr;
+  // Every input known at load time: define the outputs as constants and return true, or
+  // return false to translate instead. Rules with no engine op (Shape, Constant) only fold.
+  bool (*fold)(OnnxNode&) = nullptr;
+};
+
+// FLOPs and bytes moved by one forward execution (backward is estimated from them).
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;
+};
+
+// The PyTorch spelling for the code export: an expression over already-spelled arguments
+// (one per input, "" for an absent optional one; `shape` is the first input's shape), and the
+// torch.nn constructor of a single-op module ("nn.Linear(4, 8)"), or "" when there is none.
+using PythonExpression = std::string (*)(const OpCall& op, const std::vector<std::string>& args,
+                                         const Shape& shape);
+using PythonModule = std::string (*)(const OpCall& op, const std::vector<Shape>& params);
+
+struct OpSchema {
+  const char* type = nullptr;  // the op kind in a Model ("conv2d")
+  int min_inputs = 1;
+  int max_inputs = 1;  // -1: any number (cat)
+  TensorList (*kernel)(const OpCall& op, const TensorList& inputs) = nullptr;
+  // The save-matmul policy keeps this op's outputs (matmul, linear, conv) instead of
+  // recomputing them.
+  bool compute_heavy = false;
+  OpCost (*cost)(const OpCall& op, const TensorList& inputs, const TensorList& outputs) = nullptr;
+  PythonExpression python = nullptr;
+  PythonModule python_module = nullptr;
+  std::vector<OnnxRule> onnx;
+  // An op of one input and no attributes is also a layer of the native JSON format, named
+  // `native_layer` ({"type": "hardswish"}), standing for the torch.nn module `module_class`
+  // ("Hardswish": its display kind and, in the code export, nn.Hardswish()).
+  const char* native_layer = nullptr;
+  const char* module_class = nullptr;
+};
+
+class OpTable {
+ public:
+  static const OpTable& instance();
+
+  const OpSchema* find(const std::string& type) const;  // null when unknown
+  std::vector<std::string> types() const;               // sorted
+  // The rule for an ONNX op type at `opset`, or null.
+  const OnnxRule* onnx_rule(const std::string& onnx_type, std::int64_t opset) const;
+  std::vector<std::string> onnx_types() const;  // sorted, every opset
+  // The row whose native_layer is `layer`, or null.
+  const OpSchema* find_native_layer(const std::string& layer) const;
+
+  void add(OpSchema row);  // for the family registration functions only
+
+ private:
+  std::map<std::string, OpSchema> rows_;
+  std::multimap<std::string, OnnxRule> onnx_;
+};
+
+// Runs `row` on `inputs`; an engine error comes back naming the node, its op and its input
+// shapes, as does a wrong input count.
+TensorList run_op(const OpSchema& row, const OpCall& op, const TensorList& inputs);
+
+// "float32[2, 3], int64[4]" for messages.
+std::string describe_tensors(const TensorList& ts);
+
+// An absent optional input is an undefined tensor.
+inline const Tensor& optional_input(const TensorList& xs, std::size_t i) {
+  static const Tensor undefined;
+  return i < xs.size() ? xs[i] : undefined;
+}
+
+// Each op family (a file under engine/ops) adds its rows here. A new op in a family needs no
+// edit of this list; a new family adds one line in op_table.cpp.
+#define CKPTLAB_OP_FAMILIES(X) \
+  X(elementwise)               \
+  X(unary)                     \
+  X(matmul)                    \
+  X(reduce)                    \
+  X(shape_ops)                 \
+  X(conv)                      \
+  X(norm)                      \
+  X(pool)                      \
+  X(softmax)                   \
+  X(loss)                      \
+  X(dropout)                   \
+  X(embedding)                 \
+  X(inplace)                   \
+  X(onnx_constants)
+
+#define CKPTLAB_DECLARE_FAMILY(family) void register_##family##_ops(OpTable& table);
+CKPTLAB_OP_FAMILIES(CKPTLAB_DECLARE_FAMILY)
+#undef CKPTLAB_DECLARE_FAMILY
+
+}  // namespace ckpt

@@ -1,0 +1,96 @@
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/ops/schema/op_schema.hpp"
+
+namespace ckpt {
+
+const OpTable& OpTable::instance() {
+  static const OpTable table = [] {
+    OpTable t;
+#define CKPTLAB_REGISTER_FAMILY(family) register_##family##_ops(t);
+    CKPTLAB_OP_FAMILIES(CKPTLAB_REGISTER_FAMILY)
+#undef CKPTLAB_REGISTER_FAMILY
+    return t;
+  }();
+  return table;
+}
+
+void OpTable::add(OpSchema row) {
+  const std::string type = row.type;
+  for (const OnnxRule& rule : row.onnx) {
+    const auto [first, last] = onnx_.equal_range(rule.op_type);
+    for (auto it = first; it != last; ++it)
+      if (rule.since <= it->second.until && it->second.since <= rule.until)
+        throw std::logic_error(std::string("op table: ONNX ") + rule.op_type +
+                               " has two rules for overlapping opsets (rows '" + type + "')");
+    onnx_.emplace(rule.op_type, rule);
+  }
+  if (!rows_.emplace(type, std::move(row)).second)
+    throw std::logic_error("op table: two rows for op kind '" + type + "'");
+}
+
+const OpSchema* OpTable::find(const std::string& type) const {
+  auto it = rows_.find(type);
+  // Rows with no kernel are ONNX load-time rules only (Shape, Constant), not op kinds.
+  return it == rows_.end() || !it->second.kernel ? nullptr : &it->second;
+}
+
+std::vector<std::string> OpTable::types() const {
+  std::vector<std::string> out;
+  for (const auto& [type, row] : rows_)
+    if (row.kernel) out.push_back(type);
+  return out;
+}
+
+const OnnxRule* OpTable::onnx_rule(const std::string& onnx_type, std::int64_t opset) const {
+  const auto [first, last] = onnx_.equal_range(onnx_type);
+  for (auto it = first; it != last; ++it)
+    if (it->second.since <= opset && opset <= it->second.until) return &it->second;
+  return nullptr;
+}
+
+std::vector<std::string> OpTable::onnx_types() const {
+  std::vector<std::string> out;
+  for (const auto& [type, rule] : onnx_)
+    if (out.empty() || out.back() != type) out.push_back(type);
+  return out;
+}
+
+const OpSchema* OpTable::find_native_layer(const std::string& layer) const {
+  for (const auto& [type, row] : rows_)
+    if (row.native_layer && layer == row.native_layer) return &row;
+  return nullptr;
+}
+
+std::string describe_tensors(const TensorList& ts) {
+  std::string s;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    if (i) s += ", ";
+    s += ts[i].defined() ? ts[i].str() : "(none)";
+  }
+  return s;
+}
+
+TensorList run_op(const OpSchema& row, const OpCall& op, const TensorList& inputs) {
+  const auto n = static_cast<int>(inputs.size());
+  if (n < row.min_inputs || (row.max_inputs >= 0 && n > row.max_inputs))
+    throw std::invalid_argument(
+        "node '" + op.name + "' (" + op.type + "): takes " + std::to_string(row.min_inputs) +
+        (row.max_inputs == row.min_inputs
+             ? ""
+             : " to " + (row.max_inputs < 0 ? std::string("any number of")
+                                            : std::to_string(row.max_inputs))) +
+        " inputs, got " + std::to_string(n));
+  try {
+    return row.kernel(op, inputs);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("node '" + op.name + "' (" + op.type + " on " +
+                                describe_tensors(inputs) + "): " + e.what());
+  } catch (const std::out_of_range& e) {
+    throw std::out_of_range("node '" + op.name + "' (" + op.type + " on " +
+                            describe_tensors(inputs) + "): " + e.what());
+  }
+}
+
+}  // namespace ckpt

@@ -1,0 +1,355 @@
+#include "engine/ops/shape_ops_onnx.hpp"
+
+#include <algorithm>
+
+#include "engine/ops/schema/onnx_support.hpp"
+
+namespace ckpt::shape_onnx {
+
+using namespace onnx_rules;
+
+namespace {
+
+// ONNX TensorProto element types (onnx.proto's DataType), without including the proto here.
+enum OnnxElementType : std::int64_t { kFloat = 1, kInt32 = 6, kInt64 = 7, kBool = 9, kDouble = 11 };
+
+const Tensor& first(const OnnxNode& n) {
+  return n.input(0, "first").probe;
+}
+
+bool foldable(const OnnxNode& n) {
+  return all_inputs_constant(n) && n.has_input(0);
+}
+
+// Emits one engine op per entry of `attrs`, each on the previous result; the last is named y.
+void emit_chain(OnnxNode& n, const char* type, const std::vector<Attributes>& attrs) {
+  const OnnxValue* cur = &n.input(0, "first");
+  if (attrs.empty()) return n.alias(n.y(), *cur);
+  for (std::size_t i = 0; i < attrs.size(); ++i)
+    cur = &n.emit_op(type, {cur->graph}, attrs[i], i + 1 == attrs.size() ? n.y() : "");
+  n.define(n.y(), *cur);
+}
+
+}  // namespace
+
+void translate_identity(OnnxNode& n) {
+  n.alias(n.y(), n.input(0, "first"));
+}
+
+bool fold_identity(OnnxNode& n) {
+  return foldable(n) && n.fold_to(first(n));
+}
+
+void translate_cast(OnnxNode& n) {
+  const auto to = n.attr_i("to", kFloat);
+  const DType d = first(n).dtype();
+  const bool same = (to == kFloat && d == DType::f32) || (to == kDouble && d == DType::f64) ||
+                    (to == kInt64 && d == DType::i64);
+  if (!same) n.fail("a Cast of a value computed at run time to another type is not supported");
+  n.alias(n.y(), n.input(0, "first"));
+}
+
+bool fold_cast(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const auto to = n.attr_i("to", kFloat);
+  DType d = DType::f32;
+  switch (to) {
+    case kFloat:
+      break;
+    case kDouble:
+      d = DType::f64;
+      break;
+    case kInt64:
+    case kInt32:
+    case kBool:
+      d = DType::i64;
+      break;
+    default:
+      n.fail("casts to element type " + std::to_string(to) + ", which is not supported");
+  }
+  auto v = first(n).to_vector();
+  if (to == kBool)
+    for (auto& e : v) e = e != 0 ? 1 : 0;
+  return n.fold_to(make(v, first(n).shape(), d));
+}
+
+// axis is in [-rank, rank]; a negative one counts from the end.
+void translate_flatten(OnnxNode& n) {
+  const std::int64_t rank = n.rank();
+  std::int64_t axis = n.attr_i("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank)
+    n.fail("axis " + std::to_string(n.attr_i("axis", 1)) + " is out of range for rank " +
+           std::to_string(rank));
+  const OnnxValue& x = n.input(0, "first");
+  if (axis == 1 && rank >= 2)
+    return n.define(
+        n.y(), n.emit_op("flatten", {x.graph},
+                         {{"start_dim", std::int64_t{1}}, {"end_dim", std::int64_t{-1}}}, n.y()));
+  std::int64_t outer = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= x.probe.shape()[static_cast<std::size_t>(d)];
+  n.define(n.y(), n.emit_op("reshape", {x.graph},
+                            {{"shape", Ints{outer, outer ? x.probe.numel() / outer : 0}}}, n.y()));
+}
+
+void translate_reshape(OnnxNode& n) {
+  const Ints shape = n.constant_ints(1, "shape");
+  if (n.attr_i("allowzero", 0) && std::count(shape.begin(), shape.end(), 0))
+    n.fail("allowzero=1 with a 0 in the shape is not supported");
+  n.define(n.y(), n.emit_op("reshape", {n.input(0, "first").graph}, {{"shape", shape}}, n.y()));
+}
+
+bool fold_reshape(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const Tensor& x = first(n);
+  const auto rank = static_cast<std::int64_t>(x.dim());
+  Shape s;
+  if (n.op_type() == "Flatten") {
+    const std::int64_t axis =
+        n.attr_i("axis", 1) < 0 ? n.attr_i("axis", 1) + rank : n.attr_i("axis", 1);
+    std::int64_t outer = 1;
+    for (std::int64_t d = 0; d < axis; ++d) outer *= x.shape()[static_cast<std::size_t>(d)];
+    s = {outer, x.numel() / std::max<std::int64_t>(outer, 1)};
+  } else {
+    s = n.constant_ints(1, "shape");
+    std::int64_t known = 1, infer = -1;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == 0 && i < x.shape().size()) s[i] = x.shape()[i];
+      if (s[i] == -1)
+        infer = static_cast<std::int64_t>(i);
+      else
+        known *= s[i];
+    }
+    if (infer >= 0)
+      s[static_cast<std::size_t>(infer)] = x.numel() / std::max<std::int64_t>(known, 1);
+  }
+  if (shape_numel(s) != x.numel()) n.fail("cannot reshape " + x.str() + " to " + shape_str(s));
+  return n.fold_to(make(x.to_vector(), s, x.dtype()));
+}
+
+namespace {
+Ints permutation(const OnnxNode& n) {
+  Ints perm = n.attr_ints("perm");
+  if (perm.empty())
+    for (std::int64_t d = n.rank() - 1; d >= 0; --d) perm.push_back(d);
+  return perm;
+}
+}  // namespace
+
+void translate_transpose(OnnxNode& n) {
+  n.define(n.y(),
+           n.emit_op("permute", {n.input(0, "first").graph}, {{"dims", permutation(n)}}, n.y()));
+}
+
+bool fold_transpose(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const Tensor& x = first(n);
+  const auto rank = static_cast<std::int64_t>(x.dim());
+  const Ints perm = permutation(n);
+  if (static_cast<std::int64_t>(perm.size()) != rank)
+    n.fail("perm " + shape_str(perm) + " does not match rank " + std::to_string(rank));
+  Shape s;
+  for (auto p : perm)
+    s.push_back(x.shape()[static_cast<std::size_t>(wrap_axis(p, rank, "Transpose"))]);
+  const auto v = x.to_vector();
+  std::vector<double> o(v.size());
+  const Strides st = contiguous_strides(x.shape());
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(o.size()); ++k) {
+    std::int64_t rem = k, src = 0;
+    for (std::int64_t d = rank - 1; d >= 0; --d) {
+      const std::int64_t c = rem % s[static_cast<std::size_t>(d)];
+      rem /= s[static_cast<std::size_t>(d)];
+      src += c * st[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
+    }
+    o[static_cast<std::size_t>(k)] = v[static_cast<std::size_t>(src)];
+  }
+  return n.fold_to(make(o, s, x.dtype()));
+}
+
+void translate_squeeze(OnnxNode& n) {
+  const bool unsqueeze = n.op_type() == "Unsqueeze";
+  Ints axes = axes_input_or_attr(n, 1, 13);
+  const std::int64_t rank = n.rank();
+  if (unsqueeze) {
+    const std::int64_t out_rank = rank + static_cast<std::int64_t>(axes.size());
+    for (auto& a : axes) a = wrap_dim(a, out_rank, "Unsqueeze");
+    std::sort(axes.begin(), axes.end());
+  } else {
+    if (axes.empty())
+      for (std::int64_t d = 0; d < rank; ++d)
+        if (first(n).shape()[static_cast<std::size_t>(d)] == 1) axes.push_back(d);
+    for (auto& a : axes) a = wrap_dim(a, rank, "Squeeze");
+    std::sort(axes.rbegin(), axes.rend());
+  }
+  std::vector<Attributes> steps;
+  for (auto a : axes) steps.push_back({{"dim", a}});
+  emit_chain(n, unsqueeze ? "unsqueeze" : "squeeze", steps);
+}
+
+bool fold_squeeze(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const Tensor& x = first(n);
+  Ints axes = axes_input_or_attr(n, 1, 13);
+  Shape s = x.shape();
+  if (n.op_type() == "Unsqueeze") {
+    const auto out_rank = static_cast<std::int64_t>(s.size() + axes.size());
+    for (auto& a : axes) a = wrap_axis(a, out_rank, "Unsqueeze");
+    std::sort(axes.begin(), axes.end());
+    for (auto a : axes) s.insert(s.begin() + a, 1);
+  } else if (axes.empty()) {
+    s.erase(std::remove(s.begin(), s.end(), 1), s.end());
+  } else {
+    for (auto& a : axes) a = wrap_axis(a, x.dim(), "Squeeze");
+    std::sort(axes.rbegin(), axes.rend());
+    for (auto a : axes) s.erase(s.begin() + a);
+  }
+  return n.fold_to(make(x.to_vector(), s, x.dtype()));
+}
+
+void translate_concat(OnnxNode& n) {
+  std::vector<std::string> args;
+  for (std::size_t i = 0; i < n.input_count(); ++i) args.push_back(n.operand(i));
+  n.define(n.y(), n.emit_op("cat", args, {{"dim", n.attr_i("axis", 0)}}, n.y()));
+}
+
+bool fold_concat(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const Tensor& x = first(n);
+  const auto rank = static_cast<std::int64_t>(x.dim());
+  const std::int64_t axis = wrap_axis(n.attr_i("axis", 0), rank, "Concat");
+  Shape s = x.shape();
+  s[static_cast<std::size_t>(axis)] = 0;
+  std::vector<const Tensor*> parts;
+  for (std::size_t i = 0; i < n.input_count(); ++i) {
+    const Tensor& p = n.input(i, "concatenated").probe;
+    if (p.dim() != rank) n.fail("inputs of different ranks cannot be concatenated");
+    parts.push_back(&p);
+    s[static_cast<std::size_t>(axis)] += p.shape()[static_cast<std::size_t>(axis)];
+  }
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= s[static_cast<std::size_t>(d)];
+  for (std::int64_t d = axis + 1; d < rank; ++d) inner *= s[static_cast<std::size_t>(d)];
+  std::vector<double> o;
+  for (std::int64_t r = 0; r < outer; ++r)
+    for (const Tensor* p : parts) {
+      const auto vals = p->to_vector();
+      const std::int64_t chunk = p->shape()[static_cast<std::size_t>(axis)] * inner;
+      o.insert(o.end(), vals.begin() + r * chunk, vals.begin() + (r + 1) * chunk);
+    }
+  return n.fold_to(make(o, s, x.dtype()));
+}
+
+void translate_gather(OnnxNode& n) {
+  const OnnxValue& data = n.input(0, "first");
+  const OnnxValue& idx = n.input(1, "indices");
+  const std::int64_t axis = wrap_dim(n.attr_i("axis", 0), n.rank(), "Gather");
+  if (idx.constant && idx.probe.dim() == 0)
+    return n.define(
+        n.y(),
+        n.emit_op("select", {data.graph},
+                  {{"dim", axis}, {"index", static_cast<std::int64_t>(idx.probe.item())}}, n.y()));
+  if (axis == 0 && data.probe.dim() == 2 && idx.probe.dtype() == DType::i64)
+    return n.define(n.y(), n.emit_op("embedding", {data.graph, n.operand(1)}, {}, n.y()));
+  n.fail(
+      "Gather is supported on a computed value with one known index, or as an embedding "
+      "(axis 0 of a 2-D table)");
+}
+
+bool fold_gather(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const Tensor& x = first(n);
+  const auto rank = static_cast<std::int64_t>(x.dim());
+  const Tensor idx = n.constant_input(1, "indices");
+  const std::int64_t axis = wrap_axis(n.attr_i("axis", 0), rank, "Gather");
+  Shape s(x.shape().begin(), x.shape().begin() + axis);
+  s.insert(s.end(), idx.shape().begin(), idx.shape().end());
+  s.insert(s.end(), x.shape().begin() + axis + 1, x.shape().end());
+  const std::int64_t size = x.shape()[static_cast<std::size_t>(axis)];
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= x.shape()[static_cast<std::size_t>(d)];
+  for (std::int64_t d = axis + 1; d < rank; ++d) inner *= x.shape()[static_cast<std::size_t>(d)];
+  const auto v = x.to_vector();
+  std::vector<double> o;
+  for (std::int64_t r = 0; r < outer; ++r)
+    for (double fi : idx.to_vector()) {
+      auto i = static_cast<std::int64_t>(fi);
+      if (i < 0) i += size;
+      if (i < 0 || i >= size)
+        n.fail("index " + std::to_string(static_cast<std::int64_t>(fi)) +
+               " is out of range for size " + std::to_string(size));
+      o.insert(o.end(), v.begin() + (r * size + i) * inner, v.begin() + (r * size + i + 1) * inner);
+    }
+  return n.fold_to(make(o, s, x.dtype()));
+}
+
+namespace {
+// Slice's (axis, step, start, end) per sliced axis, the bounds clamped to the size at `shape`.
+struct SliceAxis {
+  std::int64_t axis, step, start, end;
+};
+std::vector<SliceAxis> slice_axes(const OnnxNode& n, const Shape& shape, bool onnx_clamp) {
+  const auto starts = n.constant_input(1, "starts").to_vector();
+  const auto ends = n.constant_input(2, "ends").to_vector();
+  std::vector<double> axes, steps;
+  if (n.has_input(3)) axes = n.constant_input(3, "axes").to_vector();
+  if (n.has_input(4)) steps = n.constant_input(4, "steps").to_vector();
+  if (ends.size() != starts.size() || (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size()))
+    n.fail("starts, ends, axes and steps must have the same length");
+  const auto rank = static_cast<std::int64_t>(shape.size());
+  std::vector<SliceAxis> out;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const std::int64_t axis =
+        wrap_axis(axes.empty() ? static_cast<std::int64_t>(i) : static_cast<std::int64_t>(axes[i]),
+                  rank, "Slice");
+    const std::int64_t step = steps.empty() ? 1 : static_cast<std::int64_t>(steps[i]);
+    if (step <= 0) n.fail("a non-positive slice step is not supported");
+    const std::int64_t size = shape[static_cast<std::size_t>(axis)];
+    if (onnx_clamp) {
+      const auto [b, e] = slice_bounds(to_index(starts[i]), to_index(ends[i]), step, size);
+      out.push_back({axis, step, b, e});
+    } else {
+      auto bound = [&](double v) {
+        std::int64_t b = v >= 9.2e18 ? size : v <= -9.2e18 ? 0 : static_cast<std::int64_t>(v);
+        if (b < 0) b += size;
+        return std::clamp<std::int64_t>(b, 0, size);
+      };
+      out.push_back({axis, step, bound(starts[i]), bound(ends[i])});
+    }
+  }
+  return out;
+}
+}  // namespace
+
+void translate_slice(OnnxNode& n) {
+  std::vector<Attributes> steps;
+  for (const auto& a : slice_axes(n, first(n).shape(), false))
+    steps.push_back({{"dim", a.axis}, {"start", a.start}, {"end", a.end}, {"step", a.step}});
+  emit_chain(n, "slice", steps);
+}
+
+bool fold_slice(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const Tensor& x = first(n);
+  const auto rank = static_cast<std::int64_t>(x.dim());
+  Tensor cur = x;
+  for (const auto& a : slice_axes(n, x.shape(), true)) {
+    const std::int64_t size = cur.shape()[static_cast<std::size_t>(a.axis)];
+    Shape s = cur.shape();
+    s[static_cast<std::size_t>(a.axis)] =
+        a.end > a.start ? (a.end - a.start + a.step - 1) / a.step : 0;
+    std::int64_t outer = 1, inner = 1;
+    for (std::int64_t d = 0; d < a.axis; ++d) outer *= s[static_cast<std::size_t>(d)];
+    for (std::int64_t d = a.axis + 1; d < rank; ++d) inner *= s[static_cast<std::size_t>(d)];
+    const auto v = cur.to_vector();
+    std::vector<double> o;
+    for (std::int64_t r = 0; r < outer; ++r)
+      for (std::int64_t j = a.start; j < a.end; j += a.step)
+        o.insert(o.end(), v.begin() + (r * size + j) * inner,
+                 v.begin() + (r * size + j + 1) * inner);
+    cur = make(o, s, x.dtype());
+  }
+  return n.fold_to(cur);
+}
+
+}  // namespace ckpt::shape_onnx

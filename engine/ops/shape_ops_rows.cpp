@@ -1,0 +1,108 @@
+// Rows of the view, copy and layout ops (shape_ops.cpp). Their ONNX rules, most of which also
+// fold shape arithmetic at load time, are in shape_ops_onnx.cpp.
+#include <climits>
+#include <stdexcept>
+
+#include "engine/ops/schema/row_helpers.hpp"
+#include "engine/ops/shape_ops.hpp"
+#include "engine/ops/shape_ops_onnx.hpp"
+
+namespace ckpt {
+
+namespace {
+
+using rows::unary;
+
+// A 0 in a target shape keeps the input's size there (ONNX Reshape's rule), so that a graph
+// can reshape [B, S, D] to [B, S, heads, D / heads] whatever the batch.
+Shape target_shape(const OpCall& n, const Tensor& x) {
+  Shape s = attr_ints(n, "shape");
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s[i] == 0 && i < x.shape().size()) s[i] = x.shape()[i];
+  return s;
+}
+TensorList run_view(const OpCall& n, const TensorList& x) {
+  return {view(x[0], target_shape(n, x[0]))};
+}
+TensorList run_reshape(const OpCall& n, const TensorList& x) {
+  return {reshape(x[0], target_shape(n, x[0]))};
+}
+TensorList run_flatten(const OpCall& n, const TensorList& x) {
+  return {flatten(x[0], attr_int(n, "start_dim", 1), attr_int(n, "end_dim", -1))};
+}
+TensorList run_transpose(const OpCall& n, const TensorList& x) {
+  return {transpose(x[0], attr_int(n, "dim0"), attr_int(n, "dim1"))};
+}
+TensorList run_permute(const OpCall& n, const TensorList& x) {
+  return {permute(x[0], attr_ints(n, "dims"))};
+}
+TensorList run_slice(const OpCall& n, const TensorList& x) {
+  return {slice(x[0], attr_int(n, "dim"), attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX),
+                attr_int(n, "step", 1))};
+}
+TensorList run_select(const OpCall& n, const TensorList& x) {
+  const std::int64_t dim = wrap_dim(attr_int(n, "dim"), x[0].dim(), "select");
+  std::int64_t index = attr_int(n, "index");
+  const std::int64_t size = x[0].size(dim);
+  if (index < -size || index >= size)
+    throw std::invalid_argument("select: index " + std::to_string(index) +
+                                " out of range for dimension " + std::to_string(dim) + " of size " +
+                                std::to_string(size));
+  if (index < 0) index += size;
+  return {squeeze(slice(x[0], dim, index, index + 1, 1), dim)};
+}
+TensorList run_unsqueeze(const OpCall& n, const TensorList& x) {
+  return {unsqueeze(x[0], attr_int(n, "dim"))};
+}
+TensorList run_squeeze(const OpCall& n, const TensorList& x) {
+  return {squeeze(x[0], attr_int(n, "dim"))};
+}
+TensorList run_expand(const OpCall& n, const TensorList& x) {
+  return {expand(x[0], attr_ints(n, "shape"))};
+}
+TensorList run_cat(const OpCall& n, const TensorList& x) {
+  return {cat(x, attr_int(n, "dim", 0))};
+}
+TensorList run_identity(const OpCall&, const TensorList& x) {
+  return {x[0]};
+}
+
+OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
+             std::vector<OnnxRule> onnx = {}) {
+  return {.type = type, .kernel = kernel, .cost = rows::elementwise_cost, .onnx = std::move(onnx)};
+}
+
+}  // namespace
+
+void register_shape_ops_ops(OpTable& t) {
+  using namespace shape_onnx;
+  t.add(row("view", run_view));
+  t.add(row("reshape", run_reshape,
+            {{.op_type = "Reshape", .translate = translate_reshape, .fold = fold_reshape}}));
+  t.add(row("flatten", run_flatten,
+            {{.op_type = "Flatten", .translate = translate_flatten, .fold = fold_reshape}}));
+  t.add(row("transpose", run_transpose));
+  t.add(row("permute", run_permute,
+            {{.op_type = "Transpose", .translate = translate_transpose, .fold = fold_transpose}}));
+  t.add(row("slice", run_slice,
+            {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice}}));
+  t.add(row("select", run_select,
+            {{.op_type = "Gather", .translate = translate_gather, .fold = fold_gather}}));
+  t.add(row("unsqueeze", run_unsqueeze,
+            {{.op_type = "Unsqueeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
+  t.add(row("squeeze", run_squeeze,
+            {{.op_type = "Squeeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
+  t.add(row("expand", run_expand));
+  t.add(row("clone", unary<clone>));
+  t.add(row("contiguous", unary<contiguous>));
+  t.add({.type = "cat",
+         .max_inputs = -1,
+         .kernel = run_cat,
+         .cost = rows::elementwise_cost,
+         .onnx = {{.op_type = "Concat", .translate = translate_concat, .fold = fold_concat}}});
+  t.add(row("identity", run_identity,
+            {{.op_type = "Identity", .translate = translate_identity, .fold = fold_identity},
+             {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}}));
+}
+
+}  // namespace ckpt
