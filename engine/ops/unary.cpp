@@ -1,5 +1,6 @@
 #include "engine/ops/unary.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -186,6 +187,38 @@ Tensor erf(const Tensor& x) {
     return {chain(c.grads[0], c.saved[0], "erf", [](auto v) {
       using V = decltype(v);
       return k<V>(2.0 / std::sqrt(std::numbers::pi)) * std::exp(-v * v);
+    })};
+  });
+  return out;
+}
+
+Tensor hardswish(const Tensor& x) {
+  OpScope op("hardswish");
+  Tensor out = map_floating(x, "hardswish", [](auto v) {
+    using V = decltype(v);
+    return v * std::min(std::max(v + k<V>(3), k<V>(0)), k<V>(6)) / k<V>(6);
+  });
+  // PyTorch 1.13's slope: 0 below -3, x/3 + 1/2 on [-3, 3] (both ends included), 1 above.
+  record("HardswishBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "hardswish", [](auto v) {
+      using V = decltype(v);
+      return v < k<V>(-3) ? k<V>(0) : v <= k<V>(3) ? v / k<V>(3) + k<V>(0.5) : k<V>(1);
+    })};
+  });
+  return out;
+}
+
+Tensor hardsigmoid(const Tensor& x) {
+  OpScope op("hardsigmoid");
+  Tensor out = map_floating(x, "hardsigmoid", [](auto v) {
+    using V = decltype(v);
+    return std::min(std::max(v + k<V>(3), k<V>(0)), k<V>(6)) / k<V>(6);
+  });
+  // Slope 1/6 strictly inside (-3, 3), as PyTorch 1.13.
+  record("HardsigmoidBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "hardsigmoid", [](auto v) {
+      using V = decltype(v);
+      return v > k<V>(-3) && v < k<V>(3) ? k<V>(1) / k<V>(6) : k<V>(0);
     })};
   });
   return out;

@@ -23,6 +23,9 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 // F.hardtanh; relu6 = hardtanh(x, 0, 6). Saves x (HardtanhBackward0); the gradient passes
 // where min < x < max (strictly, unlike clamp).
 Tensor hardtanh(const Tensor& x, double min = -1, double max = 1);
-Tensor erf(const Tensor& x);  // saves x; ONNX exports GELU decomposed through Erf
+Tensor erf(const Tensor& x);
+Tensor hardswish(const Tensor& x);    // saves x; x·relu6(x + 3)/6 (MobileNetV3)
+Tensor hardsigmoid(const Tensor& x);  // saves x; relu6(x + 3)/6  // saves x; ONNX exports GELU
+                                      // decomposed through Erf
 
 }  // namespace ckpt

@@ -13,7 +13,8 @@ using rows::elementwise_cost;
 using rows::unary;
 
 constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp",
-               kLog[] = "log", kSqrt[] = "sqrt", kErf[] = "erf", kSin[] = "sin", kCos[] = "cos";
+               kLog[] = "log", kSqrt[] = "sqrt", kErf[] = "erf", kSin[] = "sin", kCos[] = "cos",
+               kHardswish[] = "hardswish";
 
 TensorList run_clamp(const OpCall& n, const TensorList& x) {
   std::optional<double> lo, hi;
@@ -23,6 +24,22 @@ TensorList run_clamp(const OpCall& n, const TensorList& x) {
 }
 TensorList run_hardtanh(const OpCall& n, const TensorList& x) {
   return {hardtanh(x[0], attr_double(n, "min", -1.0), attr_double(n, "max", 1.0))};
+}
+
+// ONNX HardSigmoid is alpha·x + beta clipped to [0, 1]; PyTorch's is alpha 1/6, beta 1/2.
+void onnx_hardsigmoid(OnnxNode& n) {
+  const double alpha = n.attr_f("alpha", 0.2), beta = n.attr_f("beta", 0.5);
+  if (std::abs(alpha - 1.0 / 6) > 1e-6 || std::abs(beta - 0.5) > 1e-6)
+    n.fail("HardSigmoid with alpha " + std::to_string(alpha) + " and beta " + std::to_string(beta) +
+           " is not supported (only PyTorch's 1/6 and 1/2)");
+  n.define(n.y(), n.emit_op("hardsigmoid", {n.input(0, "first").graph}, {}, n.y()));
+}
+
+std::string python_hardswish(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return "F.hardswish(" + a[0] + ")";
+}
+std::string python_hardsigmoid(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return "F.hardsigmoid(" + a[0] + ")";
 }
 
 bool fold_sqrt(OnnxNode& n) {
@@ -62,6 +79,20 @@ void register_unary_ops(OpTable& t) {
   t.add(simple(kCos, unary<cos>, {{.op_type = "Cos", .translate = rows::onnx_unary<kCos>}}));
   t.add(simple("gelu", unary<gelu>));  // ONNX exports it decomposed through Erf
   t.add(simple("clamp", run_clamp));
+  t.add({.type = kHardswish,
+         .kernel = unary<hardswish>,
+         .cost = elementwise_cost,
+         .python = python_hardswish,
+         .onnx = {{.op_type = "HardSwish", .since = 14, .translate = rows::onnx_unary<kHardswish>}},
+         .native_layer = "hardswish",
+         .module_class = "Hardswish"});
+  t.add({.type = "hardsigmoid",
+         .kernel = unary<hardsigmoid>,
+         .cost = elementwise_cost,
+         .python = python_hardsigmoid,
+         .onnx = {{.op_type = "HardSigmoid", .since = 6, .translate = onnx_hardsigmoid}},
+         .native_layer = "hardsigmoid",
+         .module_class = "Hardsigmoid"});
   t.add(simple("hardtanh", run_hardtanh, {{.op_type = "Clip", .translate = onnx_clip}}));
 }
 

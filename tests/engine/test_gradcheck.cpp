@@ -52,6 +52,10 @@ class TestGradcheck : public QObject {
     row("sigmoid", [](const TensorList& x) { return sigmoid(x[0]); }, {L({3, 4}, 20)});
     row("sin", [](const TensorList& x) { return sin(x[0]); }, {L({3, 4}, 21)});
     row("cos", [](const TensorList& x) { return cos(x[0]); }, {L({3, 4}, 21)});
+    // Over [-5, 5]: every piece of the piecewise slope, away from the kinks at -3 and 3.
+    row("hardswish", [](const TensorList& x) { return hardswish(x[0]); }, {L({3, 4}, 24, -5, 5)});
+    row("hardsigmoid", [](const TensorList& x) { return hardsigmoid(x[0]); },
+        {L({3, 4}, 25, -5, 5)});
     row("sum", [](const TensorList& x) { return sum(x[0]); }, {L({3, 4}, 22)});
     row("sum dim", [](const TensorList& x) { return sum(x[0], {1}); }, {L({3, 4, 2}, 23)});
     row("sum dims keepdim",

@@ -87,6 +87,14 @@ CKPTLAB_ORACLE_CASE(relu6) {
   return {hardtanh(c.input("x"), 0, 6)};
 }
 
+CKPTLAB_ORACLE_CASE(hardswish) {
+  return {hardswish(c.input("x"))};
+}
+
+CKPTLAB_ORACLE_CASE(hardsigmoid) {
+  return {hardsigmoid(c.input("x"))};
+}
+
 CKPTLAB_ORACLE_CASE(erf) {
   return {erf(c.input("x"))};
 }

@@ -209,6 +209,17 @@ def relu6_case(c):
     return F.relu6(c.input("x", [4, 5], scale=4.0))
 
 
+@case("hardswish")
+def hardswish_case(c):
+    # scale 4: inputs on all three pieces (below -3, between, above 3).
+    return F.hardswish(c.input("x", [4, 5], scale=4.0))
+
+
+@case("hardsigmoid")
+def hardsigmoid_case(c):
+    return F.hardsigmoid(c.input("x", [4, 5], scale=4.0))
+
+
 @case("erf")
 def erf_case(c):
     return torch.erf(c.input("x", [4, 5]))

@@ -126,6 +126,11 @@ def main():
             model = make().double()
             names.append(write_case(out_dir, f"torchvision_{name}", model,
                                     torch.randn(4, 3, 64, 64, dtype=torch.float64), opset=13))
+        # HardSwish exists from opset 14; MobileNetV3 also has HardSigmoid (its SE blocks).
+        torch.manual_seed(12)
+        model = torchvision.models.mobilenet_v3_small(num_classes=10, dropout=0.0).double()
+        names.append(write_case(out_dir, "torchvision_mobilenet_v3_small", model,
+                                torch.randn(4, 3, 64, 64, dtype=torch.float64), opset=14))
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
 
