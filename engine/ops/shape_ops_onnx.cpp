@@ -283,6 +283,33 @@ bool fold_gather(OnnxNode& n) {
 }
 
 namespace {
+// ONNX Expand broadcasts both ways: the output shape is the broadcast of the input's shape and
+// the given one (a 1 in either keeps the other's size).
+Shape expanded_shape(const OnnxNode& n) {
+  return broadcast_shapes(first(n).shape(), n.constant_ints(1, "shape"), "Expand");
+}
+}  // namespace
+
+void translate_expand(OnnxNode& n) {
+  const Shape shape = expanded_shape(n);
+  const OnnxValue& x = n.input(0, "first");
+  if (shape == x.probe.shape()) return n.alias(n.y(), x);
+  n.define(n.y(), n.emit_op("expand", {x.graph}, {{"shape", shape}}, n.y()));
+}
+
+bool fold_expand(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const Shape shape = expanded_shape(n);
+  if (shape_numel(shape) > 100'000'000)
+    n.fail("expands to " + shape_str(shape) + ", too large to build when the model is loaded");
+  // x broadcast over a tensor of the output's shape.
+  const Tensor frame = make(std::vector<double>(static_cast<std::size_t>(shape_numel(shape)), 0.0),
+                            shape, first(n).dtype());
+  return n.fold_to(fold_binary(
+      frame, first(n), [](double, double v) { return v; }, "Expand"));
+}
+
+namespace {
 // Slice's (axis, step, start, end) per sliced axis, the bounds clamped to the size at `shape`.
 struct SliceAxis {
   std::int64_t axis, step, start, end;

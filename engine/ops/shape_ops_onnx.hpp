@@ -22,6 +22,8 @@ void translate_concat(OnnxNode& n);
 bool fold_concat(OnnxNode& n);
 void translate_gather(OnnxNode& n);
 bool fold_gather(OnnxNode& n);
+void translate_expand(OnnxNode& n);
+bool fold_expand(OnnxNode& n);
 void translate_slice(OnnxNode& n);
 bool fold_slice(OnnxNode& n);
 

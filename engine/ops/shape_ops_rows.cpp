@@ -92,7 +92,9 @@ void register_shape_ops_ops(OpTable& t) {
             {{.op_type = "Unsqueeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
   t.add(row("squeeze", run_squeeze,
             {{.op_type = "Squeeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
-  t.add(row("expand", run_expand));
+  t.add(
+      row("expand", run_expand,
+          {{.op_type = "Expand", .since = 8, .translate = translate_expand, .fold = fold_expand}}));
   t.add(row("clone", unary<clone>));
   t.add(row("contiguous", unary<contiguous>));
   t.add({.type = "cat",

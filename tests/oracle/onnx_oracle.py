@@ -131,6 +131,15 @@ def main():
         model = torchvision.models.mobilenet_v3_small(num_classes=10, dropout=0.0).double()
         names.append(write_case(out_dir, "torchvision_mobilenet_v3_small", model,
                                 torch.randn(4, 3, 64, 64, dtype=torch.float64), opset=14))
+        # torchvision's VisionTransformer, small: its shape assertion (Equal, Where) and the
+        # class token's Expand fold at load time; opset 17 exports LayerNormalization whole.
+        from torchvision.models.vision_transformer import VisionTransformer
+        for opset in (13, 17):
+            torch.manual_seed(13 + opset)
+            model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                      hidden_dim=32, mlp_dim=64, num_classes=10).double()
+            names.append(write_case(out_dir, f"torchvision_vit_opset{opset}", model,
+                                    torch.randn(4, 3, 32, 32, dtype=torch.float64), opset=opset))
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
 
