@@ -2,6 +2,8 @@
 // The per-op translation is in onnx_ops.cpp.
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <queue>
 #include <set>
 #include <stdexcept>
@@ -52,6 +54,62 @@ std::string type_name(int t) {
   return onnx::TensorProto_DataType_IsValid(t)
              ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t))
              : "unknown";
+}
+
+// Models over 2 GB keep their weights in files beside the model (`location`, `offset`, `length`
+// entries). The file must stay inside the model's folder: a location that leaves it, a missing
+// file or a range the file does not hold is an error naming the tensor.
+onnx::TensorProto with_external_data(const onnx::TensorProto& t, const std::string& model_path) {
+  namespace fs = std::filesystem;
+  const std::string what = model_path + ": tensor '" + t.name() + "'";
+  std::string location;
+  std::int64_t offset = 0, length = -1;
+  for (const auto& e : t.external_data()) {
+    try {
+      if (e.key() == "location") location = e.value();
+      if (e.key() == "offset") offset = std::stoll(e.value());
+      if (e.key() == "length") length = std::stoll(e.value());
+    } catch (const std::exception&) {
+      throw std::invalid_argument(what + ": external data " + e.key() + " '" + e.value() +
+                                  "' is not a number");
+    }
+  }
+  if (location.empty())
+    throw std::invalid_argument(what + ": keeps its data in an external file but names none");
+  const fs::path folder = fs::absolute(fs::path(model_path)).parent_path();
+  const fs::path file = (folder / location).lexically_normal();
+  const auto rel = file.lexically_relative(folder);
+  if (fs::path(location).is_absolute() || rel.empty() || *rel.begin() == "..")
+    throw std::invalid_argument(what + ": its external data file '" + location +
+                                "' is outside the model's folder");
+  std::error_code ec;
+  const auto size = static_cast<std::int64_t>(fs::file_size(file, ec));
+  if (ec)
+    throw std::invalid_argument(what + ": cannot read its external data file '" + file.string() +
+                                "' (" + ec.message() + ")");
+  if (length < 0) length = size - offset;
+  if (offset < 0 || length < 0 || offset > size || length > size - offset)
+    throw std::invalid_argument(what + ": bytes " + std::to_string(offset) + " to " +
+                                std::to_string(offset + length) + " are outside its external " +
+                                "data file '" + location + "' of " + std::to_string(size) +
+                                " bytes");
+  const std::int64_t needed = shape_numel(Shape(t.dims().begin(), t.dims().end()));
+  std::ifstream in(file, std::ios::binary);
+  onnx::TensorProto copy = t;
+  copy.clear_external_data();
+  copy.set_data_location(onnx::TensorProto_DataLocation_DEFAULT);
+  // The byte count is checked against the shape by tensor_from_proto; a length far beyond
+  // what any shape of the tensor could need is refused before reading it.
+  if (needed >= 0 && length / 8 > needed + 8)
+    throw std::invalid_argument(what + ": its external data range holds " + std::to_string(length) +
+                                " bytes, far more than its shape needs");
+  std::string raw(static_cast<std::size_t>(length), '\0');
+  in.seekg(offset);
+  if (!in.read(raw.data(), length))
+    throw std::invalid_argument(what + ": reading its external data file '" + location +
+                                "' failed");
+  copy.set_raw_data(std::move(raw));
+  return copy;
 }
 
 }  // namespace
@@ -111,7 +169,9 @@ void Importer::read_initializers() {
   for (const auto& o : g.output()) used.insert(o.name());
   for (const auto& init : g.initializer()) {
     if (values_.count(init.name())) fail("initializer '" + init.name() + "' is defined twice");
-    Tensor t = tensor_from_proto(init, source_ + ": initializer");
+    Tensor t = init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL
+                   ? tensor_from_proto(with_external_data(init, source_), source_ + ": initializer")
+                   : tensor_from_proto(init, source_ + ": initializer");
     if (!used.count(init.name())) continue;
     if (t.dtype() != DType::f32 && t.dtype() != DType::f64) {
       // Integer initializers are shapes and indices: constants, evaluated at load time.

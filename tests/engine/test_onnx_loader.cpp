@@ -214,6 +214,58 @@ class TestOnnxLoader : public QObject {
     QCOMPARE(r.outputs.at(0).to_vector(), expected);
   }
 
+  // Weights in an external data file beside the model (how models over 2 GB are exported):
+  // read from inside the model's folder only.
+  void externalWeights() {
+    QTemporaryDir dir;
+    auto m = tiny();
+    auto* w = m.mutable_graph()->mutable_initializer(0);
+    std::string raw;
+    for (float v : w->float_data()) raw.append(reinterpret_cast<const char*>(&v), sizeof v);
+    w->clear_float_data();
+    w->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+    auto entry = [&](const char* key, const std::string& value) {
+      auto* e = w->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    };
+    entry("location", "weights.bin");
+    entry("offset", "16");
+    entry("length", std::to_string(raw.size()));
+    {
+      std::ofstream f((dir.path() + "/weights.bin").toStdString(), std::ios::binary);
+      f << std::string(16, 'x') << raw;
+    }
+    const std::string path = (dir.path() + "/model.onnx").toStdString();
+    auto save = [&] {
+      std::ofstream f(path, std::ios::binary);
+      f << m.SerializeAsString();
+    };
+    save();
+    auto model = load_model(path);
+    const auto& p = model->parameters.at(0);
+    QCOMPARE(p.name, std::string("fc.weight"));
+    QCOMPARE(p.initial.to_vector().at(11), static_cast<double>(1.1f));
+
+    auto error = [&] {
+      save();
+      try {
+        load_model(path);
+      } catch (const std::exception& e) {
+        return QString(e.what());
+      }
+      return QString();
+    };
+    w->mutable_external_data(0)->set_value("../weights.bin");
+    QVERIFY2(error().contains("'../weights.bin' is outside the model's folder"),
+             qPrintable(error()));
+    w->mutable_external_data(0)->set_value("missing.bin");
+    QVERIFY2(error().contains("cannot read its external data file"), qPrintable(error()));
+    w->mutable_external_data(0)->set_value("weights.bin");
+    w->mutable_external_data(1)->set_value("40");
+    QVERIFY2(error().contains("outside its external data file"), qPrintable(error()));
+  }
+
   void shapeThatDoesNotFit() {
     auto m = tiny();
     m.mutable_graph()->mutable_initializer(0)->set_dims(0, 4);
