@@ -20,8 +20,10 @@ std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::
 // An ONNX model from its serialized bytes; `source` names it in errors. Graph inputs named in
 // `bind` are not inputs of the model but constants with those values, known at load time (the
 // ONNX backend tests pass shapes, axes and bounds as inputs; exporters make them constants).
+// A symbolic (dynamic) batch dimension is loaded at `batch` (0: 1).
 std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std::string& source,
-                                             const std::map<std::string, Tensor>& bind = {});
+                                             const std::map<std::string, Tensor>& bind = {},
+                                             std::int64_t batch = 0);
 // ONNX op types the importer understands (sorted).
 std::vector<std::string> supported_onnx_ops();
 

@@ -8,6 +8,7 @@
 // changing or removing a member needs every user updated in the same change.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -108,6 +109,10 @@ class Model {
   std::map<std::string, ValueInfo> values;  // every value by name (shape inference results)
   Module root;
   Scenario scenario;
+  // An ONNX model exported with a dynamic batch axis: its shape arithmetic was folded at the
+  // loaded batch, so another batch is the same file loaded again at that batch. Empty for a
+  // model whose batch is free (native) or fixed at export.
+  std::function<std::shared_ptr<const Model>(std::int64_t batch)> at_batch;
 
   // Lookups; null/-1 when absent.
   const Module* find_module(const std::string& path) const;

@@ -24,7 +24,9 @@ using Value = OnnxValue;
 class Importer {
  public:
   Importer(Model& model, const onnx::ModelProto& proto, std::string source,
-           std::map<std::string, Tensor> bind = {});
+           std::map<std::string, Tensor> bind = {}, std::int64_t batch = 0);
+  // Whether the first input's batch dimension is symbolic (exported with a dynamic axis).
+  bool dynamic_batch() const { return dynamic_batch_; }
   void run();
 
   // The op types translate() understands (the op table's ONNX rules), sorted.
@@ -69,6 +71,8 @@ class Importer {
   const onnx::ModelProto& proto_;
   std::string source_;
   std::map<std::string, Tensor> bind_;
+  std::int64_t batch_ = 0;
+  bool dynamic_batch_ = false;
   std::int64_t opset_ = 0;
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, Tensor> probes_;            // dry-run tensor of every graph value

@@ -142,8 +142,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where) {
 }
 
 Importer::Importer(Model& model, const onnx::ModelProto& proto, std::string source,
-                   std::map<std::string, Tensor> bind)
-    : m_(model), proto_(proto), source_(std::move(source)), bind_(std::move(bind)) {}
+                   std::map<std::string, Tensor> bind, std::int64_t batch)
+    : m_(model), proto_(proto), source_(std::move(source)), bind_(std::move(bind)), batch_(batch) {}
 
 void Importer::fail(const std::string& what) const {
   throw std::invalid_argument(source_ + ": " + what);
@@ -222,7 +222,9 @@ void Importer::read_inputs() {
       if (dim.has_dim_value()) {
         info.shape.push_back(dim.dim_value());
       } else if (d == 0) {
-        info.shape.push_back(1);  // a symbolic batch: shapes are evaluated with batch 1
+        // A symbolic batch: shapes are evaluated at the requested batch (1 by default).
+        info.shape.push_back(batch_ > 0 ? batch_ : 1);
+        dynamic_batch_ = true;
       } else {
         fail(w + " has a symbolic dimension " + std::to_string(d) + " ('" + dim.dim_param() +
              "'); only the first may be");
@@ -432,7 +434,8 @@ void Importer::run() {
 }  // namespace onnx_import
 
 std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std::string& source,
-                                             const std::map<std::string, Tensor>& bind) {
+                                             const std::map<std::string, Tensor>& bind,
+                                             std::int64_t batch) {
   onnx::ModelProto proto;
   if (!proto.ParseFromString(bytes))
     throw std::invalid_argument(source +
@@ -453,8 +456,24 @@ std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std
   {
     LedgerScope ledger(std::make_shared<MemoryLedger>());
     NoGradGuard no_grad;
-    onnx_import::Importer(*m, proto, source, bind).run();
+    onnx_import::Importer importer(*m, proto, source, bind, batch);
+    importer.run();
     finalize_model(*m);
+    if (importer.dynamic_batch()) {
+      m->scenario.batch_fixed = false;  // any batch runs, through at_batch
+      auto shared_bytes = std::make_shared<const std::string>(bytes);
+      m->at_batch = [shared_bytes, source, bind](std::int64_t b) -> std::shared_ptr<const Model> {
+        return load_model_onnx_bytes(*shared_bytes, source, bind, b);
+      };
+      m->scenario.notes +=
+          "\nIts batch axis is dynamic: any batch runs (the file is loaded again at that batch, "
+          "as its shape arithmetic was folded at load time).\n";
+    } else {
+      m->scenario.notes +=
+          "\nIts batch is fixed at export. To explore other batches, export it with a dynamic "
+          "batch axis: `torch.onnx.export(..., input_names=[\"x\"], dynamic_axes={\"x\": {0: "
+          "\"batch\"}})`.\n";
+    }
   }
   return m;
 }

@@ -11,11 +11,11 @@
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/kernels/kernels.hpp"
 #include "engine/model/finalize.hpp"
-#include "engine/tensor/init.hpp"
 #include "engine/ops/ops.hpp"
 #include "engine/run/compiled_model.hpp"
 #include "engine/run/executor.hpp"
 #include "engine/tensor/generator.hpp"
+#include "engine/tensor/init.hpp"
 
 namespace ckpt {
 
@@ -145,6 +145,16 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   auto context = std::make_shared<ExecutionContext>(ledger);
   Recorder recorder(*context);
   const auto t0 = Clock::now();
+  if (const std::int64_t b = config.batch; b > 0 && b != model.scenario.batch && model.at_batch) {
+    // Captures its own ledger and trace: the rebatched model is a model of its own.
+    try {
+      return Runner(model.at_batch(b)).run(config, cancel);
+    } catch (const std::exception& e) {
+      result.error = e.what();
+      result.trace = recorder.finish();
+      return result;
+    }
+  }
   try {
     const std::int64_t batch = config.batch > 0 ? config.batch : model.scenario.batch;
     if (model.scenario.batch_fixed && batch != model.scenario.batch)
@@ -152,7 +162,9 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
                                   ": this model's shapes were fixed at export "
                                   "with batch " +
                                   std::to_string(model.scenario.batch) +
-                                  "; it cannot run with batch " + std::to_string(batch));
+                                  "; it cannot run with batch " + std::to_string(batch) +
+                                  " (export it with dynamic_axes={\"x\": {0: \"batch\"}} for "
+                                  "any batch)");
     if (config.segments < 0) throw std::invalid_argument("Runner: segments must not be negative");
     ExecutionScope execution(context);
     Generator dropout_gen(stream_seed(config.seed, Stream::dropout));

@@ -266,6 +266,33 @@ class TestOnnxLoader : public QObject {
     QVERIFY2(error().contains("outside its external data file"), qPrintable(error()));
   }
 
+  // A dynamic batch axis: any batch runs (the file is loaded again at that batch); a fixed one
+  // says how to export it dynamic.
+  void dynamicBatch() {
+    auto m = tiny();
+    m.mutable_graph()
+        ->mutable_input(0)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape()
+        ->mutable_dim(0)
+        ->set_dim_param("batch");
+    auto model = load_model_onnx_bytes(m.SerializeAsString(), "dynamic.onnx");
+    QVERIFY(model->at_batch);
+    QVERIFY(!model->scenario.batch_fixed);
+    CheckpointConfig c;
+    c.batch = 3;
+    const RunResult r = Runner(model).run(c);
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.outputs.at(0).shape(), (Shape{3, 4}));
+
+    auto fixed = load_model_onnx_bytes(tiny().SerializeAsString(), "fixed.onnx");
+    QVERIFY(!fixed->at_batch);
+    const RunResult refused = Runner(fixed).run(c);
+    QVERIFY(!refused.ok);
+    QVERIFY2(refused.error.find("dynamic_axes") != std::string::npos, refused.error.c_str());
+  }
+
   void shapeThatDoesNotFit() {
     auto m = tiny();
     m.mutable_graph()->mutable_initializer(0)->set_dims(0, 4);
