@@ -55,6 +55,8 @@ const char* kRunOptionsHelp = R"(checkpoint options:
   --checkpoint MODULE        checkpoint this module instance (repeatable; a path from `modules`,
                              or a pattern such as 'features.*.*.bottleneck'; * is one segment)
   --checkpoint-instances DEF checkpoint every instance of a module definition (cell, cell_1, ...)
+  --checkpoint-range A..B    checkpoint sibling modules A to B as one segment (repeatable; as a
+                             checkpoint_sequential segment; an end may be an op of the parent)
   --checkpoint-all           checkpoint every checkpointable module (nested ones too)
   --checkpoint-depth N       checkpoint every checkpointable module at depth N (1 = top level)
   --segments N               checkpoint_sequential over the top-level modules, N segments
@@ -210,12 +212,13 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   if (with_baseline) {
     CheckpointConfig plain = config;
     plain.modules.clear();
+    plain.ranges.clear();
     plain.segments = 0;
     base = with_progress("running without checkpointing", [&] { return runner.run(plain); });
   }
   RunResult r = with_progress("running", [&] { return runner.run(config); });
   const RunSummary s = summarize(
-      *model, r, config.modules.empty() && config.segments == 0 ? "plain" : "checkpointed",
+      *model, r, config.modules.empty() && config.ranges.empty() && config.segments == 0 ? "plain" : "checkpointed",
       with_baseline && base.ok ? &base : nullptr);
   if (!o.trace_file.empty()) {
     try {
@@ -368,6 +371,7 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
   Runner runner(model);
   CheckpointConfig plain = parsed.front().second;
   plain.modules.clear();
+  plain.ranges.clear();
   plain.segments = 0;
   const RunResult base =
       with_progress("running without checkpointing", [&] { return runner.run(plain); });
