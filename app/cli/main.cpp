@@ -18,6 +18,7 @@
 #include "engine/run/run_summary.hpp"
 #include "engine/tensor/npy.hpp"
 #include "engine/trace/export.hpp"
+#include "plan_command.hpp"
 #include "ui/plot/memory_plot_renderer.hpp"
 
 #ifndef CKPTLAB_VERSION
@@ -45,6 +46,9 @@ commands:
   compare MODEL --config "label: options" --config ...
                              several configurations side by side (and --plot overlaid)
   code MODEL [options]       the PyTorch code of a configuration (where checkpoint() goes)
+  plan MODEL --budget B [--strategy S] [--json] [--plot F.svg] [--code F.py]
+                             what to checkpoint to fit a memory budget with the least recompute,
+                             and the memory/recompute frontier of every strategy
 
 MODEL is a native .json model (see samples/) or an ONNX file exported from PyTorch.
 `ckptlab-cli <command> --help` gives each command's options. --version prints the version.
@@ -218,7 +222,9 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   }
   RunResult r = with_progress("running", [&] { return runner.run(config); });
   const RunSummary s = summarize(
-      *model, r, config.modules.empty() && config.ranges.empty() && config.segments == 0 ? "plain" : "checkpointed",
+      *model, r,
+      config.modules.empty() && config.ranges.empty() && config.segments == 0 ? "plain"
+                                                                              : "checkpointed",
       with_baseline && base.ok ? &base : nullptr);
   if (!o.trace_file.empty()) {
     try {
@@ -450,6 +456,7 @@ int main(int argc, char** argv) {
     if (cmd == "modules") return cmd_modules(args);
     if (cmd == "compare") return cmd_compare(argc, argv, args);
     if (cmd == "code") return cmd_code(args);
+    if (cmd == "plan") return cli::cmd_plan(args);
     throw cli::UsageError("unknown command '" + cmd + "'");
   } catch (const cli::UsageError& e) {
     std::cerr << "ckptlab-cli: " << e.what() << "\n(see ckptlab-cli "

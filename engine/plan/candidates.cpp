@@ -93,6 +93,11 @@ CandidateSet find_candidates(const PlanEvaluator& ev, const CandidateOptions& op
       const Module* b = blocks[i + len - 1];
       if (a->first_op == parent->first_op && b->end_op == parent->end_op && !parent->path.empty())
         continue;  // the parent itself
+      // Only blocks, no op of the parent between them: such a range is the blocks' chain, which
+      // PyTorch code can wrap by module name (an op between them has no name to wrap).
+      std::int64_t own = 0;
+      for (std::size_t x = i; x < i + len; ++x) own += blocks[x]->end_op - blocks[x]->first_op;
+      if (own != b->end_op - a->first_op) continue;
       Module r;
       try {
         r = make_range(model, a->path, b->path);

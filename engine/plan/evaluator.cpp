@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "engine/autograd/saved_tensors.hpp"
+
 namespace ckpt {
 
 namespace {
@@ -109,6 +111,16 @@ void PlanEvaluator::check_gradients(const RunResult& r, Evaluation& e) const {
   e.error = std::to_string(count) + " parameter(s) get no gradient under this plan (" + missing +
             (count > 3 ? ", ..." : "") +
             "): a reentrant checkpoint whose inputs do not require grad cuts them off";
+}
+
+std::int64_t PlanEvaluator::saved_for_backward(const CheckpointConfig& plan) const {
+  CheckpointConfig c = run_config(plan);
+  c.backward = false;
+  const RunResult r = runner_.run(c, cancel_);
+  if (!r.ok) throw std::runtime_error("the plan's forward failed: " + r.error);
+  TensorList roots = r.outputs;
+  if (r.loss.defined()) roots.push_back(r.loss);
+  return saved_tensor_bytes(roots);
 }
 
 std::int64_t PlanEvaluator::runs() const {

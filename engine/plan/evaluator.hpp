@@ -52,6 +52,9 @@ class PlanEvaluator {
   const std::unordered_map<std::string, std::int64_t>& saved_by_node() const { return saved_; }
   const std::unordered_map<std::string, std::int64_t>& node_steps() const { return steps_; }
   const std::unordered_map<std::string, std::int64_t>& value_bytes() const { return values_; }
+  // Bytes the plan's forward keeps for backward, as PyTorch's saved_tensors_hooks count them
+  // (distinct storages, parameters and buffers left out): a forward-only run.
+  std::int64_t saved_for_backward(const CheckpointConfig& plan) const;
   // Runs made so far (cache misses), for the benchmarks and the report.
   std::int64_t runs() const;
   // Whether evaluations measure times (a real run) or estimate them (a dry run).

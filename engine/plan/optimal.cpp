@@ -118,9 +118,9 @@ PlanPoint Planner::chain_dp(std::int64_t budget) {
   if (best_cost < 0) best = set_.blocks;  // the model says nothing fits: start from all
   PlanPoint p = point(Strategy::optimal, best, budget);
   if (!p.fits && p.eval.ok) repair(p, budget);
-  if (!p.fits && lowest().eval.peak_bytes <= budget) {
-    p = lowest();  // the lowest plan fits: make it cheaper from there
-    p.fits = true;
+  if (!p.fits) {  // from the lowest plan: cheaper from there if it fits, else the closest
+    p = lowest();
+    p.fits = p.eval.peak_bytes <= budget;
   }
   if (p.fits) prune(p, budget);
   return p;

@@ -189,7 +189,9 @@ PlanPoint Planner::plan(Strategy s, std::int64_t budget) {
 
 const PlanPoint& Planner::lowest() {
   // A descent by peak: add the candidate that lowers the evaluated peak most, until none does.
-  PlanPoint cur = lowest_ ? *lowest_ : point(Strategy::optimal, {}, INT64_MAX);
+  if (descended_) return *lowest_;
+  descended_ = true;
+  PlanPoint cur = point(Strategy::optimal, {}, INT64_MAX);
   for (bool improved = true; improved && !cancelled();) {
     improved = false;
     PlanPoint best = cur;
@@ -205,6 +207,8 @@ const PlanPoint& Planner::lowest() {
       improved = true;
     }
   }
+  lowest_->strategy = Strategy::optimal;
+  lowest_->detail = "lowest peak";
   return *lowest_;
 }
 

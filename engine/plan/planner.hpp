@@ -54,7 +54,8 @@ class Planner {
   CandidateSet set_;
   StrategyParams params_;
   const std::atomic<bool>* cancel_;
-  std::optional<PlanPoint> lowest_;
+  std::optional<PlanPoint> lowest_;  // the lowest peak evaluated so far
+  bool descended_ = false;
 };
 
 // The points no other point beats in both peak and recompute time, by increasing peak.
