@@ -56,6 +56,7 @@ void write_frontier_svg(const std::string& path, const std::string& title,
   const double W = 900, H = 560, L = 90, R = 180, T = 50, B = 60;
   double x0 = 0, x1 = 1e-9, y0 = 1e300, y1 = 0;
   for (const auto& p : points) {
+    if (!p.eval.ok) continue;
     x1 = std::max(x1, p.eval.recompute_ms());
     y0 = std::min(y0, static_cast<double>(p.eval.peak_bytes));
     y1 = std::max(y1, static_cast<double>(p.eval.peak_bytes));
@@ -99,11 +100,12 @@ void write_frontier_svg(const std::string& path, const std::string& title,
     s << sx(p.eval.recompute_ms()) << "," << sy(static_cast<double>(p.eval.peak_bytes)) << " ";
   s << "\"/>\n";
   for (const auto& p : points)
-    s << "<circle cx=\"" << sx(p.eval.recompute_ms()) << "\" cy=\""
-      << sy(static_cast<double>(p.eval.peak_bytes)) << "\" r=\"5\" fill=\""
-      << strategy_colour(p.strategy) << "\" fill-opacity=\"0.8\"><title>"
-      << escape(std::string(strategy_name(p.strategy)) + " " + p.detail + ": " + plan_text(p))
-      << "</title></circle>\n";
+    if (p.eval.ok)
+      s << "<circle cx=\"" << sx(p.eval.recompute_ms()) << "\" cy=\""
+        << sy(static_cast<double>(p.eval.peak_bytes)) << "\" r=\"5\" fill=\""
+        << strategy_colour(p.strategy) << "\" fill-opacity=\"0.8\"><title>"
+        << escape(std::string(strategy_name(p.strategy)) + " " + p.detail + ": " + plan_text(p))
+        << "</title></circle>\n";
   s << "<circle cx=\"" << sx(chosen.eval.recompute_ms()) << "\" cy=\""
     << sy(static_cast<double>(chosen.eval.peak_bytes))
     << "\" r=\"9\" fill=\"none\" stroke=\"black\" stroke-width=\"2\"/>\n";

@@ -124,11 +124,19 @@ void print_table(const std::vector<PlanPoint>& points, const std::vector<PlanPoi
   };
   auto sorted = points;
   std::stable_sort(sorted.begin(), sorted.end(), [](const PlanPoint& a, const PlanPoint& b) {
+    if (a.eval.ok != b.eval.ok) return a.eval.ok;
     return a.eval.peak_bytes < b.eval.peak_bytes;
   });
   for (const auto& p : sorted) {
     std::string plan = plan_text(p);
     if (plan.size() > 60) plan = plan.substr(0, 57) + "...";
+    if (!p.eval.ok) {
+      std::string why = p.eval.error;
+      if (why.size() > 70) why = why.substr(0, 67) + "...";
+      std::cout << "    " << std::left << std::setw(12) << strategy_name(p.strategy)
+                << std::setw(24) << p.detail << std::right << "  does not run: " << why << "\n";
+      continue;
+    }
     std::cout << (on_front(p) ? "  * " : "    ") << std::left << std::setw(12)
               << strategy_name(p.strategy) << std::setw(24) << p.detail << std::right
               << std::setw(12) << mib(p.eval.peak_bytes) << std::setw(15) << std::fixed

@@ -105,6 +105,7 @@ void Planner::prune(PlanPoint& p, std::int64_t budget) {
     return set_.items[static_cast<std::size_t>(a)].recompute_ns >
            set_.items[static_cast<std::size_t>(b)].recompute_ns;
   });
+  if (order.size() > 32) order.resize(32);  // each try is a run: the costliest matter most
   for (int c : order) {
     if (cancelled()) break;
     auto chosen = p.chosen;
@@ -213,6 +214,7 @@ const PlanPoint& Planner::lowest() {
 }
 
 bool dominates(const PlanPoint& a, const PlanPoint& b) {
+  if (!a.eval.ok || !b.eval.ok) return false;
   return a.eval.peak_bytes <= b.eval.peak_bytes && a.eval.recompute_ns <= b.eval.recompute_ns &&
          (a.eval.peak_bytes < b.eval.peak_bytes || a.eval.recompute_ns < b.eval.recompute_ns);
 }
