@@ -192,12 +192,14 @@ const PlanPoint& Planner::lowest() {
   // A descent by peak: add the candidate that lowers the evaluated peak most, until none does.
   if (descended_) return *lowest_;
   descended_ = true;
+  const std::int64_t start_runs = ev_.runs();
   PlanPoint cur = point(Strategy::optimal, {}, INT64_MAX);
   for (bool improved = true; improved && !cancelled();) {
     improved = false;
     PlanPoint best = cur;
     for (std::size_t c = 0; c < set_.items.size(); ++c) {
       if (!usable(set_, cur.chosen, static_cast<int>(c))) continue;
+      if (ev_.runs() > start_runs + params_.max_evaluations) break;  // large sets: enough
       auto chosen = cur.chosen;
       chosen.push_back(static_cast<int>(c));
       PlanPoint q = point(Strategy::optimal, chosen, INT64_MAX);
@@ -242,6 +244,21 @@ std::string plan_text(const PlanPoint& p) {
   for (const auto& m : p.config.modules) s += (s.empty() ? "" : ", ") + m;
   for (const auto& [a, b] : p.config.ranges) s += (s.empty() ? "" : ", ") + a + ".." + b;
   return s.empty() ? "(nothing)" : s;
+}
+
+}  // namespace ckpt
+
+namespace ckpt {
+
+int cheapest_within(const std::vector<PlanPoint>& front, std::int64_t budget) {
+  int best = -1;
+  for (std::size_t i = 0; i < front.size(); ++i) {
+    const auto& p = front[i];
+    if (!p.eval.ok || p.eval.peak_bytes > budget) continue;
+    if (best < 0 || p.eval.recompute_ns < front[static_cast<std::size_t>(best)].eval.recompute_ns)
+      best = static_cast<int>(i);
+  }
+  return best;
 }
 
 }  // namespace ckpt

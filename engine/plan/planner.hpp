@@ -68,3 +68,10 @@ bool dominates(const PlanPoint& a, const PlanPoint& b);
 std::string plan_text(const PlanPoint& p);
 
 }  // namespace ckpt
+
+namespace ckpt {
+
+// Index into `front` (sorted by peak) of the least recompute whose peak fits `budget`, or -1.
+int cheapest_within(const std::vector<PlanPoint>& front, std::int64_t budget);
+
+}  // namespace ckpt

@@ -23,7 +23,7 @@ double ms_since(Clock::time_point t) {
 }
 
 std::string chain_json(int blocks) {
-  const int widths[] = {24, 48, 16, 64, 32};
+  const int widths[] = {24, 40, 16, 48, 32};
   std::string layers;
   for (int i = 0; i < blocks; ++i) {
     const int in = widths[i % 5], out = widths[(i + 1) % 5];
@@ -32,7 +32,7 @@ std::string chain_json(int blocks) {
               std::to_string(in) + R"(, "out": )" + std::to_string(out) +
               R"(}, {"type": "tanh", "name": "act"}]})";
   }
-  return R"({"format": "checkpoint-lab-model", "version": 1, "name": "chain1000", "batch": 16,
+  return R"({"format": "checkpoint-lab-model", "version": 1, "name": "chain1000", "batch": 256,
     "inputs": [{"name": "x", "shape": ["batch", 24], "requires_grad": true}],
     "model": {"type": "sequential", "layers": [)" +
          layers + "]}}";
@@ -55,7 +55,7 @@ void chain() {
   t = Clock::now();
   const PlanPoint p = planner.plan(Strategy::optimal, budget);
   const double total_ms = ms_since(t);
-  std::printf("1,000-block chain (unequal widths 16..64, batch 16, %zu ops):\n", model->ops.size());
+  std::printf("1,000-block chain (unequal widths 16..48, batch 256, %zu ops):\n", model->ops.size());
   std::printf("  knapsack DP over %zu blocks:                %8.2f ms  (target < 50 ms)\n",
               set.blocks.size(), dp_ms);
   std::printf("  optimal at 60%% of the peak, runs included: %8.0f ms, %lld runs of %.1f ms\n",
