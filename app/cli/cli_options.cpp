@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "engine/run/module_range.hpp"
 #include "engine/tensor/npy.hpp"
 
 namespace ckpt::cli {
@@ -56,6 +57,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args,
     };
     if (a == "--checkpoint") {
       o.checkpoint.push_back(value());
+    } else if (a == "--checkpoint-range") {
+      o.checkpoint_ranges.push_back(value());
     } else if (a == "--checkpoint-instances") {
       o.checkpoint_instances.push_back(value());
     } else if (a == "--checkpoint-all") {
@@ -230,6 +233,15 @@ CheckpointConfig make_config(const Model& model, const RunOptions& o) {
       throw UsageError("no module definition '" + d + "' in " + model.source + "; " +
                        suggestions(model, d));
     for (const Module* m : inst) add(m, d);
+  }
+  for (const auto& text : o.checkpoint_ranges) {
+    try {
+      auto range = parse_range(text);
+      make_range(model, range.first, range.second);  // checked here: a usage error, not a run's
+      c.ranges.push_back(std::move(range));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--checkpoint-range: ") + e.what());
+    }
   }
   if (o.checkpoint_all)
     for (const Module* m : model.all_modules())

@@ -22,6 +22,7 @@ enum class DeviceChoice { auto_select, cpu, cuda };
 struct RunOptions {
   std::vector<std::string> checkpoint;            // --checkpoint (repeatable)
   std::vector<std::string> checkpoint_instances;  // --checkpoint-instances DEF
+  std::vector<std::string> checkpoint_ranges;     // --checkpoint-range FIRST..LAST
   bool checkpoint_all = false;
   std::optional<int> checkpoint_depth;
   int segments = 0;

@@ -18,6 +18,7 @@
 #include "engine/run/run_summary.hpp"
 #include "engine/tensor/npy.hpp"
 #include "engine/trace/export.hpp"
+#include "plan_command.hpp"
 #include "ui/plot/memory_plot_renderer.hpp"
 
 #ifndef CKPTLAB_VERSION
@@ -45,6 +46,9 @@ commands:
   compare MODEL --config "label: options" --config ...
                              several configurations side by side (and --plot overlaid)
   code MODEL [options]       the PyTorch code of a configuration (where checkpoint() goes)
+  plan MODEL --budget B [--strategy S] [--json] [--plot F.svg] [--code F.py]
+                             what to checkpoint to fit a memory budget with the least recompute,
+                             and the memory/recompute frontier of every strategy
 
 MODEL is a native .json model (see samples/) or an ONNX file exported from PyTorch.
 `ckptlab-cli <command> --help` gives each command's options. --version prints the version.
@@ -55,6 +59,8 @@ const char* kRunOptionsHelp = R"(checkpoint options:
   --checkpoint MODULE        checkpoint this module instance (repeatable; a path from `modules`,
                              or a pattern such as 'features.*.*.bottleneck'; * is one segment)
   --checkpoint-instances DEF checkpoint every instance of a module definition (cell, cell_1, ...)
+  --checkpoint-range A..B    checkpoint sibling modules A to B as one segment (repeatable; as a
+                             checkpoint_sequential segment; an end may be an op of the parent)
   --checkpoint-all           checkpoint every checkpointable module (nested ones too)
   --checkpoint-depth N       checkpoint every checkpointable module at depth N (1 = top level)
   --segments N               checkpoint_sequential over the top-level modules, N segments
@@ -210,12 +216,15 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   if (with_baseline) {
     CheckpointConfig plain = config;
     plain.modules.clear();
+    plain.ranges.clear();
     plain.segments = 0;
     base = with_progress("running without checkpointing", [&] { return runner.run(plain); });
   }
   RunResult r = with_progress("running", [&] { return runner.run(config); });
   const RunSummary s = summarize(
-      *model, r, config.modules.empty() && config.segments == 0 ? "plain" : "checkpointed",
+      *model, r,
+      config.modules.empty() && config.ranges.empty() && config.segments == 0 ? "plain"
+                                                                              : "checkpointed",
       with_baseline && base.ok ? &base : nullptr);
   if (!o.trace_file.empty()) {
     try {
@@ -368,6 +377,7 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
   Runner runner(model);
   CheckpointConfig plain = parsed.front().second;
   plain.modules.clear();
+  plain.ranges.clear();
   plain.segments = 0;
   const RunResult base =
       with_progress("running without checkpointing", [&] { return runner.run(plain); });
@@ -446,6 +456,7 @@ int main(int argc, char** argv) {
     if (cmd == "modules") return cmd_modules(args);
     if (cmd == "compare") return cmd_compare(argc, argv, args);
     if (cmd == "code") return cmd_code(args);
+    if (cmd == "plan") return cli::cmd_plan(args);
     throw cli::UsageError("unknown command '" + cmd + "'");
   } catch (const cli::UsageError& e) {
     std::cerr << "ckptlab-cli: " << e.what() << "\n(see ckptlab-cli "

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/run/module_range.hpp"
 #include "engine/run/segment_call.hpp"
 
 namespace ckpt {
@@ -78,11 +79,32 @@ Executor::Executor(const Model& model, const CompiledModel& plan, const Checkpoi
                                   m->not_checkpointable_reason);
     starts_[static_cast<std::size_t>(m->first_op)].push_back(m);
   }
+  add_ranges();
   for (auto& list : starts_)
     std::sort(list.begin(), list.end(), [](const Module* a, const Module* b) {
       if (a->end_op != b->end_op) return a->end_op > b->end_op;
       return a->path.size() < b->path.size();  // an ancestor with the same ops goes first
     });
+}
+
+void Executor::add_ranges() {
+  for (const auto& [first, last] : config_.ranges)
+    ranges_.push_back(std::make_unique<Module>(make_range(model_, first, last)));
+  // Segments nest or stay apart: a range that cuts through another checkpointed segment would
+  // be half inside and half outside it.
+  for (const auto& r : ranges_) {
+    for (const auto& list : starts_)
+      for (const Module* m : list) {
+        const bool apart = m->end_op <= r->first_op || r->end_op <= m->first_op;
+        const bool nested = (m->first_op <= r->first_op && r->end_op <= m->end_op) ||
+                            (r->first_op <= m->first_op && m->end_op <= r->end_op);
+        if (!apart && !nested)
+          throw std::invalid_argument("cannot checkpoint the range '" + r->path +
+                                      "': it overlaps the checkpointed segment '" + m->path +
+                                      "' without holding it or lying inside it");
+      }
+    starts_[static_cast<std::size_t>(r->first_op)].push_back(r.get());
+  }
 }
 
 void Executor::check_cancel() const {

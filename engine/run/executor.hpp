@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -36,6 +37,7 @@ class Executor {
   const Module* pick(std::int64_t k, const Module* owner, std::int64_t end) const;
   void run_sequential(Frame& root, std::int64_t chain_end);
   void check_cancel() const;
+  void add_ranges();
 
   const Model& model_;
   const CompiledModel& plan_;
@@ -44,6 +46,7 @@ class Executor {
   const TensorList* statics_ = nullptr;
   // Checkpointed modules by first op, outermost first.
   std::vector<std::vector<const Module*>> starts_;
+  std::vector<std::unique_ptr<Module>> ranges_;  // config.ranges as modules of their own
 };
 
 }  // namespace ckpt

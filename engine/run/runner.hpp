@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model/model.hpp"
@@ -24,8 +25,12 @@ enum class SelectivePolicy : std::uint8_t { none, save_matmul };
 
 struct CheckpointConfig {
   std::set<std::string> modules;  // module instance paths to checkpoint (nesting allowed)
-  int segments = 0;               // > 0: checkpoint_sequential over the top-level modules
-  bool use_reentrant = true;      // PyTorch 1.13's default
+  // Contiguous ranges of siblings, each checkpointed as one segment (first, last): module paths,
+  // or ops that run directly in the common parent (see engine/run/module_range.hpp). A range
+  // may hold or sit inside checkpointed modules, never overlap one partly.
+  std::vector<std::pair<std::string, std::string>> ranges;
+  int segments = 0;           // > 0: checkpoint_sequential over the top-level modules
+  bool use_reentrant = true;  // PyTorch 1.13's default
   bool preserve_rng_state = true;
   bool early_stop = false;
   bool check_recompute = true;  // compare recomputed values with the forward's (checksums)

@@ -19,6 +19,7 @@
 #include "ui/panels/inspector.hpp"
 #include "ui/panels/lessons_view.hpp"
 #include "ui/panels/module_tree.hpp"
+#include "ui/panels/plan_view.hpp"
 #include "ui/panels/summary_view.hpp"
 #include "ui/player/player.hpp"
 #include "ui/player/player_bar.hpp"
@@ -112,6 +113,7 @@ void MainWindow::buildDocks() {
   summary_ = new SummaryView;
   lessons_ = new LessonsView;
   code_ = new CodeView;
+  plan_ = new PlanView;
   auto* dModules =
       dock(tr("Modules"), QStringLiteral("modulesDock"), modules_, Qt::LeftDockWidgetArea);
   auto* dNotes = dock(tr("Notes"), QStringLiteral("notesDock"), notes_, Qt::LeftDockWidgetArea);
@@ -123,9 +125,11 @@ void MainWindow::buildDocks() {
                         Qt::RightDockWidgetArea);
   auto* dCode =
       dock(tr("PyTorch code"), QStringLiteral("codeDock"), code_, Qt::RightDockWidgetArea);
+  auto* dPlan = dock(tr("Plan"), QStringLiteral("planDock"), plan_, Qt::RightDockWidgetArea);
   splitDockWidget(dModules, dNotes, Qt::Vertical);
   splitDockWidget(dSummary, dInspector, Qt::Vertical);
   tabifyDockWidget(dSummary, dCode);
+  tabifyDockWidget(dSummary, dPlan);
   tabifyDockWidget(dInspector, dLessons);
   dSummary->raise();
   dInspector->raise();
@@ -216,6 +220,7 @@ void MainWindow::syncControls() {
 
 void MainWindow::wireSession() {
   connect(session_, &Session::modelChanged, this, &MainWindow::onModelChanged);
+  connect(plan_, &PlanView::planChosen, session_, &Session::setPlan);
   connect(session_, &Session::openFailed, this, [this](const QString& m) {
     showMessage(tr("Could not open: %1").arg(m), true);
     graph_->setOverlayText(tr("Could not open the model:\n%1").arg(m), true);
@@ -224,6 +229,7 @@ void MainWindow::wireSession() {
     modules_->setCheckpointed(session_->config().modules);
     graph_->setCheckpointed(session_->config().modules);
     code_->setConfig(session_->model(), session_->config());
+    plan_->setCurrentConfig(session_->config());
     syncControls();
   });
   connect(session_, &Session::graphChanged, this, [this] {
@@ -295,6 +301,7 @@ void MainWindow::onModelChanged() {
   plot_->setSeries(nullptr, nullptr, QString());
   player_->setStepCount(0);
   modules_->setModel(model);
+  plan_->setModel(model, session_->config());
   inspector_->setModel(model);
   summary_->setSnapshot(nullptr, nullptr, QString());
   lessons_->setLessons({});

@@ -22,6 +22,7 @@ class QTextBrowser;
 namespace ckpt::ui {
 
 class CodeView;
+class PlanView;
 class GraphView;
 class Inspector;
 class LessonsView;
@@ -54,6 +55,7 @@ class MainWindow : public QMainWindow {
   SummaryView* summaryView() const { return summary_; }
   LessonsView* lessonsView() const { return lessons_; }
   CodeView* codeView() const { return code_; }
+  PlanView* planView() const { return plan_; }
   QLabel* banner() const { return banner_; }
   QStringList recentFiles() const { return recent_; }
   ThemeMode theme() const { return theme_; }
@@ -105,6 +107,7 @@ class MainWindow : public QMainWindow {
   LessonsView* lessons_ = nullptr;
   QTextBrowser* notes_ = nullptr;
   CodeView* code_ = nullptr;
+  PlanView* plan_ = nullptr;
   QLabel* banner_ = nullptr;
   QLabel* callout_ = nullptr;
   QLabel* runState_ = nullptr;

@@ -51,7 +51,7 @@ constexpr std::int64_t kKeptSteps = 1'000'000;
 }  // namespace
 
 bool sameConfig(const CheckpointConfig& a, const CheckpointConfig& b) {
-  return a.inputs.empty() && b.inputs.empty() && a.modules == b.modules &&
+  return a.inputs.empty() && b.inputs.empty() && a.modules == b.modules && a.ranges == b.ranges &&
          a.segments == b.segments && a.use_reentrant == b.use_reentrant &&
          a.preserve_rng_state == b.preserve_rng_state && a.early_stop == b.early_stop &&
          a.check_recompute == b.check_recompute && a.policy == b.policy && a.seed == b.seed &&

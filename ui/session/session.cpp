@@ -60,10 +60,10 @@ std::string parentPath(const std::string& path) {
 }  // namespace
 
 bool sameRun(const CheckpointConfig& a, const CheckpointConfig& b) {
-  return a.modules == b.modules && a.segments == b.segments && a.use_reentrant == b.use_reentrant &&
-         a.preserve_rng_state == b.preserve_rng_state && a.early_stop == b.early_stop &&
-         a.policy == b.policy && a.seed == b.seed && a.batch == b.batch &&
-         a.input_requires_grad == b.input_requires_grad && a.loss == b.loss;
+  return a.modules == b.modules && a.ranges == b.ranges && a.segments == b.segments &&
+         a.use_reentrant == b.use_reentrant && a.preserve_rng_state == b.preserve_rng_state &&
+         a.early_stop == b.early_stop && a.policy == b.policy && a.seed == b.seed &&
+         a.batch == b.batch && a.input_requires_grad == b.input_requires_grad && a.loss == b.loss;
 }
 
 Session::Session(QObject* parent)
@@ -181,6 +181,15 @@ bool Session::toggleModule(const QString& module) {
 void Session::setModules(const std::set<std::string>& modules) {
   if (modules == config_.modules) return;
   config_.modules = modules;
+  configure();
+}
+
+void Session::setPlan(const std::set<std::string>& modules,
+                      const std::vector<std::pair<std::string, std::string>>& ranges) {
+  if (modules == config_.modules && ranges == config_.ranges && config_.segments == 0) return;
+  config_.modules = modules;
+  config_.ranges = ranges;
+  config_.segments = 0;
   configure();
 }
 

@@ -1,0 +1,241 @@
+#include "plan_command.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_options.hpp"
+#include "engine/model/loader.hpp"
+#include "engine/plan/plan_code.hpp"
+#include "engine/plan/planner.hpp"
+#include "engine/run/run_summary.hpp"
+#include "frontier_svg.hpp"
+
+namespace ckpt::cli {
+
+namespace {
+
+const char* kPlanHelp = R"(usage: ckptlab-cli plan MODEL --budget B [options]
+
+Chooses what to checkpoint so that the run's peak memory fits the budget, with the least
+recompute. Every plan is judged by a run of the engine (one thread), never by a cost model alone.
+
+  --budget B          bytes (2GiB, 300MiB, 1.5GB, 123456) or a share of the unplanned peak (60%)
+  --strategy S        none | all | every-k | sqrt | uniform-n | greedy | knapsack | optimal
+                      (default optimal: the least recompute whose evaluated peak fits)
+  --k K               every-k: every K-th block (default 2)
+  --n N               uniform-n: chunks of N blocks (default 2)
+  --depth D           candidates D levels below the blocks (default 1; 0: blocks and ranges)
+  --no-ranges         no ranges of consecutive blocks among the candidates
+  --json              one JSON object: the plan, the candidates, every point and the frontier
+  --plot FILE.svg     the frontier: peak against recompute, points coloured by strategy
+  --code FILE.py      the plan as PyTorch code (apply_plan(model) for an ONNX model's module)
+  --batch N --seed S --variant V --no-preserve-rng --loss L   as for `run`
+exit codes: 0 a plan fits, 2 usage, 3 the model could not be loaded, 4 no plan fits the budget.
+)";
+
+struct PlanArgs {
+  std::string budget, strategy = "optimal", plot, code;
+  bool json = false;
+  StrategyParams params;
+  CandidateOptions candidates;
+  std::vector<std::string> rest;
+};
+
+PlanArgs parse(const std::vector<std::string>& args) {
+  PlanArgs p;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+      return args[++i];
+    };
+    auto number = [&](int lo) {
+      const std::string& v = value();
+      try {
+        const int n = std::stoi(v);
+        if (n < lo || std::to_string(n) != v) throw std::out_of_range(v);
+        return n;
+      } catch (const std::exception&) {
+        throw UsageError(a + " expects a whole number of at least " + std::to_string(lo) +
+                         ", got '" + v + "'");
+      }
+    };
+    if (a == "--budget")
+      p.budget = value();
+    else if (a == "--strategy")
+      p.strategy = value();
+    else if (a == "--plot")
+      p.plot = value();
+    else if (a == "--code")
+      p.code = value();
+    else if (a == "--json")
+      p.json = true;
+    else if (a == "--k")
+      p.params.k = number(1);
+    else if (a == "--n")
+      p.params.n = number(1);
+    else if (a == "--depth")
+      p.candidates.depth = number(0);
+    else if (a == "--no-ranges")
+      p.candidates.ranges = false;
+    else
+      p.rest.push_back(a);
+  }
+  return p;
+}
+
+std::string mib(std::int64_t b) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << static_cast<double>(b) / (1 << 20) << " MiB";
+  return s.str();
+}
+
+nlohmann::json point_json(const PlanPoint& p) {
+  nlohmann::json ranges = nlohmann::json::array();
+  for (const auto& [a, b] : p.config.ranges) ranges.push_back({a, b});
+  return {{"strategy", strategy_name(p.strategy)},
+          {"detail", p.detail},
+          {"modules", p.config.modules},
+          {"ranges", ranges},
+          {"ok", p.eval.ok},
+          {"error", p.eval.error},
+          {"peak_bytes", p.eval.peak_bytes},
+          {"recompute_ms", p.eval.recompute_ms()},
+          {"recompute_ops", p.eval.recompute_ops},
+          {"saved_bytes", p.eval.saved_bytes},
+          {"rng_bytes", p.eval.rng_bytes},
+          {"fits", p.fits},
+          {"exact", p.exact},
+          {"repaired", p.repaired},
+          {"note", p.note}};
+}
+
+void print_table(const std::vector<PlanPoint>& points, const std::vector<PlanPoint>& front) {
+  std::cout << "\nfrontier: peak against recompute (* = on the frontier, not beaten in both)\n"
+            << "    strategy    detail                         peak   recompute ms    ops  plan\n";
+  auto on_front = [&](const PlanPoint& p) {
+    for (const auto& f : front)
+      if (plan_key(f.config) == plan_key(p.config)) return true;
+    return false;
+  };
+  auto sorted = points;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const PlanPoint& a, const PlanPoint& b) {
+    if (a.eval.ok != b.eval.ok) return a.eval.ok;
+    return a.eval.peak_bytes < b.eval.peak_bytes;
+  });
+  for (const auto& p : sorted) {
+    std::string plan = plan_text(p);
+    if (plan.size() > 60) plan = plan.substr(0, 57) + "...";
+    if (!p.eval.ok) {
+      std::string why = p.eval.error;
+      if (why.size() > 70) why = why.substr(0, 67) + "...";
+      std::cout << "    " << std::left << std::setw(12) << strategy_name(p.strategy)
+                << std::setw(24) << p.detail << std::right << "  does not run: " << why << "\n";
+      continue;
+    }
+    std::cout << (on_front(p) ? "  * " : "    ") << std::left << std::setw(12)
+              << strategy_name(p.strategy) << std::setw(24) << p.detail << std::right
+              << std::setw(12) << mib(p.eval.peak_bytes) << std::setw(15) << std::fixed
+              << std::setprecision(3) << p.eval.recompute_ms() << std::setw(7)
+              << p.eval.recompute_ops << "  " << plan << "\n";
+  }
+}
+
+}  // namespace
+
+int cmd_plan(const std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      std::cout << kPlanHelp;
+      return 0;
+    }
+  PlanArgs pa = parse(args);
+  std::vector<std::string> pos;
+  const RunOptions o = parse_run_options(pa.rest, &pos, false);
+  if (pos.size() != 1) throw UsageError("plan takes exactly one MODEL");
+  if (pa.budget.empty()) throw UsageError("plan needs --budget (bytes such as 300MiB, or 60%)");
+  Strategy strategy{};
+  try {
+    strategy = strategy_from_name(pa.strategy);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--strategy: ") + e.what());
+  }
+  std::shared_ptr<Model> model;
+  try {
+    model = load_model(pos[0]);
+  } catch (const std::exception& e) {
+    std::cerr << "ckptlab-cli: cannot load model: " << e.what() << "\n";
+    return 3;
+  }
+  RunOptions plain = o;
+  const auto t0 = std::chrono::steady_clock::now();
+  PlanEvaluator ev(model, make_config(*model, plain));
+  std::int64_t budget = 0;
+  try {
+    budget = parse_budget(pa.budget, ev.baseline().peak_bytes);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--budget: ") + e.what());
+  }
+  Planner planner(ev, pa.candidates, pa.params);
+  const PlanPoint chosen = planner.plan(strategy, budget);
+  const auto points = planner.sweep(budget);
+  const auto front = pareto_frontier(points);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!pa.plot.empty()) write_frontier_svg(pa.plot, model->name, points, front, budget, chosen);
+  if (!pa.code.empty()) {
+    std::ofstream f(pa.code);
+    f << plan_pytorch_code(*model, ev.run_config(chosen.config));
+    if (!f) throw std::runtime_error("--code: cannot write " + pa.code);
+  }
+  const auto& set = planner.candidates();
+  if (pa.json) {
+    nlohmann::json j{{"model", model->name},
+                     {"budget_bytes", budget},
+                     {"plain_peak_bytes", ev.baseline().peak_bytes},
+                     {"times", PlanEvaluator::kTimesMeasured ? "measured" : "estimated"},
+                     {"evaluations", ev.runs()},
+                     {"plan", point_json(chosen)}};
+    for (const auto& c : set.items)
+      j["candidates"].push_back({{"label", c.label},
+                                 {"range", c.is_range},
+                                 {"block", c.is_block},
+                                 {"kept_bytes", c.kept_bytes},
+                                 {"input_bytes", c.input_bytes},
+                                 {"rng_bytes", c.rng_bytes},
+                                 {"recompute_ms", static_cast<double>(c.recompute_ns) / 1e6},
+                                 {"recompute_ops", c.recompute_ops},
+                                 {"batchnorm", c.batchnorm}});
+    for (const auto& p : points) j["points"].push_back(point_json(p));
+    for (const auto& p : front) j["frontier"].push_back(point_json(p));
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "model       " << model->name << "\n"
+              << "candidates  " << set.items.size() << " (" << set.blocks.size()
+              << " blocks under '" << (set.chain_parent.empty() ? "(root)" : set.chain_parent)
+              << "', their children, ranges of blocks)\n"
+              << "unplanned   peak " << format_bytes(ev.baseline().peak_bytes) << "\n"
+              << "budget      " << format_bytes(budget) << "\n"
+              << "strategy    " << strategy_name(strategy)
+              << (chosen.detail.empty() ? "" : " (" + chosen.detail + ")")
+              << (chosen.repaired && chosen.fits ? ", repaired to fit" : "") << "\n"
+              << "plan        " << plan_text(chosen) << "\n"
+              << "peak        " << format_bytes(chosen.eval.peak_bytes)
+              << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n"
+              << "recompute   " << std::fixed << std::setprecision(3) << chosen.eval.recompute_ms()
+              << " ms (forward times measured per op), " << chosen.eval.recompute_ops
+              << " op executions\n"
+              << "evaluated   " << ev.runs() << " runs in " << std::setprecision(2) << seconds
+              << " s\n";
+    if (!chosen.note.empty()) std::cout << "note        " << chosen.note << "\n";
+    print_table(points, front);
+  }
+  if (!chosen.fits) std::cerr << "ckptlab-cli: " << chosen.note << "\n";
+  return chosen.fits ? 0 : 4;
+}
+
+}  // namespace ckpt::cli

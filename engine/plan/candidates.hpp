@@ -1,0 +1,54 @@
+#pragma once
+
+// What a plan chooses from: checkpointable module instances and contiguous ranges of sibling
+// blocks, with their costs measured from the baseline run's trace.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/plan/evaluator.hpp"
+
+namespace ckpt {
+
+struct Candidate {
+  std::string label;  // the module path, or "first..last" for a range
+  bool is_range = false;
+  std::string first, last;  // a range's ends (both the path for a module)
+  std::int64_t first_op = 0, end_op = 0;
+  bool is_block = false;  // one of the block chain (what all/every-k/sqrt/uniform pick from)
+  int level = 0;          // 0: a block or a range of blocks, 1: a block's child, ...
+  // Costs (from the baseline trace; recompute time measured per op, or estimated by a dry run).
+  std::int64_t kept_bytes = 0;    // bytes its ops save for backward when it is not checkpointed
+  std::int64_t input_bytes = 0;   // bytes of its inputs, kept when it is
+  std::int64_t rng_bytes = 0;     // the RNG state its checkpoint stashes
+  std::int64_t recompute_ns = 0;  // its forward time: what recomputing it costs
+  std::int64_t recompute_ops = 0;
+  bool batchnorm = false;  // it holds a BatchNorm: its running statistics update twice
+  // Bytes a checkpoint of it alone frees (kept - inputs, never negative).
+  std::int64_t saving() const { return kept_bytes > input_bytes ? kept_bytes - input_bytes : 0; }
+};
+
+struct CandidateOptions {
+  int depth = 1;        // levels below the blocks to offer (0: blocks and ranges only)
+  bool ranges = true;   // ranges of two or more consecutive blocks
+  int max_ranges = 64;  // ranges are O(n^2): the shortest first, up to this many
+};
+
+struct CandidateSet {
+  std::vector<Candidate> items;
+  std::vector<int> blocks;   // indices of the block chain, in execution order
+  std::string chain_parent;  // the module whose children are the blocks ("" for the root)
+};
+
+// The blocks: the children of the first module (from the root down) that does not hand
+// nearly all of its ops to a single child; then candidates as `options` says.
+CandidateSet find_candidates(const PlanEvaluator& evaluator, const CandidateOptions& options = {});
+
+// Whether two candidates can be checkpointed together (nested or apart, never crossing).
+bool compatible(const Candidate& a, const Candidate& b);
+
+// The config checkpointing the chosen candidates (indices into set.items).
+CheckpointConfig plan_config(const CandidateSet& set, const std::vector<int>& chosen);
+
+}  // namespace ckpt

@@ -1,0 +1,85 @@
+#pragma once
+
+// The one door through which the planner judges a plan: every strategy's result, every point of
+// the frontier and every candidate's cost comes from evaluate(), never from a cost model alone.
+//
+// Today an evaluation is a real Runner run on one thread. When the engine's `meta` device lands
+// (issue 11, a dry run: exact bytes, no kernels), the run in evaluate() becomes a dry run by
+// setting that option in PlanEvaluator::run_config(); nothing else in engine/plan changes.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/run/runner.hpp"
+
+namespace ckpt {
+
+struct Evaluation {
+  // False when the run failed, or when a parameter the plain run trains gets no gradient (a
+  // reentrant checkpoint whose inputs do not require grad): such a plan would not train.
+  bool ok = false;
+  std::string error;
+  std::int64_t peak_bytes = 0;
+  // Recompute cost: each recomputed op costs the forward time the baseline run measured for
+  // its node (so that equal plans cost the same, whatever the machine's noise), in ns.
+  std::int64_t recompute_ns = 0;
+  std::int64_t recompute_ops = 0;  // op executions in recompute steps
+  std::int64_t saved_bytes = 0;    // activations + checkpoint inputs at the end of the forward
+  std::int64_t rng_bytes = 0;      // RNG states stashed by checkpoints at the end of the forward
+  double recompute_ms() const { return static_cast<double>(recompute_ns) / 1e6; }
+};
+
+class PlanEvaluator {
+ public:
+  // `base` holds the run settings (variant, RNG, seed, batch, loss); its modules, ranges and
+  // segments are ignored: each plan brings its own. Measures the baseline (no checkpoint) once.
+  PlanEvaluator(std::shared_ptr<const Model> model, CheckpointConfig base,
+                const std::atomic<bool>* cancel = nullptr);
+
+  // Thread-safe; the same plan is run once (results are cached by its modules and ranges).
+  Evaluation evaluate(const CheckpointConfig& plan) const;
+  const Evaluation& baseline() const { return baseline_; }
+  // The forward time the baseline measured per op node, in ns (the recompute cost unit).
+  const std::unordered_map<std::string, std::int64_t>& op_cost_ns() const { return op_ns_; }
+  // From the baseline's trace: bytes each node saved for backward, forward steps per node, and
+  // bytes of each named value (the cost model's inputs; plans are still judged by evaluate()).
+  const std::unordered_map<std::string, std::int64_t>& saved_by_node() const { return saved_; }
+  const std::unordered_map<std::string, std::int64_t>& node_steps() const { return steps_; }
+  const std::unordered_map<std::string, std::int64_t>& value_bytes() const { return values_; }
+  // Bytes the plan's forward keeps for backward, as PyTorch's saved_tensors_hooks count them
+  // (distinct storages, parameters and buffers left out): a forward-only run.
+  std::int64_t saved_for_backward(const CheckpointConfig& plan) const;
+  // Runs made so far (cache misses), for the benchmarks and the report.
+  std::int64_t runs() const;
+  // Whether evaluations measure times (a real run) or estimate them (a dry run).
+  static constexpr bool kTimesMeasured = true;
+  const Model& model() const { return runner_.model(); }
+  const CheckpointConfig& base() const { return base_; }
+  // The plan's modules and ranges over the base settings: what evaluate() runs.
+  CheckpointConfig run_config(const CheckpointConfig& plan) const;
+
+ private:
+  Evaluation measure(const RunResult& r) const;
+  void check_gradients(const RunResult& r, Evaluation& e) const;
+
+  Runner runner_;
+  CheckpointConfig base_;
+  const std::atomic<bool>* cancel_;
+  std::unordered_map<std::string, std::int64_t> op_ns_, saved_, steps_, values_;
+  Evaluation baseline_;
+  std::vector<std::string> gradients_;  // parameters the baseline gives a gradient
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, Evaluation> cache_;
+  mutable std::int64_t runs_ = 0;
+};
+
+// A canonical text of a plan's modules and ranges (the cache key, and how tests compare plans).
+std::string plan_key(const CheckpointConfig& plan);
+
+}  // namespace ckpt

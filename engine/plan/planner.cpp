@@ -1,0 +1,264 @@
+#include "engine/plan/planner.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "engine/run/run_summary.hpp"
+
+namespace ckpt {
+
+std::int64_t parse_budget(const std::string& text, std::int64_t plain_peak) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  const std::map<std::string, double> units{
+      {"", 1},          {"B", 1},    {"KiB", 1024.0}, {"MiB", 1024.0 * 1024},
+      {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6},     {"GB", 1e9},
+      {"%", -1}};
+  auto it = units.find(unit);
+  if (used == 0 || it == units.end() || !(value > 0) || !std::isfinite(value))
+    throw std::invalid_argument("budget '" + text +
+                                "': expected a positive size such as 2GiB, 300MiB, 1.5GB or "
+                                "123456 (bytes), or a share of the unplanned peak such as 60%");
+  const double bytes =
+      it->second < 0 ? value / 100.0 * static_cast<double>(plain_peak) : value * it->second;
+  return static_cast<std::int64_t>(std::floor(bytes));
+}
+
+Planner::Planner(const PlanEvaluator& evaluator, CandidateOptions options, StrategyParams params,
+                 const std::atomic<bool>* cancel)
+    : ev_(evaluator), set_(find_candidates(evaluator, options)), params_(params), cancel_(cancel) {}
+
+PlanPoint Planner::point(Strategy s, std::vector<int> chosen, std::int64_t budget) {
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  PlanPoint p;
+  p.strategy = s;
+  p.chosen = std::move(chosen);
+  p.config = plan_config(set_, p.chosen);
+  p.eval = ev_.evaluate(p.config);
+  p.fits = p.eval.ok && p.eval.peak_bytes <= budget;
+  if (p.eval.ok && (!lowest_ || p.eval.peak_bytes < lowest_->eval.peak_bytes)) lowest_ = p;
+  return p;
+}
+
+PlanPoint Planner::fixed(Strategy s) {
+  PlanPoint p = point(s, fixed_plan(s, set_, params_), INT64_MAX);
+  if (s == Strategy::every_k) p.detail = "k=" + std::to_string(params_.k);
+  if (s == Strategy::uniform) p.detail = "n=" + std::to_string(params_.n);
+  return p;
+}
+
+namespace {
+
+bool usable(const CandidateSet& set, const std::vector<int>& chosen, int extra) {
+  if (std::find(chosen.begin(), chosen.end(), extra) != chosen.end()) return false;
+  for (int c : chosen)
+    if (!compatible(set.items[static_cast<std::size_t>(c)],
+                    set.items[static_cast<std::size_t>(extra)]))
+      return false;
+  return true;
+}
+
+// Bytes saved per nanosecond of recompute, the best first.
+std::vector<int> by_ratio(const CandidateSet& set, std::vector<int> pool) {
+  auto ratio = [&](int i) {
+    const Candidate& c = set.items[static_cast<std::size_t>(i)];
+    return static_cast<double>(c.saving()) /
+           static_cast<double>(std::max<std::int64_t>(1, c.recompute_ns));
+  };
+  std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return ratio(a) > ratio(b); });
+  return pool;
+}
+
+}  // namespace
+
+void Planner::repair(PlanPoint& p, std::int64_t budget) {
+  std::vector<int> all(set_.items.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  for (int c : by_ratio(set_, all)) {
+    if (p.fits || cancelled()) break;
+    if (!usable(set_, p.chosen, c) || set_.items[static_cast<std::size_t>(c)].saving() == 0)
+      continue;
+    auto chosen = p.chosen;
+    chosen.push_back(c);
+    PlanPoint q = point(p.strategy, chosen, budget);
+    if (!q.eval.ok || q.eval.peak_bytes >= p.eval.peak_bytes) continue;
+    q.detail = p.detail;
+    q.repaired = true;
+    p = std::move(q);
+  }
+}
+
+void Planner::prune(PlanPoint& p, std::int64_t budget) {
+  // Drop what the budget does not need, the most expensive first.
+  auto order = p.chosen;
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return set_.items[static_cast<std::size_t>(a)].recompute_ns >
+           set_.items[static_cast<std::size_t>(b)].recompute_ns;
+  });
+  if (order.size() > 32) order.resize(32);  // each try is a run: the costliest matter most
+  for (int c : order) {
+    if (cancelled()) break;
+    auto chosen = p.chosen;
+    chosen.erase(std::find(chosen.begin(), chosen.end(), c));
+    PlanPoint q = point(p.strategy, chosen, budget);
+    if (q.fits && q.eval.recompute_ns <= p.eval.recompute_ns) {
+      q.detail = p.detail;
+      q.repaired = p.repaired;
+      p = std::move(q);
+    }
+  }
+}
+
+PlanPoint Planner::greedy(std::int64_t budget) {
+  // Candidates by bytes saved per nanosecond of recompute; each one kept only if the evaluated
+  // peak drops, until the budget holds.
+  PlanPoint p = point(Strategy::greedy, {}, budget);
+  std::vector<int> all(set_.items.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  for (int c : by_ratio(set_, all)) {
+    if (p.fits || cancelled()) break;
+    if (!usable(set_, p.chosen, c)) continue;
+    auto chosen = p.chosen;
+    chosen.push_back(c);
+    PlanPoint q = point(Strategy::greedy, chosen, budget);
+    if (q.eval.ok && q.eval.peak_bytes < p.eval.peak_bytes) p = std::move(q);
+  }
+  return p;
+}
+
+PlanPoint Planner::knapsack(std::int64_t budget) {
+  // torch.compile's activation_memory_budget: the share of the plain run's saved bytes that
+  // may stay saved; the knapsack picks the blocks to recompute.
+  const Evaluation& b = ev_.baseline();
+  const double saved = static_cast<double>(std::max<std::int64_t>(1, b.saved_bytes));
+  double fraction =
+      std::clamp(static_cast<double>(budget - (b.peak_bytes - b.saved_bytes)) / saved, 0.0, 1.0);
+  std::int64_t kept_total = 0;
+  for (int i : set_.blocks) kept_total += set_.items[static_cast<std::size_t>(i)].kept_bytes;
+  PlanPoint p;
+  std::int64_t extra = 0;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const auto need =
+        static_cast<std::int64_t>(static_cast<double>(kept_total) * (1.0 - fraction)) + extra;
+    p = point(Strategy::knapsack, min_cost_cover(set_, set_.blocks, need), budget);
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "activation_memory_budget=%.2f", fraction);
+    p.detail = buf;
+    if (p.fits || !p.eval.ok) break;
+    extra += p.eval.peak_bytes - budget;  // over by this much: ask the cover for it too
+  }
+  return p;
+}
+
+PlanPoint Planner::plan(Strategy s, std::int64_t budget) {
+  PlanPoint p;
+  switch (s) {
+    case Strategy::greedy:
+      p = greedy(budget);
+      break;
+    case Strategy::knapsack:
+      p = knapsack(budget);
+      break;
+    case Strategy::optimal:
+      p = optimal(budget);
+      break;
+    default:
+      p = fixed(s);
+      p.fits = p.eval.ok && p.eval.peak_bytes <= budget;
+  }
+  if (!p.fits && p.eval.ok && s != Strategy::optimal) repair(p, budget);
+  if (!p.eval.ok) {
+    p.note = "the plan of " + std::string(strategy_name(s)) + " does not run: " + p.eval.error;
+  } else if (!p.fits) {
+    const PlanPoint& low = lowest();
+    p.note = "no plan of " + std::string(strategy_name(s)) + " fits " + format_bytes(budget) +
+             "; the lowest peak reached is " + format_bytes(low.eval.peak_bytes) + ", by " +
+             plan_text(low);
+  }
+  return p;
+}
+
+const PlanPoint& Planner::lowest() {
+  // A descent by peak: add the candidate that lowers the evaluated peak most, until none does.
+  if (descended_) return *lowest_;
+  descended_ = true;
+  const std::int64_t start_runs = ev_.runs();
+  PlanPoint cur = point(Strategy::optimal, {}, INT64_MAX);
+  for (bool improved = true; improved && !cancelled();) {
+    improved = false;
+    PlanPoint best = cur;
+    for (std::size_t c = 0; c < set_.items.size(); ++c) {
+      if (!usable(set_, cur.chosen, static_cast<int>(c))) continue;
+      if (ev_.runs() > start_runs + params_.max_evaluations) break;  // large sets: enough
+      auto chosen = cur.chosen;
+      chosen.push_back(static_cast<int>(c));
+      PlanPoint q = point(Strategy::optimal, chosen, INT64_MAX);
+      if (q.eval.ok && q.eval.peak_bytes < best.eval.peak_bytes) best = std::move(q);
+    }
+    if (best.eval.peak_bytes < cur.eval.peak_bytes) {
+      cur = std::move(best);
+      improved = true;
+    }
+  }
+  lowest_->strategy = Strategy::optimal;
+  lowest_->detail = "lowest peak";
+  return *lowest_;
+}
+
+bool dominates(const PlanPoint& a, const PlanPoint& b) {
+  if (!a.eval.ok || !b.eval.ok) return false;
+  return a.eval.peak_bytes <= b.eval.peak_bytes && a.eval.recompute_ns <= b.eval.recompute_ns &&
+         (a.eval.peak_bytes < b.eval.peak_bytes || a.eval.recompute_ns < b.eval.recompute_ns);
+}
+
+std::vector<PlanPoint> pareto_frontier(const std::vector<PlanPoint>& points) {
+  std::vector<PlanPoint> out;
+  for (const auto& p : points) {
+    if (!p.eval.ok) continue;
+    bool beaten = false;
+    for (const auto& q : points)
+      if (q.eval.ok && dominates(q, p)) beaten = true;
+    for (const auto& q : out)  // equal figures: one point
+      if (q.eval.peak_bytes == p.eval.peak_bytes && q.eval.recompute_ns == p.eval.recompute_ns)
+        beaten = true;
+    if (!beaten) out.push_back(p);
+  }
+  std::sort(out.begin(), out.end(), [](const PlanPoint& a, const PlanPoint& b) {
+    return a.eval.peak_bytes < b.eval.peak_bytes;
+  });
+  return out;
+}
+
+std::string plan_text(const PlanPoint& p) {
+  std::string s;
+  for (const auto& m : p.config.modules) s += (s.empty() ? "" : ", ") + m;
+  for (const auto& [a, b] : p.config.ranges) s += (s.empty() ? "" : ", ") + a + ".." + b;
+  return s.empty() ? "(nothing)" : s;
+}
+
+}  // namespace ckpt
+
+namespace ckpt {
+
+int cheapest_within(const std::vector<PlanPoint>& front, std::int64_t budget) {
+  int best = -1;
+  for (std::size_t i = 0; i < front.size(); ++i) {
+    const auto& p = front[i];
+    if (!p.eval.ok || p.eval.peak_bytes > budget) continue;
+    if (best < 0 || p.eval.recompute_ns < front[static_cast<std::size_t>(best)].eval.recompute_ns)
+      best = static_cast<int>(i);
+  }
+  return best;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,134 @@
+// `ckptlab-cli plan` and `--checkpoint-range` as a user runs them: exit codes, the plan and its
+// figures equal to the engine's evaluation of the same config, JSON, the frontier's SVG and the
+// PyTorch code.
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "engine/model/loader.hpp"
+#include "engine/plan/planner.hpp"
+
+using namespace ckpt;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  QString out;
+  QString err;
+};
+
+Result cli(const QStringList& args) {
+  QProcess p;
+  p.start(qEnvironmentVariable("CKPTLAB_CLI"), args);
+  Result r;
+  if (!p.waitForFinished(300000)) return r;
+  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+QString data(const char* name) {
+  return qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/tests/engine/data/plan/" + name;
+}
+
+}  // namespace
+
+class TestCliPlan : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+
+ private slots:
+  void planPrintsThePlanItsPeakAndTheFrontier() {
+    const Result r = cli({"plan", data("nested_blocks.json"), "--budget", "95%"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    for (const char* s : {"strategy    optimal", "plan        ", "fits", "recompute   ",
+                          "frontier: peak against recompute", "  * none"})
+      QVERIFY2(r.out.contains(s), s);
+  }
+
+  void jsonFiguresAreTheEnginesAndEveryPointIsOnBudgetOrMarked() {
+    const QString svg = dir_.filePath("frontier.svg"), code = dir_.filePath("plan.py");
+    const Result r = cli({"plan", data("wide_narrow.json"), "--budget", "97%", "--strategy",
+                          "greedy", "--json", "--plot", svg, "--code", code});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    const QJsonObject plan = j["plan"].toObject();
+    QCOMPARE(plan["strategy"].toString(), QString("greedy"));
+    QVERIFY(plan["fits"].toBool());
+    QVERIFY(plan["peak_bytes"].toInteger() <= j["budget_bytes"].toInteger());
+    QCOMPARE(j["budget_bytes"].toInteger(), j["plain_peak_bytes"].toInteger() * 97 / 100);
+    // The same config evaluated here gives the same peak: the CLI printed a run, not a model.
+    auto model = load_model(data("wide_narrow.json").toStdString());
+    PlanEvaluator ev(model, scenario_config(*model));
+    CheckpointConfig c;
+    for (const auto& m : plan["modules"].toArray()) c.modules.insert(m.toString().toStdString());
+    for (const auto& r2 : plan["ranges"].toArray())
+      c.ranges.emplace_back(r2.toArray()[0].toString().toStdString(),
+                            r2.toArray()[1].toString().toStdString());
+    QCOMPARE(ev.evaluate(c).peak_bytes, plan["peak_bytes"].toInteger());
+    QVERIFY(j["candidates"].toArray().size() >= 5);
+    const QJsonArray front = j["frontier"].toArray();
+    QVERIFY(front.size() >= 2);
+    for (const auto& a : front)
+      for (const auto& b : j["points"].toArray()) {
+        const auto pa = a.toObject(), pb = b.toObject();
+        const bool beaten = pb["peak_bytes"].toInteger() <= pa["peak_bytes"].toInteger() &&
+                            pb["recompute_ms"].toDouble() <= pa["recompute_ms"].toDouble() &&
+                            (pb["peak_bytes"].toInteger() < pa["peak_bytes"].toInteger() ||
+                             pb["recompute_ms"].toDouble() < pa["recompute_ms"].toDouble());
+        QVERIFY(!beaten);
+      }
+    QFile f(svg);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray s = f.readAll();
+    QVERIFY(s.startsWith("<svg") && s.contains("<polyline") && s.contains("greedy"));
+    QFile py(code);
+    QVERIFY(py.open(QIODevice::ReadOnly));
+    QVERIFY(py.readAll().contains("checkpoint("));
+  }
+
+  void impossibleBudgetNamesTheLowestPeak() {
+    const Result r = cli({"plan", data("chain_unequal.json"), "--budget", "1KiB"});
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains("fits 1.0 KiB; the lowest peak reached is"), qPrintable(r.err));
+    QVERIFY(r.out.contains("OVER BUDGET"));
+  }
+
+  void usageErrors() {
+    auto r = cli({"plan", data("chain_unequal.json")});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("needs --budget"));
+    r = cli({"plan", data("chain_unequal.json"), "--budget", "lots"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("budget 'lots'"));
+    r = cli({"plan", data("chain_unequal.json"), "--budget", "50%", "--strategy", "rotor"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(
+        r.err.contains("the strategies are none, all, every-k, sqrt, uniform-n, greedy, "
+                       "knapsack, optimal"));
+    r = cli({"plan", "/nonexistent.json", "--budget", "50%"});
+    QCOMPARE(r.code, 3);
+  }
+
+  void checkpointRangeRunsOneSegment() {
+    auto r = cli({"run", data("chain_unequal.json"), "--checkpoint-range", "b1..b3", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(j["checkpoints"].toInteger(), 1);
+    r = cli({"run", data("chain_unequal.json"), "--checkpoint-range", "b3..b1"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("'b3' runs after 'b1'"), qPrintable(r.err));
+    r = cli({"run", data("chain_unequal.json"), "--checkpoint-range", "b1-b3"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("FIRST..LAST"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCliPlan)
+#include "test_cli_plan.moc"
