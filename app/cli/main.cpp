@@ -257,6 +257,7 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
     return kExitRun;
   if (!r.ok) {
     std::cerr << "ckptlab-cli: run failed: " << r.error << "\n";
+    if (!s.failure.fix.empty()) std::cerr << "ckptlab-cli: to fix it: " << s.failure.fix << "\n";
     return kExitRun;
   }
   return kExitOk;
@@ -397,17 +398,27 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
     std::printf("%-*s %12s %12s %8s %8s %8s %10s %8s\n", width, "config", "peak", "saved", "fwd",
                 "recomp", "bwd", "time ms", "time x");
     for (const auto& s : sums) {
-      std::printf(
-          "%-*s %12s %12s %8lld %8lld %8lld %10.2f %8.2f\n", width, s.label.c_str(),
-          format_bytes(s.peak.bytes).c_str(),
-          s.baseline ? format_bytes(s.baseline->peak_bytes - s.peak.bytes).c_str() : "-",
-          static_cast<long long>(s.executions.forward),
-          static_cast<long long>(s.executions.recompute),
-          static_cast<long long>(s.executions.backward), s.times.total_ms,
-          s.baseline && s.baseline->total_ms > 0 ? s.times.total_ms / s.baseline->total_ms : 0.0);
+      // A failed run saved nothing: its row says so instead of showing a "saving".
+      const bool vs = s.ok && s.baseline;
+      char ratio[32] = "-";
+      if (vs && s.baseline->total_ms > 0)
+        std::snprintf(ratio, sizeof ratio, "%.2f", s.times.total_ms / s.baseline->total_ms);
+      std::printf("%-*s %12s %12s %8lld %8lld %8lld %10.2f %8s\n", width, s.label.c_str(),
+                  format_bytes(s.peak.bytes).c_str(),
+                  !s.ok ? "FAILED"
+                  : vs  ? format_bytes(s.baseline->peak_bytes - s.peak.bytes).c_str()
+                        : "-",
+                  static_cast<long long>(s.executions.forward),
+                  static_cast<long long>(s.executions.recompute),
+                  static_cast<long long>(s.executions.backward), s.times.total_ms, ratio);
     }
     for (const auto& s : sums) {
-      if (!s.ok) std::printf("%s: RUN FAILED: %s\n", s.label.c_str(), s.error.c_str());
+      if (!s.ok) {
+        std::printf("%s: RUN FAILED: %s\n", s.label.c_str(), s.error.c_str());
+        if (!s.failure.why.empty()) std::printf("  why: %s\n", s.failure.why.c_str());
+        if (!s.failure.fix.empty()) std::printf("  fix: %s\n", s.failure.fix.c_str());
+        std::printf("  (its row holds the failed run's figures up to the failure, not a saving)\n");
+      }
       if (!s.messages.empty())
         std::printf("%s:\n%s", s.label.c_str(), grouped_messages_text(s.messages, "  ").c_str());
     }

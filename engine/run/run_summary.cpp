@@ -29,6 +29,11 @@ nlohmann::json to_json(const RunSummary& s) {
   j["label"] = s.label;
   j["ok"] = s.ok;
   j["error"] = s.error;
+  // A failed run's figures cover the steps up to the failure: never a saving.
+  j["failure"] = s.ok ? nlohmann::json(nullptr)
+                      : nlohmann::json{{"why", s.failure.why},
+                                       {"fix", s.failure.fix},
+                                       {"figures", "of a failed run, up to the failure"}};
   j["loss"] = s.loss;
   j["peak"] = {{"bytes", s.peak.bytes},
                {"step", s.peak.step},
@@ -51,9 +56,16 @@ nlohmann::json to_json(const RunSummary& s) {
   for (const auto& m : s.messages)
     msgs.push_back({{"step", m.step}, {"severity", severity_name(m.severity)}, {"text", m.text}});
   j["messages"] = msgs;
-  if (s.baseline) {
+  if (s.baseline && !s.ok) {
     const auto& b = *s.baseline;
     j["baseline"] = {
+        {"peak_bytes", b.peak_bytes},  {"executions", b.executions},    {"total_ms", b.total_ms},
+        {"comparable", false},         {"memory_saved_bytes", nullptr}, {"peak_ratio", nullptr},
+        {"extra_executions", nullptr}, {"execution_ratio", nullptr},    {"time_ratio", nullptr}};
+  } else if (s.baseline) {
+    const auto& b = *s.baseline;
+    j["baseline"] = {
+        {"comparable", true},
         {"peak_bytes", b.peak_bytes},
         {"executions", b.executions},
         {"total_ms", b.total_ms},
@@ -87,6 +99,7 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
   s.label = label;
   s.ok = run.ok;
   s.error = run.error;
+  s.failure = failure_advice(run);
   if (run.loss.defined() && run.loss.numel() == 1) s.loss = run.loss.item();
   const Trace& t = run.trace;
   s.peak = t.peak();
@@ -139,8 +152,8 @@ std::string grouped_messages_text(const std::vector<TraceMessage>& messages,
   std::ostringstream os;
   for (const auto& [key, first] : groups) {
     const auto& m = messages[first];
-    os << prefix << "[" << severity_name(m.severity) << " @ step " << m.step << "] " << m.text
-       << "\n";
+    os << prefix << "[" << severity_name(m.severity) << (m.step >= 0 ? " @ " : ", ")
+       << message_step_text(m.step) << "] " << m.text << "\n";
     if (counts[key] > 1)
       os << prefix << "  (and " << counts[key] - 1 << " more like it; all of them in --json)\n";
   }
@@ -150,8 +163,16 @@ std::string grouped_messages_text(const std::vector<TraceMessage>& messages,
 std::string summary_text(const RunSummary& s) {
   std::ostringstream os;
   os << "model      " << s.model << "  [" << s.label << "]\n";
-  if (!s.ok) os << "RUN FAILED " << s.error << "\n";
-  os << "loss       " << s.loss << "\n";
+  if (!s.ok) {
+    os << "RUN FAILED " << s.error << "\n";
+    if (!s.failure.why.empty()) os << "  why      " << s.failure.why << "\n";
+    if (!s.failure.fix.empty()) os << "  fix      " << s.failure.fix << "\n";
+    os << "  (every figure below is the failed run's, up to the failure: not a measurement of "
+          "this configuration, and no saving)\n";
+    os << "loss       none (the run failed)\n";
+  } else {
+    os << "loss       " << s.loss << "\n";
+  }
   os << "peak       " << format_bytes(s.peak.bytes) << " (" << s.peak.bytes << " bytes) at step "
      << s.peak.step << ", " << phase_name(s.peak_phase) << " " << s.peak_op;
   if (!s.peak_node.empty()) os << " (" << s.peak_node << ")";
@@ -176,7 +197,12 @@ std::string summary_text(const RunSummary& s) {
   os << "wall time       forward " << fixed(s.times.forward_ms, 2) << " ms, backward "
      << fixed(s.times.backward_ms, 2) << " ms (recompute " << fixed(s.times.recompute_ms, 2)
      << " ms), total " << fixed(s.times.total_ms, 2) << " ms\n";
-  if (s.baseline) {
+  if (s.baseline && !s.ok) {
+    os << "vs no checkpointing (same process)\n    not compared: this run failed, so it saved "
+          "nothing (without checkpointing: peak "
+       << format_bytes(s.baseline->peak_bytes) << ", " << s.baseline->executions
+       << " op executions)\n";
+  } else if (s.baseline) {
     const auto& b = *s.baseline;
     os << "vs no checkpointing (same process)\n";
     os << "    peak           " << format_bytes(b.peak_bytes) << " -> "

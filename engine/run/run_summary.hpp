@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/run/failure_advice.hpp"
 #include "engine/run/runner.hpp"
 
 namespace ckpt {
@@ -16,6 +17,7 @@ struct RunSummary {
   std::string label;  // the configuration's label ("plain", "all", ...)
   bool ok = false;
   std::string error;
+  FailureAdvice failure;  // a failed run: why, and what fixes it (its figures are no saving)
   double loss = 0;
 
   PeakInfo peak;

@@ -345,6 +345,53 @@ print(n)
     QVERIFY(QFileInfo(path("capped.json")).size() > 0);
   }
 
+  // Reentrant checkpointing of every module with no input requiring grad fails as PyTorch
+  // does; its figures must never read as a saving, and the message says why and what fixes it.
+  void aFailedRunIsNoSaving() {
+    auto r = cli({"run", model_, "--checkpoint-all"});
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.out.contains("RUN FAILED"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("why      reentrant checkpoint"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("non-reentrant") && r.out.contains("--input-requires-grad"),
+             qPrintable(r.out));
+    QVERIFY2(r.out.contains("not compared: this run failed"), qPrintable(r.out));
+    QVERIFY2(!r.out.contains("(saves ") && !r.out.contains(QRegularExpression("ratio \\d")),
+             qPrintable(r.out));
+    QVERIFY2(!r.out.contains("step -1"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("[warning, no step]") || r.out.contains("[warning @ step"),
+             qPrintable(r.out));
+    QVERIFY2(r.err.contains("to fix it:"), qPrintable(r.err));
+
+    r = cli({"run", model_, "--checkpoint-all", "--json"});
+    QCOMPARE(r.code, 4);
+    const QJsonObject j = json_object(r.out);
+    QCOMPARE(j["ok"].toBool(), false);
+    const QJsonObject f = j["failure"].toObject();
+    QVERIFY(f["why"].toString().contains("requires grad"));
+    QVERIFY(f["fix"].toString().contains("--variant non-reentrant"));
+    const QJsonObject b = j["baseline"].toObject();
+    QCOMPARE(b["comparable"].toBool(), false);
+    QVERIFY(b["memory_saved_bytes"].isNull());
+    QVERIFY(b["time_ratio"].isNull());
+    QVERIFY(b["peak_bytes"].toInteger() > 0);
+
+    // Each fix the message names makes the same configuration run.
+    for (const QStringList& fix :
+         {QStringList{"--variant", "non-reentrant"}, QStringList{"--input-requires-grad"}}) {
+      const auto fixed = cli(QStringList{"run", model_, "--checkpoint-all", "--json"} + fix);
+      QCOMPARE(fixed.code, 0);
+      QVERIFY(json_object(fixed.out)["failure"].isNull());
+      QCOMPARE(json_object(fixed.out)["baseline"].toObject()["comparable"].toBool(), true);
+    }
+
+    const auto cmp =
+        cli({"compare", model_, "--config", "all: --checkpoint-all", "--config", "plain:"});
+    QCOMPARE(cmp.code, 4);
+    const QString row = cmp.out.section('\n', 1, 1);
+    QVERIFY2(row.startsWith("all") && row.contains("FAILED"), qPrintable(cmp.out));
+    QVERIFY2(cmp.out.contains("fix: use the non-reentrant variant"), qPrintable(cmp.out));
+  }
+
   void checkpointingASampleSavesMemory() {
     const QString sample =
         qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/densenet_block.json";

@@ -355,12 +355,13 @@ void MainWindow::onRunFinished(RunSnapshotPtr snap) {
   firstRunOfModel_ = false;
   updateBanner();
   const RunSummary& s = snap->summary;
-  showMessage(s.ok ? tr("Run: peak %1, %2 recomputed op executions, %3 ms")
-                         .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
-                         .arg(s.executions.recompute)
-                         .arg(snap->wallMs)
-                   : tr("Run failed: %1").arg(QString::fromStdString(s.error)),
-              !s.ok);
+  showMessage(
+      s.ok ? tr("Run: peak %1, %2 recomputed op executions, %3 ms")
+                 .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
+                 .arg(s.executions.recompute)
+                 .arg(snap->wallMs)
+           : tr("Run failed (its figures are no saving): %1").arg(QString::fromStdString(s.error)),
+      !s.ok);
   checkReady();
 }
 
@@ -422,6 +423,9 @@ void MainWindow::updateBanner() {
                           QString::fromStdString(worst->title).toHtmlEscaped());
   if (worst->step >= 0)
     text += QStringLiteral(" &nbsp;<a href='step:%1'>step %1 ▸</a>").arg(worst->step);
+  if (const RunSummary& s = snap->summary; !s.ok && !s.failure.fix.empty())
+    text += QStringLiteral("<br><b>%1</b> %2")
+                .arg(tr("Fix:"), QString::fromStdString(s.failure.fix).toHtmlEscaped());
   banner_->setText(text);
   banner_->setToolTip(QString::fromStdString(worst->text));
   banner_->show();

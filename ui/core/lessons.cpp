@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/run/failure_advice.hpp"
 #include "ui/core/memory_series.hpp"
 #include "ui/core/model_graph.hpp"
 
@@ -30,10 +31,19 @@ std::vector<Lesson> lessonsOf(const Model& model, const CheckpointConfig& config
     const bool already = std::any_of(out.begin(), out.end(), [&](const Lesson& l) {
       return l.severity == Severity::error && l.text == result.error;
     });
-    if (!already)
+    const FailureAdvice advice = failure_advice(result);
+    std::string text = result.error;
+    if (!advice.why.empty()) text += "\n\nWhy: " + advice.why + ".";
+    if (!advice.fix.empty()) text += "\nFix: " + advice.fix + ".";
+    text += "\n\nThe plot and the figures are the failed run's, up to the failure: no saving.";
+    if (!already) {
       out.push_back({trace.step_count() > 0 ? trace.step_count() - 1 : -1, -1, Severity::error,
-                     "The run failed: " + result.error.substr(0, result.error.find('\n')),
-                     result.error, ""});
+                     "The run failed: " + result.error.substr(0, result.error.find('\n')), text,
+                     ""});
+    } else {
+      for (Lesson& l : out)
+        if (l.severity == Severity::error && l.text == result.error) l.text = text;
+    }
   }
 
   // Segments checkpointed in the forward, and which of them were recomputed.

@@ -45,6 +45,19 @@ void SummaryView::refresh() {
               s.ok ? tr("ok") + (running_ ? tr(" (re-running…)") : QString())
                    : QStringLiteral("<span style='color:%1'><b>%2</b></span>")
                          .arg(pal.error.name(), QString::fromStdString(s.error).toHtmlEscaped()));
+  if (!s.ok && !s.failure.why.empty()) {
+    html += row(tr("why"), QString::fromStdString(s.failure.why).toHtmlEscaped());
+    if (!s.failure.fix.empty())
+      html += row(
+          tr("fix"),
+          QStringLiteral("<b>%1</b>").arg(QString::fromStdString(s.failure.fix).toHtmlEscaped()));
+  }
+  if (!s.ok)
+    html += row(tr("figures"),
+                QStringLiteral("<span style='color:%1'>%2</span>")
+                    .arg(pal.error.name(), tr("of the <b>failed run</b>, up to the failure: "
+                                              "not a measurement of this configuration, and no "
+                                              "saving")));
   QString peak = QStringLiteral("<b>%1</b>").arg(fmt(s.peak.bytes));
   if (ghost_ && ghost_->peakBytes > 0 && s.ok) {
     const std::int64_t d = s.peak.bytes - ghost_->peakBytes;
@@ -57,7 +70,7 @@ void SummaryView::refresh() {
     peak += tr("<br><span style='color:gray'>vs %1: %2</span>")
                 .arg(ghostLabel_.toHtmlEscaped(), fmt(ghost_->peakBytes));
   }
-  html += row(tr("peak memory"), peak);
+  html += row(s.ok ? tr("peak memory") : tr("peak (failed run)"), peak);
   QString at = QString::fromStdString(s.peak_op).toHtmlEscaped();
   if (!s.peak_node.empty())
     at += QStringLiteral(" (%1)").arg(QString::fromStdString(s.peak_node).toHtmlEscaped());
