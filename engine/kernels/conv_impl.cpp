@@ -227,14 +227,18 @@ Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo
   }
   const std::int64_t hw = g.hw_out();
   const std::int64_t in_plane = g.c * g.h * g.w;
-  const T* xp = x.data<T>();
-  const T* wp = w.data<T>();
-  const T* bp = bias.defined() ? bias.data<T>() : nullptr;
-  T* op = out.data<T>();
+  // On the meta device (a dry run) every buffer below is allocated as on the cpu, in the same
+  // order and for as long, and no arithmetic runs.
+  const bool live = !out.is_meta();
+  const T* xp = data_or_null<T>(x, live);
+  const T* wp = data_or_null<T>(w, live);
+  const T* bp = data_or_null<T>(bias, live);
+  T* op = data_or_null<T>(out, live);
   if (per_image(g)) {
     const int threads = image_threads(g);
     Tensor ws = g.pointwise() ? Tensor() : Tensor::empty({threads, g.k_rows(), hw}, x.dtype());
     Tensor scratch = g.pointwise() ? Tensor() : im2col_scratch(g, x.dtype());
+    if (!live) return out;
     T* wsp = ws.defined() ? ws.data<T>() : nullptr;
     T* sp = scratch.defined() ? scratch.data<T>() : nullptr;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
@@ -258,10 +262,11 @@ Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo
     if (g.pointwise() && g.n == 1) return x;
     Tensor c = Tensor::empty({g.k_rows(), g.cols()}, x.dtype());
     Tensor scratch = im2col_scratch(g, x.dtype());
-    im2col<T>(xp, g, 0, g.n, c.data<T>(), scratch.data<T>());
+    if (live) im2col<T>(xp, g, 0, g.n, c.data<T>(), scratch.data<T>());
     return c;
   }();
   Tensor mat = Tensor::empty({g.o, g.cols()}, x.dtype());
+  if (!live) return out;
   T* mp = mat.data<T>();
   grouped_forward_gemm<T>(g, wp, col.data<T>(), g.cols(), g.cols(), mp, g.cols());
 #pragma omp parallel for collapse(2) schedule(static) if (may_parallelize(g.o * g.cols()))
@@ -281,10 +286,11 @@ void per_image_backward(const Tensor& gy, const Tensor& x, const Tensor& w, cons
   const std::int64_t hw = g.hw_out();
   const std::int64_t in_plane = g.c * g.h * g.w;
   const std::int64_t wsize = g.o * g.k_group();
-  const T* gp = gy.data<T>();
-  const T* xp = x.data<T>();
-  const T* wp = w.data<T>();
-  T* dxp = dx.defined() ? dx.data<T>() : nullptr;
+  const bool live = !gy.is_meta();
+  const T* gp = data_or_null<T>(gy, live);
+  const T* xp = data_or_null<T>(x, live);
+  const T* wp = data_or_null<T>(w, live);
+  T* dxp = data_or_null<T>(dx, live);
   const int threads = image_threads(g);
   // Thread 0 accumulates the weight gradient in place, the others into their own buffers,
   // summed at the end; each starts by overwriting (no zero-fill).
@@ -293,6 +299,7 @@ void per_image_backward(const Tensor& gy, const Tensor& x, const Tensor& w, cons
   std::vector<char> wrote(static_cast<std::size_t>(threads), 0);
   Tensor ws = g.pointwise() ? Tensor() : Tensor::empty({threads, g.k_rows(), hw}, x.dtype());
   Tensor scratch = g.pointwise() ? Tensor() : im2col_scratch(g, x.dtype());
+  if (!live) return;
   T* wsp = ws.defined() ? ws.data<T>() : nullptr;
   T* sp = scratch.defined() ? scratch.data<T>() : nullptr;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
@@ -338,32 +345,38 @@ void batched_backward(const Tensor& gy, const Tensor& x, const Tensor& w, const 
   const std::int64_t hw = g.hw_out();
   // dY as [O, N*HoWo], the layout of the batched forward GEMM.
   Tensor gmat = Tensor::empty({g.o, g.cols()}, gy.dtype());
-  const T* s = gy.data<T>();
-  T* gm = gmat.data<T>();
+  // A dry run (meta) makes the same buffers in the same order and skips the arithmetic.
+  const bool live = !gmat.is_meta();
+  T* gm = data_or_null<T>(gmat, live);
+  if (live) {
+    const T* s = gy.data<T>();
 #pragma omp parallel for collapse(2) schedule(static) if (may_parallelize(g.o * g.cols()))
-  for (std::int64_t n = 0; n < g.n; ++n)
-    for (std::int64_t o = 0; o < g.o; ++o)
-      std::memcpy(gm + o * g.cols() + n * hw, s + (n * g.o + o) * hw,
-                  static_cast<std::size_t>(hw) * sizeof(T));
+    for (std::int64_t n = 0; n < g.n; ++n)
+      for (std::int64_t o = 0; o < g.o; ++o)
+        std::memcpy(gm + o * g.cols() + n * hw, s + (n * g.o + o) * hw,
+                    static_cast<std::size_t>(hw) * sizeof(T));
+  }
   const bool x_is_col = g.pointwise() && g.n == 1;
   if (dx.defined()) {
     if (x_is_col) {
-      grouped_input_gemm<T>(g, w.data<T>(), gm, g.cols(), g.cols(), dx.data<T>(), g.cols());
+      if (live)
+        grouped_input_gemm<T>(g, w.data<T>(), gm, g.cols(), g.cols(), dx.data<T>(), g.cols());
     } else if (g.k_rows() >= g.cols()) {
       // Few pixels, a large weight: dcol^T = dY^T W (per group, into its block of columns).
       Tensor dcol_t = Tensor::empty({g.cols(), g.k_rows()}, x.dtype());
       const std::int64_t kg = g.k_group();
-      for (std::int64_t grp = 0; grp < g.groups; ++grp)
+      for (std::int64_t grp = 0; live && grp < g.groups; ++grp)
         gemm_rm<T>(true, false, g.cols(), kg, g.og(), T(1), gm + grp * g.og() * g.cols(), g.cols(),
                    w.data<T>() + grp * g.og() * kg, kg, T(0), dcol_t.data<T>() + grp * kg,
                    g.k_rows());
       Tensor scratch = im2col_scratch(g, x.dtype());
-      col2im_t<T>(dcol_t.data<T>(), g, g.n, dx.data<T>(), scratch.data<T>());
+      if (live) col2im_t<T>(dcol_t.data<T>(), g, g.n, dx.data<T>(), scratch.data<T>());
     } else {
       Tensor dcol = Tensor::empty({g.k_rows(), g.cols()}, x.dtype());
-      grouped_input_gemm<T>(g, w.data<T>(), gm, g.cols(), g.cols(), dcol.data<T>(), g.cols());
+      if (live)
+        grouped_input_gemm<T>(g, w.data<T>(), gm, g.cols(), g.cols(), dcol.data<T>(), g.cols());
       Tensor scratch = im2col_scratch(g, x.dtype());
-      col2im<T>(dcol.data<T>(), g, 0, g.n, dx.data<T>(), scratch.data<T>());
+      if (live) col2im<T>(dcol.data<T>(), g, 0, g.n, dx.data<T>(), scratch.data<T>());
     }
   }
   if (dw.defined()) {
@@ -371,9 +384,11 @@ void batched_backward(const Tensor& gy, const Tensor& x, const Tensor& w, const 
     if (!x_is_col) {
       col = Tensor::empty({g.k_rows(), g.cols()}, x.dtype());
       Tensor scratch = im2col_scratch(g, x.dtype());
-      im2col<T>(x.data<T>(), g, 0, g.n, col.data<T>(), scratch.data<T>());
+      if (live) im2col<T>(x.data<T>(), g, 0, g.n, col.data<T>(), scratch.data<T>());
     }
-    grouped_weight_gemm<T>(g, gm, g.cols(), col.data<T>(), g.cols(), g.cols(), dw.data<T>(), false);
+    if (live)
+      grouped_weight_gemm<T>(g, gm, g.cols(), col.data<T>(), g.cols(), g.cols(), dw.data<T>(),
+                             false);
   }
 }
 
@@ -404,17 +419,19 @@ TensorList backward_t(const Tensor& gy, const Tensor& x, const Tensor& w, const 
   r[1] = dw;
   if (has_bias && need[2]) {
     Tensor db = Tensor::empty({g.o}, gy.dtype());
-    T* d = db.data<T>();
-    const T* gp = gy.data<T>();
+    T* d = data_or_null<T>(db, !db.is_meta());
+    const T* gp = data_or_null<T>(gy, d != nullptr);
     const std::int64_t hw = g.hw_out();
+    if (d) {
 #pragma omp parallel for schedule(static) if (may_parallelize(g.o * g.cols()))
-    for (std::int64_t o = 0; o < g.o; ++o) {
-      double acc = 0;
-      for (std::int64_t n = 0; n < g.n; ++n) {
-        const T* row = gp + (n * g.o + o) * hw;
-        for (std::int64_t p = 0; p < hw; ++p) acc += row[p];
+      for (std::int64_t o = 0; o < g.o; ++o) {
+        double acc = 0;
+        for (std::int64_t n = 0; n < g.n; ++n) {
+          const T* row = gp + (n * g.o + o) * hw;
+          for (std::int64_t p = 0; p < hw; ++p) acc += row[p];
+        }
+        d[o] = static_cast<T>(acc);
       }
-      d[o] = static_cast<T>(acc);
     }
     r[2] = db;
   }

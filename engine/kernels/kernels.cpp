@@ -37,6 +37,7 @@ MatrixLayout layout_of(const Tensor& t) {
 
 Tensor contiguous_copy(const Tensor& t) {
   Tensor out = Tensor::empty(t.shape(), t.dtype());
+  if (out.is_meta()) return out;
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* o = out.data<T>();
     const T* p = t.data<T>();
@@ -56,6 +57,7 @@ Tensor as_contiguous(const Tensor& t) {
 Tensor cast_raw(const Tensor& t, DType to) {
   if (t.dtype() == to) return contiguous_copy(t);
   Tensor out = Tensor::empty(t.shape(), to);
+  if (out.is_meta()) return out;
   dispatch_all(t.dtype(), [&]<typename S>() {
     dispatch_all(to, [&]<typename D>() {
       D* o = out.data<D>();
@@ -117,15 +119,17 @@ void add_inplace_raw(Tensor& acc, const Tensor& g) {
   if (acc.shape() != g.shape())
     throw std::invalid_argument("add_: shape " + shape_str(g.shape()) + " does not match " +
                                 shape_str(acc.shape()));
+  const bool flat = acc.is_contiguous() && g.is_contiguous();
+  const Tensor gc = flat ? Tensor() : as_contiguous(g);
+  if (acc.is_meta() || g.is_meta()) return;
   dispatch_all(acc.dtype(), [&]<typename T>() {
     T* o = acc.data<T>();
-    const T* p = g.data<T>();
     const std::int64_t n = acc.numel();
-    if (acc.is_contiguous() && g.is_contiguous()) {
+    if (flat) {
+      const T* p = g.data<T>();
 #pragma omp parallel for if (n > kParallelGrain) schedule(static)
       for (std::int64_t i = 0; i < n; ++i) o[i] += p[i];
     } else {
-      Tensor gc = as_contiguous(g);
       const T* q = gc.data<T>();
       for_each_offset(acc, [&](std::int64_t off, std::int64_t i) { o[off] += q[i]; });
     }
@@ -133,6 +137,7 @@ void add_inplace_raw(Tensor& acc, const Tensor& g) {
 }
 
 void fill_raw(Tensor& t, double value) {
+  if (t.is_meta()) return;
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* o = t.data<T>();
     const T v = static_cast<T>(value);
@@ -145,6 +150,7 @@ void copy_into_raw(Tensor& dst, const Tensor& src) {
     throw std::invalid_argument("copy: shape " + shape_str(src.shape()) + " does not match " +
                                 shape_str(dst.shape()));
   Tensor s = src.dtype() == dst.dtype() ? as_contiguous(src) : cast_raw(src, dst.dtype());
+  if (dst.is_meta() || s.is_meta()) return;
   dispatch_all(dst.dtype(), [&]<typename T>() {
     T* o = dst.data<T>();
     const T* p = s.data<T>();
@@ -170,9 +176,10 @@ Tensor sum_dims_raw(const Tensor& t, const std::vector<std::int64_t>& dims_in, b
   Tensor out = Tensor::zeros(out_shape, t.dtype());
   const std::int64_t n = t.numel();
   if (n == 0) return out;
+  const Tensor c = as_contiguous(t);
+  if (out.is_meta() || c.is_meta()) return out;
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* o = out.data<T>();
-    Tensor c = as_contiguous(t);
     const T* p = c.data<T>();
     // Fast paths on the contiguous input: all, a prefix of dims, or a suffix of dims.
     std::int64_t prefix = 0;
@@ -294,18 +301,19 @@ void gemm_raw(const Tensor& a, const Tensor& b, Tensor& c, bool accumulate) {
       if (l.ok) {
         trans = l.trans;
         ld = l.ld;
-        return t.data<T>();
+        return t.is_meta() ? nullptr : t.data<T>();
       }
       keep = contiguous_copy(t);
       trans = false;
       ld = std::max<std::int64_t>(t.shape()[1], 1);
-      return keep.data<T>();
+      return keep.is_meta() ? nullptr : keep.data<T>();
     };
     Tensor ka, kb;
     bool ta = false, tb = false;
     std::int64_t lda = 1, ldb = 1;
     const T* pa = operand(a, ka, ta, lda);
     const T* pb = operand(b, kb, tb, ldb);
+    if (!pa || !pb || c.is_meta()) return;  // a dry run: the copies are made, no product
     gemm_rm<T>(ta, tb, a.shape()[0], b.shape()[1], a.shape()[1], T(1), pa, lda, pb, ldb,
                accumulate ? T(1) : T(0), c.data<T>(), std::max<std::int64_t>(c.shape()[1], 1));
   });

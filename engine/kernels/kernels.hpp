@@ -37,6 +37,13 @@ void gemm_raw(const Tensor& a, const Tensor& b, Tensor& c, bool accumulate = fal
 Tensor matmul2d_raw(const Tensor& a, const Tensor& b);
 Tensor transpose_raw(const Tensor& t, std::int64_t d0, std::int64_t d1);  // a view
 
+// The data of `t`, or nullptr when `t` is undefined or `live` is false (a dry run on the meta
+// device, where kernels make every buffer and skip the arithmetic).
+template <typename T>
+T* data_or_null(const Tensor& t, bool live = true) {
+  return live && t.defined() && !t.is_meta() ? t.data<T>() : nullptr;
+}
+
 // Visits every element of a (possibly strided) tensor in row-major order: f(offset, i).
 template <typename F>
 void for_each_offset(const Tensor& t, F&& f) {
@@ -69,6 +76,7 @@ void for_each_offset(const Tensor& t, F&& f) {
 template <typename T, typename F>
 Tensor unary_map(const Tensor& x, F&& f) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
+  if (out.is_meta()) return out;
   T* o = out.data<T>();
   const T* p = x.data<T>();
   const std::int64_t n = x.numel();
@@ -86,6 +94,7 @@ template <typename T, typename F>
 Tensor binary_map(const Tensor& a, const Tensor& b, F&& f, const char* op) {
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = Tensor::empty(shape, a.dtype());
+  if (out.is_meta()) return out;
   T* o = out.data<T>();
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();

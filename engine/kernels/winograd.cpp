@@ -316,6 +316,7 @@ void run_conv(const Plan& p, const T* in, const T* U, bool flipped, const T* bia
   const std::int64_t per_thread =
       16 * (slice(p.cin * ld_max) + slice(p.cout * ld_max)) + scratch_size(p);
   Tensor ws = Tensor::empty({b.threads, per_thread}, dtype);
+  if (!out) return;  // a dry run: the workspace is allocated, nothing is computed
   T* base = ws.data<T>();
 #pragma omp parallel for num_threads(b.threads) schedule(static) if (b.threads > 1)
   for (std::int64_t blk = 0; blk < b.count; ++blk) {
@@ -337,17 +338,19 @@ template <typename T>
 void forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g,
                Tensor& out) {
   Tensor U = Tensor::empty({16 * slice(g.o * g.c)}, w.dtype());
-  transform_weight(w.data<T>(), g.o * g.c, U.data<T>());
-  run_conv(forward_plan(g), x.data<T>(), U.data<T>(), false,
-           bias.defined() ? bias.data<T>() : nullptr, out.data<T>(), x.dtype());
+  const bool live = !out.is_meta();
+  if (live) transform_weight(w.data<T>(), g.o * g.c, U.data<T>());
+  run_conv(forward_plan(g), data_or_null<T>(x, live), data_or_null<T>(U, live), false,
+           data_or_null<T>(bias, live), data_or_null<T>(out, live), x.dtype());
 }
 
 template <typename T>
 void input_grad_t(const Tensor& gy, const Tensor& w, const Geometry& g, Tensor& dx) {
   Tensor U = Tensor::empty({16 * slice(g.o * g.c)}, w.dtype());
-  transform_weight(w.data<T>(), g.o * g.c, U.data<T>());
-  run_conv(input_grad_plan(g), gy.data<T>(), U.data<T>(), true, static_cast<const T*>(nullptr),
-           dx.data<T>(), gy.dtype());
+  const bool live = !dx.is_meta();
+  if (live) transform_weight(w.data<T>(), g.o * g.c, U.data<T>());
+  run_conv(input_grad_plan(g), data_or_null<T>(gy, live), data_or_null<T>(U, live), true,
+           static_cast<const T*>(nullptr), data_or_null<T>(dx, live), gy.dtype());
 }
 
 template <typename T>
@@ -361,6 +364,7 @@ void weight_grad_t(const Tensor& gy, const Tensor& x, const Geometry& g, Tensor&
   Tensor ws = Tensor::empty({b.threads, per_thread}, x.dtype());
   // One Winograd-domain accumulator per thread, summed at the end; each starts by overwriting.
   Tensor dU = Tensor::empty({b.threads, usize}, x.dtype());
+  if (dw.is_meta()) return;  // a dry run: the buffers are allocated, nothing is computed
   std::vector<char> wrote(static_cast<std::size_t>(b.threads), 0);
   T* base = ws.data<T>();
   T* acc_base = dU.data<T>();

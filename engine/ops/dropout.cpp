@@ -20,14 +20,16 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
   if (p == 1.0) return mul(x, Tensor::zeros({}, x.dtype()));
   Generator& gen = generator ? *generator : Generator::current();
   Tensor noise = Tensor::empty(x.shape(), x.dtype());
-  dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
-    // bernoulli_(1 - p) draws one double per element, in order; then noise /= (1 - p) in T.
-    const double keep = 1.0 - p;
-    const T scale = T(1) / static_cast<T>(keep);
-    T* np = noise.data<T>();
-    const std::int64_t n = noise.numel();
-    for (std::int64_t i = 0; i < n; ++i) np[i] = gen.uniform() < keep ? scale : T(0);
-  });
+  // A dry run (meta) draws no numbers: the generator's state is the same size either way.
+  if (!noise.is_meta())
+    dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+      // bernoulli_(1 - p) draws one double per element, in order; then noise /= (1 - p) in T.
+      const double keep = 1.0 - p;
+      const T scale = T(1) / static_cast<T>(keep);
+      T* np = noise.data<T>();
+      const std::int64_t n = noise.numel();
+      for (std::int64_t i = 0; i < n; ++i) np[i] = gen.uniform() < keep ? scale : T(0);
+    });
   return mul(x, noise);
 }
 

@@ -43,17 +43,18 @@ void check_inplace(const Tensor& x, const char* op) {
 Tensor& relu_(Tensor& x) {
   OpScope op("relu_");
   check_inplace(x, "relu_");
-  dispatch_floating(x.dtype(), "relu_", [&]<typename T>() {
-    T* p = x.data<T>();
-    const std::int64_t n = x.numel();
-    if (x.is_contiguous()) {
+  if (!x.is_meta())
+    dispatch_floating(x.dtype(), "relu_", [&]<typename T>() {
+      T* p = x.data<T>();
+      const std::int64_t n = x.numel();
+      if (x.is_contiguous()) {
 #pragma omp parallel for if (n > kParallelGrain) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];
-    } else {
-      for_each_offset(
-          x, [&](std::int64_t off, std::int64_t) { p[off] = p[off] < T(0) ? T(0) : p[off]; });
-    }
-  });
+        for (std::int64_t i = 0; i < n; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];
+      } else {
+        for_each_offset(
+            x, [&](std::int64_t off, std::int64_t) { p[off] = p[off] < T(0) ? T(0) : p[off]; });
+      }
+    });
   x.bump_version();
   // Inputs are read before outputs are rewired, so the node's edge is x's previous history.
   record("ReluBackward0", {x}, {x}, {x}, [](BackwardContext& c) -> TensorList {

@@ -28,52 +28,56 @@ Tensor nll_core(const Tensor& input, const Tensor& target, Reduction red, std::i
   const std::int64_t n = x.dim() == 1 ? 1 : x.shape()[0];
   const std::int64_t c = x.dim() == 1 ? x.shape()[0] : x.shape()[1];
   const std::int64_t s = n * c == 0 ? 0 : x.numel() / (n * c);
-  const std::int64_t* tp = t.data<std::int64_t>();
-  for (std::int64_t i = 0; i < t.numel(); ++i)
+  // Targets are values: a dry run (meta) cannot check them, and computes nothing below.
+  const bool live = !x.is_meta() && !t.is_meta();
+  const std::int64_t* tp = data_or_null<std::int64_t>(t, live);
+  for (std::int64_t i = 0; i < (live ? t.numel() : 0); ++i)
     if (tp[i] != ignore && (tp[i] < 0 || tp[i] >= c))
       throw std::out_of_range("nll_loss: Target " + std::to_string(tp[i]) + " is out of bounds.");
   Tensor out =
       red == Reduction::none ? Tensor::empty(none_shape, x.dtype()) : Tensor::empty({}, x.dtype());
   Tensor total_weight = Tensor::empty({}, x.dtype());
-  dispatch_floating(x.dtype(), "nll_loss", [&]<typename T>() {
-    const T* xp = x.data<T>();
-    T* op_ = out.data<T>();
-    double sum = 0, count = 0;
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t p = 0; p < s; ++p) {
-        const std::int64_t k = tp[i * s + p];
-        const double v = k == ignore ? 0.0 : -static_cast<double>(xp[(i * c + k) * s + p]);
-        if (k != ignore) count += 1;
-        if (red == Reduction::none)
-          op_[i * s + p] = static_cast<T>(v);
-        else
-          sum += v;
-      }
-    // PyTorch reports no total weight for an unreduced loss.
-    total_weight.data<T>()[0] = static_cast<T>(red == Reduction::none ? 0.0 : count);
-    if (red == Reduction::sum) op_[0] = static_cast<T>(sum);
-    if (red == Reduction::mean) op_[0] = static_cast<T>(sum / count);
-  });
+  if (live)
+    dispatch_floating(x.dtype(), "nll_loss", [&]<typename T>() {
+      const T* xp = x.data<T>();
+      T* op_ = out.data<T>();
+      double sum = 0, count = 0;
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t p = 0; p < s; ++p) {
+          const std::int64_t k = tp[i * s + p];
+          const double v = k == ignore ? 0.0 : -static_cast<double>(xp[(i * c + k) * s + p]);
+          if (k != ignore) count += 1;
+          if (red == Reduction::none)
+            op_[i * s + p] = static_cast<T>(v);
+          else
+            sum += v;
+        }
+      // PyTorch reports no total weight for an unreduced loss.
+      total_weight.data<T>()[0] = static_cast<T>(red == Reduction::none ? 0.0 : count);
+      if (red == Reduction::sum) op_[0] = static_cast<T>(sum);
+      if (red == Reduction::mean) op_[0] = static_cast<T>(sum / count);
+    });
   record(node, {input, target}, {out}, {input, target, total_weight},
          [red, ignore, n, c, s](BackwardContext& ctx) -> TensorList {
            const Tensor& x = ctx.saved[0];
            const Tensor t = as_contiguous(ctx.saved[1]);
            const Tensor g = as_contiguous(ctx.grads[0]);
            Tensor dx = Tensor::zeros(x.shape(), x.dtype());
-           dispatch_floating(x.dtype(), "nll_loss backward", [&]<typename T>() {
-             const std::int64_t* tp2 = t.data<std::int64_t>();
-             const T* gp = g.data<T>();
-             T* dp = dx.data<T>();
-             const T tw = ctx.saved[2].data<T>()[0];
-             for (std::int64_t i = 0; i < n; ++i)
-               for (std::int64_t p = 0; p < s; ++p) {
-                 const std::int64_t k = tp2[i * s + p];
-                 if (k == ignore) continue;
-                 T gv = red == Reduction::none ? gp[i * s + p] : gp[0];
-                 if (red == Reduction::mean) gv /= tw;
-                 dp[(i * c + k) * s + p] = -gv;
-               }
-           });
+           if (!dx.is_meta())
+             dispatch_floating(x.dtype(), "nll_loss backward", [&]<typename T>() {
+               const std::int64_t* tp2 = t.data<std::int64_t>();
+               const T* gp = g.data<T>();
+               T* dp = dx.data<T>();
+               const T tw = ctx.saved[2].data<T>()[0];
+               for (std::int64_t i = 0; i < n; ++i)
+                 for (std::int64_t p = 0; p < s; ++p) {
+                   const std::int64_t k = tp2[i * s + p];
+                   if (k == ignore) continue;
+                   T gv = red == Reduction::none ? gp[i * s + p] : gp[0];
+                   if (red == Reduction::mean) gv /= tw;
+                   dp[(i * c + k) * s + p] = -gv;
+                 }
+             });
            return {dx, Tensor()};
          });
   return out;

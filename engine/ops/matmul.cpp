@@ -4,8 +4,8 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/autograd/op_observer.hpp"
-#include "engine/ops/elementwise.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/ops/elementwise.hpp"
 #include "engine/ops/shape_ops.hpp"
 
 namespace ckpt {

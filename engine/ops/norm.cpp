@@ -40,12 +40,13 @@ TensorList bn_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& w,
                        bool training, double eps, const BnShape& b, const std::vector<bool>& need) {
   const Tensor gy = as_contiguous(gy_in);
   const Tensor x = as_contiguous(x_in);
-  const T* gp = gy.data<T>();
-  const T* xp = x.data<T>();
-  const T* wp = ptr_or_null<T>(w);
   Tensor dx = need[0] ? Tensor::empty(x.shape(), x.dtype()) : Tensor();
   Tensor dw = need.size() > 1 && need[1] ? Tensor::empty({b.c}, x.dtype()) : Tensor();
   Tensor db = need.size() > 2 && need[2] ? Tensor::empty({b.c}, x.dtype()) : Tensor();
+  if (x.is_meta()) return {dx, dw, db, Tensor(), Tensor()};  // a dry run: buffers only
+  const T* gp = gy.data<T>();
+  const T* xp = x.data<T>();
+  const T* wp = ptr_or_null<T>(w);
   T* dxp = dx.defined() ? dx.data<T>() : nullptr;
   T* dwp = dw.defined() ? dw.data<T>() : nullptr;
   T* dbp = db.defined() ? db.data<T>() : nullptr;
@@ -130,57 +131,59 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
     save_mean = Tensor::empty({b.c}, x.dtype());
     save_invstd = Tensor::empty({b.c}, x.dtype());
   }
-  dispatch_floating(x.dtype(), "batch_norm", [&]<typename T>() {
-    const T* xp = x.data<T>();
-    T* op_ = out.data<T>();
-    const T* wp = ptr_or_null<T>(weight);
-    const T* bp = ptr_or_null<T>(bias);
-    T* rm = running_mean.defined() ? running_mean.data<T>() : nullptr;
-    T* rv = running_var.defined() ? running_var.data<T>() : nullptr;
-    const double count = static_cast<double>(b.count());
+  if (!out.is_meta())
+    dispatch_floating(x.dtype(), "batch_norm", [&]<typename T>() {
+      const T* xp = x.data<T>();
+      T* op_ = out.data<T>();
+      const T* wp = ptr_or_null<T>(weight);
+      const T* bp = ptr_or_null<T>(bias);
+      T* rm = running_mean.defined() ? running_mean.data<T>() : nullptr;
+      T* rv = running_var.defined() ? running_var.data<T>() : nullptr;
+      const double count = static_cast<double>(b.count());
 #pragma omp parallel for schedule(static) if (b.n * b.c * b.s > kParallelGrain)
-    for (std::int64_t c = 0; c < b.c; ++c) {
-      double mean_d, invstd_d;
-      if (training) {
-        // Two passes in double, as PyTorch's CPU kernel accumulates.
-        double sum = 0;
-        for (std::int64_t n = 0; n < b.n; ++n) {
-          const T* xv = xp + (n * b.c + c) * b.s;
+      for (std::int64_t c = 0; c < b.c; ++c) {
+        double mean_d, invstd_d;
+        if (training) {
+          // Two passes in double, as PyTorch's CPU kernel accumulates.
+          double sum = 0;
+          for (std::int64_t n = 0; n < b.n; ++n) {
+            const T* xv = xp + (n * b.c + c) * b.s;
 #pragma omp simd reduction(+ : sum)
-          for (std::int64_t i = 0; i < b.s; ++i) sum += xv[i];
+            for (std::int64_t i = 0; i < b.s; ++i) sum += xv[i];
+          }
+          const T mean = static_cast<T>(sum / count);
+          double var_sum = 0;
+          for (std::int64_t n = 0; n < b.n; ++n) {
+            const T* xv = xp + (n * b.c + c) * b.s;
+#pragma omp simd reduction(+ : var_sum)
+            for (std::int64_t i = 0; i < b.s; ++i) {
+              const T d = xv[i] - mean;
+              var_sum += d * d;
+            }
+          }
+          mean_d = static_cast<double>(mean);
+          invstd_d = 1.0 / std::sqrt(var_sum / count + eps);
+          save_mean.data<T>()[c] = mean;
+          save_invstd.data<T>()[c] = static_cast<T>(invstd_d);
+          if (rm) rm[c] = static_cast<T>(momentum * mean_d + (1 - momentum) * rm[c]);
+          if (rv)
+            rv[c] = static_cast<T>(momentum * (var_sum / (count - 1)) + (1 - momentum) * rv[c]);
+        } else {
+          mean_d = static_cast<double>(rm[c]);
+          invstd_d = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
         }
-        const T mean = static_cast<T>(sum / count);
-        double var_sum = 0;
+        // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
+        const double alpha_d = invstd_d * (wp ? static_cast<double>(wp[c]) : 1.0);
+        const T alpha = static_cast<T>(alpha_d);
+        const T beta = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mean_d * alpha_d);
         for (std::int64_t n = 0; n < b.n; ++n) {
           const T* xv = xp + (n * b.c + c) * b.s;
-#pragma omp simd reduction(+ : var_sum)
-          for (std::int64_t i = 0; i < b.s; ++i) {
-            const T d = xv[i] - mean;
-            var_sum += d * d;
-          }
-        }
-        mean_d = static_cast<double>(mean);
-        invstd_d = 1.0 / std::sqrt(var_sum / count + eps);
-        save_mean.data<T>()[c] = mean;
-        save_invstd.data<T>()[c] = static_cast<T>(invstd_d);
-        if (rm) rm[c] = static_cast<T>(momentum * mean_d + (1 - momentum) * rm[c]);
-        if (rv) rv[c] = static_cast<T>(momentum * (var_sum / (count - 1)) + (1 - momentum) * rv[c]);
-      } else {
-        mean_d = static_cast<double>(rm[c]);
-        invstd_d = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
-      }
-      // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
-      const double alpha_d = invstd_d * (wp ? static_cast<double>(wp[c]) : 1.0);
-      const T alpha = static_cast<T>(alpha_d);
-      const T beta = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mean_d * alpha_d);
-      for (std::int64_t n = 0; n < b.n; ++n) {
-        const T* xv = xp + (n * b.c + c) * b.s;
-        T* o = op_ + (n * b.c + c) * b.s;
+          T* o = op_ + (n * b.c + c) * b.s;
 #pragma omp simd
-        for (std::int64_t i = 0; i < b.s; ++i) o[i] = xv[i] * alpha + beta;
+          for (std::int64_t i = 0; i < b.s; ++i) o[i] = xv[i] * alpha + beta;
+        }
       }
-    }
-  });
+    });
   if (training) {
     // In-place updates of model state move its version on, as PyTorch's do.
     if (running_mean.defined()) running_mean.bump_version();
@@ -191,7 +194,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
             "batch_norm: num_batches_tracked must be a one-element int64 "
             "tensor, got " +
             num_batches_tracked.str());
-      num_batches_tracked.data<std::int64_t>()[0] += 1;
+      if (!num_batches_tracked.is_meta()) num_batches_tracked.data<std::int64_t>()[0] += 1;
       num_batches_tracked.bump_version();
     }
   }
@@ -244,36 +247,37 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   Tensor mean = Tensor::empty(stat_shape, x.dtype());
   Tensor rstd = Tensor::empty(stat_shape, x.dtype());
-  dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
-    const T* xp = x.data<T>();
-    const T* wp = ptr_or_null<T>(w);
-    const T* bp = ptr_or_null<T>(bb);
-    T* op_ = out.data<T>();
-    T* mp = mean.data<T>();
-    T* rp = rstd.data<T>();
+  if (!out.is_meta())
+    dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
+      const T* xp = x.data<T>();
+      const T* wp = ptr_or_null<T>(w);
+      const T* bp = ptr_or_null<T>(bb);
+      T* op_ = out.data<T>();
+      T* mp = mean.data<T>();
+      T* rp = rstd.data<T>();
 #pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const T* xv = xp + r * m;
-      double sum = 0;
-      for (std::int64_t i = 0; i < m; ++i) sum += xv[i];
-      const double mu = sum / static_cast<double>(m);
-      double var = 0;
-      for (std::int64_t i = 0; i < m; ++i) {
-        const double d = xv[i] - mu;
-        var += d * d;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* xv = xp + r * m;
+        double sum = 0;
+        for (std::int64_t i = 0; i < m; ++i) sum += xv[i];
+        const double mu = sum / static_cast<double>(m);
+        double var = 0;
+        for (std::int64_t i = 0; i < m; ++i) {
+          const double d = xv[i] - mu;
+          var += d * d;
+        }
+        const double rs = 1.0 / std::sqrt(var / static_cast<double>(m) + eps);
+        mp[r] = static_cast<T>(mu);
+        rp[r] = static_cast<T>(rs);
+        T* o = op_ + r * m;
+        for (std::int64_t i = 0; i < m; ++i) {
+          double y = (xv[i] - mu) * rs;
+          if (wp) y *= wp[i];
+          if (bp) y += bp[i];
+          o[i] = static_cast<T>(y);
+        }
       }
-      const double rs = 1.0 / std::sqrt(var / static_cast<double>(m) + eps);
-      mp[r] = static_cast<T>(mu);
-      rp[r] = static_cast<T>(rs);
-      T* o = op_ + r * m;
-      for (std::int64_t i = 0; i < m; ++i) {
-        double y = (xv[i] - mu) * rs;
-        if (wp) y *= wp[i];
-        if (bp) y += bp[i];
-        o[i] = static_cast<T>(y);
-      }
-    }
-  });
+    });
   record("NativeLayerNormBackward0", {x_in, weight, bias}, {out}, {x_in, weight, bias, mean, rstd},
          [rows, m](BackwardContext& c) -> TensorList {
            const Tensor gy = as_contiguous(c.grads[0]);
@@ -284,16 +288,19 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
            const auto& need = c.needs_input_grad;
            TensorList r(3);
            dispatch_floating(gy.dtype(), "layer_norm backward", [&]<typename T>() {
-             const T* gp = gy.data<T>();
-             const T* xp = x.data<T>();
-             const T* wp = w.defined() ? as_contiguous(w).data<T>() : nullptr;
-             const T* mp = mean.data<T>();
-             const T* rp = rstd.data<T>();
+             // A dry run (meta) makes the same tensors and skips the loops.
+             const bool live = !gy.is_meta();
+             const Tensor wc = w.defined() ? as_contiguous(w) : Tensor();
+             const T* gp = data_or_null<T>(gy, live);
+             const T* xp = data_or_null<T>(x, live);
+             const T* wp = data_or_null<T>(wc, live);
+             const T* mp = data_or_null<T>(mean, live);
+             const T* rp = data_or_null<T>(rstd, live);
              if (need[0]) {
                r[0] = Tensor::empty(x.shape(), x.dtype());
-               T* dp = r[0].data<T>();
+               T* dp = data_or_null<T>(r[0], live);
 #pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
-               for (std::int64_t row = 0; row < rows; ++row) {
+               for (std::int64_t row = 0; row < (live ? rows : 0); ++row) {
                  const T* g = gp + row * m;
                  const T* xv = xp + row * m;
                  const double mu = mp[row], rs = rp[row];
@@ -317,7 +324,7 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
              const bool need_b = need.size() > 2 && need[2];
              if (need_w || need_b) {
                std::vector<double> dw(static_cast<std::size_t>(m), 0.0), db(dw.size(), 0.0);
-               for (std::int64_t row = 0; row < rows; ++row) {
+               for (std::int64_t row = 0; row < (live ? rows : 0); ++row) {
                  const T* g = gp + row * m;
                  const T* xv = xp + row * m;
                  const double mu = mp[row], rs = rp[row];

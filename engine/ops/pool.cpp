@@ -209,7 +209,7 @@ template <typename T>
 void max_pool_forward(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx) {
   const std::int64_t max_offset = (g.kh - 1) * g.dh * g.w + (g.kw - 1) * g.dw;
   if (max_offset >= (std::int64_t{1} << std::numeric_limits<T>::digits)) {
-    max_pool_forward_generic(x, g, out, idx);
+    if (out) max_pool_forward_generic(x, g, out, idx);
     return;
   }
   const MaxPoolPlan<T> p(g);
@@ -218,6 +218,7 @@ void max_pool_forward(const T* x, const PoolGeometry& g, T* out, std::int64_t* i
   // One scratch plane per thread, a Tensor so that the ledger counts it as temporary memory.
   Tensor scratch =
       Tensor::empty({parallel ? omp_get_max_threads() : 1, g.h * p.row}, dtype_of<T>());
+  if (!out) return;  // a dry run (meta): the scratch is allocated, nothing is computed
 #pragma omp parallel if (parallel)
   {
     T* const padded = scratch.data<T>() + omp_get_thread_num() * g.h * p.row;
@@ -273,7 +274,9 @@ Tensor max_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
   Tensor out = Tensor::empty(os, x.dtype());
   Tensor indices = Tensor::empty(os, DType::i64);
   dispatch_floating(x.dtype(), "max_pool2d", [&]<typename T>() {
-    max_pool_forward<T>(x.data<T>(), g, out.data<T>(), indices.data<std::int64_t>());
+    const bool live = !out.is_meta();
+    max_pool_forward<T>(data_or_null<T>(x, live), g, data_or_null<T>(out, live),
+                        data_or_null<std::int64_t>(indices, live));
   });
   record("MaxPool2DWithIndicesBackward0", {x_in}, {out}, {x_in, indices},
          [g, shape = x_in.shape()](BackwardContext& c) -> TensorList {
@@ -282,18 +285,19 @@ Tensor max_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
            // Each plane is zeroed just before its scatter, while it is in cache (no separate
            // pass over the whole gradient).
            Tensor dx = Tensor::empty(shape, gy.dtype());
-           dispatch_floating(gy.dtype(), "max_pool2d backward", [&]<typename T>() {
-             const T* gp = gy.data<T>();
-             const std::int64_t* ip = idx.data<std::int64_t>();
-             T* dp = dx.data<T>();
-             const std::int64_t per = g.ho * g.wo, plane = g.h * g.w;
+           if (!dx.is_meta())
+             dispatch_floating(gy.dtype(), "max_pool2d backward", [&]<typename T>() {
+               const T* gp = gy.data<T>();
+               const std::int64_t* ip = idx.data<std::int64_t>();
+               T* dp = dx.data<T>();
+               const std::int64_t per = g.ho * g.wo, plane = g.h * g.w;
 #pragma omp parallel for schedule(static) if (g.planes * plane > kParallelGrain)
-             for (std::int64_t pl = 0; pl < g.planes; ++pl) {
-               T* d = dp + pl * plane;
-               std::fill(d, d + plane, T(0));
-               for (std::int64_t o = 0; o < per; ++o) d[ip[pl * per + o]] += gp[pl * per + o];
-             }
-           });
+               for (std::int64_t pl = 0; pl < g.planes; ++pl) {
+                 T* d = dp + pl * plane;
+                 std::fill(d, d + plane, T(0));
+                 for (std::int64_t o = 0; o < per; ++o) d[ip[pl * per + o]] += gp[pl * per + o];
+               }
+             });
            return {dx};
          });
   return out;
@@ -307,40 +311,42 @@ Tensor avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
       pool_geometry("avg_pool2d", x_in, kernel, stride, padding, {1, 1}, ceil_mode);
   const Tensor x = as_contiguous(x_in);
   Tensor out = Tensor::empty(pooled_shape(x, g.ho, g.wo), x.dtype());
-  dispatch_floating(x.dtype(), "avg_pool2d", [&]<typename T>() {
-    const T* xp = x.data<T>();
-    T* op_ = out.data<T>();
+  if (!out.is_meta())
+    dispatch_floating(x.dtype(), "avg_pool2d", [&]<typename T>() {
+      const T* xp = x.data<T>();
+      T* op_ = out.data<T>();
 #pragma omp parallel for schedule(static) if (g.planes * g.ho * g.wo * g.kh * g.kw > kParallelGrain)
-    for (std::int64_t pl = 0; pl < g.planes; ++pl)
-      for (std::int64_t oh = 0; oh < g.ho; ++oh)
-        for (std::int64_t ow = 0; ow < g.wo; ++ow) {
-          const AvgWindow a = avg_window(g, oh, ow, count_include_pad);
-          T acc = 0;
-          for (std::int64_t ih = a.h0; ih < a.h1; ++ih)
-            for (std::int64_t iw = a.w0; iw < a.w1; ++iw) acc += xp[(pl * g.h + ih) * g.w + iw];
-          op_[(pl * g.ho + oh) * g.wo + ow] =
-              a.h0 >= a.h1 || a.w0 >= a.w1 ? T(0) : acc / static_cast<T>(a.divisor);
-        }
-  });
+      for (std::int64_t pl = 0; pl < g.planes; ++pl)
+        for (std::int64_t oh = 0; oh < g.ho; ++oh)
+          for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+            const AvgWindow a = avg_window(g, oh, ow, count_include_pad);
+            T acc = 0;
+            for (std::int64_t ih = a.h0; ih < a.h1; ++ih)
+              for (std::int64_t iw = a.w0; iw < a.w1; ++iw) acc += xp[(pl * g.h + ih) * g.w + iw];
+            op_[(pl * g.ho + oh) * g.wo + ow] =
+                a.h0 >= a.h1 || a.w0 >= a.w1 ? T(0) : acc / static_cast<T>(a.divisor);
+          }
+    });
   record("AvgPool2DBackward0", {x_in}, {out}, {x_in},
          [g, count_include_pad, shape = x_in.shape()](BackwardContext& c) -> TensorList {
            const Tensor gy = as_contiguous(c.grads[0]);
            Tensor dx = Tensor::zeros(shape, gy.dtype());
-           dispatch_floating(gy.dtype(), "avg_pool2d backward", [&]<typename T>() {
-             const T* gp = gy.data<T>();
-             T* dp = dx.data<T>();
+           if (!dx.is_meta())
+             dispatch_floating(gy.dtype(), "avg_pool2d backward", [&]<typename T>() {
+               const T* gp = gy.data<T>();
+               T* dp = dx.data<T>();
 #pragma omp parallel for schedule(static) if (g.planes * g.ho * g.wo > kParallelGrain)
-             for (std::int64_t pl = 0; pl < g.planes; ++pl)
-               for (std::int64_t oh = 0; oh < g.ho; ++oh)
-                 for (std::int64_t ow = 0; ow < g.wo; ++ow) {
-                   const AvgWindow a = avg_window(g, oh, ow, count_include_pad);
-                   if (a.h0 >= a.h1 || a.w0 >= a.w1) continue;
-                   const T v = gp[(pl * g.ho + oh) * g.wo + ow] / static_cast<T>(a.divisor);
-                   for (std::int64_t ih = a.h0; ih < a.h1; ++ih)
-                     for (std::int64_t iw = a.w0; iw < a.w1; ++iw)
-                       dp[(pl * g.h + ih) * g.w + iw] += v;
-                 }
-           });
+               for (std::int64_t pl = 0; pl < g.planes; ++pl)
+                 for (std::int64_t oh = 0; oh < g.ho; ++oh)
+                   for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+                     const AvgWindow a = avg_window(g, oh, ow, count_include_pad);
+                     if (a.h0 >= a.h1 || a.w0 >= a.w1) continue;
+                     const T v = gp[(pl * g.ho + oh) * g.wo + ow] / static_cast<T>(a.divisor);
+                     for (std::int64_t ih = a.h0; ih < a.h1; ++ih)
+                       for (std::int64_t iw = a.w0; iw < a.w1; ++iw)
+                         dp[(pl * g.h + ih) * g.w + iw] += v;
+                   }
+             });
            return {dx};
          });
   return out;
@@ -366,43 +372,46 @@ Tensor adaptive_avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> outpu
   const std::int64_t ho = output_size[0], wo = output_size[1];
   const std::int64_t planes = nd == 4 ? x.shape()[0] * x.shape()[1] : x.shape()[0];
   Tensor out = Tensor::empty(pooled_shape(x, ho, wo), x.dtype());
-  dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&]<typename T>() {
-    const T* xp = x.data<T>();
-    T* op_ = out.data<T>();
+  if (!out.is_meta())
+    dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&]<typename T>() {
+      const T* xp = x.data<T>();
+      T* op_ = out.data<T>();
 #pragma omp parallel for schedule(static) if (planes * h * w > kParallelGrain)
-    for (std::int64_t pl = 0; pl < planes; ++pl)
-      for (std::int64_t oh = 0; oh < ho; ++oh) {
-        const std::int64_t h0 = adaptive_start(oh, ho, h), h1 = adaptive_end(oh, ho, h);
-        for (std::int64_t ow = 0; ow < wo; ++ow) {
-          const std::int64_t w0 = adaptive_start(ow, wo, w), w1 = adaptive_end(ow, wo, w);
-          T acc = 0;
-          for (std::int64_t ih = h0; ih < h1; ++ih)
-            for (std::int64_t iw = w0; iw < w1; ++iw) acc += xp[(pl * h + ih) * w + iw];
-          op_[(pl * ho + oh) * wo + ow] = acc / static_cast<T>((h1 - h0) * (w1 - w0));
+      for (std::int64_t pl = 0; pl < planes; ++pl)
+        for (std::int64_t oh = 0; oh < ho; ++oh) {
+          const std::int64_t h0 = adaptive_start(oh, ho, h), h1 = adaptive_end(oh, ho, h);
+          for (std::int64_t ow = 0; ow < wo; ++ow) {
+            const std::int64_t w0 = adaptive_start(ow, wo, w), w1 = adaptive_end(ow, wo, w);
+            T acc = 0;
+            for (std::int64_t ih = h0; ih < h1; ++ih)
+              for (std::int64_t iw = w0; iw < w1; ++iw) acc += xp[(pl * h + ih) * w + iw];
+            op_[(pl * ho + oh) * wo + ow] = acc / static_cast<T>((h1 - h0) * (w1 - w0));
+          }
         }
-      }
-  });
-  record("AdaptiveAvgPool2DBackward0", {x_in}, {out}, {x_in},
-         [planes, h, w, ho, wo, shape = x_in.shape()](BackwardContext& c) -> TensorList {
-           const Tensor gy = as_contiguous(c.grads[0]);
-           Tensor dx = Tensor::zeros(shape, gy.dtype());
-           dispatch_floating(gy.dtype(), "adaptive_avg_pool2d backward", [&]<typename T>() {
-             const T* gp = gy.data<T>();
-             T* dp = dx.data<T>();
+    });
+  record(
+      "AdaptiveAvgPool2DBackward0", {x_in}, {out}, {x_in},
+      [planes, h, w, ho, wo, shape = x_in.shape()](BackwardContext& c) -> TensorList {
+        const Tensor gy = as_contiguous(c.grads[0]);
+        Tensor dx = Tensor::zeros(shape, gy.dtype());
+        if (!dx.is_meta())
+          dispatch_floating(gy.dtype(), "adaptive_avg_pool2d backward", [&]<typename T>() {
+            const T* gp = gy.data<T>();
+            T* dp = dx.data<T>();
 #pragma omp parallel for schedule(static) if (planes * h * w > kParallelGrain)
-             for (std::int64_t pl = 0; pl < planes; ++pl)
-               for (std::int64_t oh = 0; oh < ho; ++oh) {
-                 const std::int64_t h0 = adaptive_start(oh, ho, h), h1 = adaptive_end(oh, ho, h);
-                 for (std::int64_t ow = 0; ow < wo; ++ow) {
-                   const std::int64_t w0 = adaptive_start(ow, wo, w), w1 = adaptive_end(ow, wo, w);
-                   const T v = gp[(pl * ho + oh) * wo + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
-                   for (std::int64_t ih = h0; ih < h1; ++ih)
-                     for (std::int64_t iw = w0; iw < w1; ++iw) dp[(pl * h + ih) * w + iw] += v;
-                 }
-               }
-           });
-           return {dx};
-         });
+            for (std::int64_t pl = 0; pl < planes; ++pl)
+              for (std::int64_t oh = 0; oh < ho; ++oh) {
+                const std::int64_t h0 = adaptive_start(oh, ho, h), h1 = adaptive_end(oh, ho, h);
+                for (std::int64_t ow = 0; ow < wo; ++ow) {
+                  const std::int64_t w0 = adaptive_start(ow, wo, w), w1 = adaptive_end(ow, wo, w);
+                  const T v = gp[(pl * ho + oh) * wo + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
+                  for (std::int64_t ih = h0; ih < h1; ++ih)
+                    for (std::int64_t iw = w0; iw < w1; ++iw) dp[(pl * h + ih) * w + iw] += v;
+                }
+              }
+          });
+        return {dx};
+      });
   return out;
 }
 

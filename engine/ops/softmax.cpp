@@ -70,40 +70,42 @@ Tensor softmax_impl(const Tensor& x_in, std::int64_t dim, bool log) {
   const Lanes l = lanes_of(x_in, dim, op);
   const Tensor x = as_contiguous(x_in);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  dispatch_floating(x.dtype(), op,
-                    [&]<typename T>() { softmax_kernel<T>(x.data<T>(), out.data<T>(), l, log); });
+  if (!out.is_meta())
+    dispatch_floating(x.dtype(), op,
+                      [&]<typename T>() { softmax_kernel<T>(x.data<T>(), out.data<T>(), l, log); });
   record(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {x_in}, {out}, {out},
          [l, log](BackwardContext& c) -> TensorList {
            const Tensor g = as_contiguous(c.grads[0]);
            const Tensor y = as_contiguous(c.saved[0]);
            Tensor dx = Tensor::empty(g.shape(), g.dtype());
-           dispatch_floating(g.dtype(), "softmax backward", [&]<typename T>() {
-             const T* gp = g.data<T>();
-             const T* yp = y.data<T>();
-             T* dp = dx.data<T>();
-             const std::int64_t st = l.inner;
-             for_lanes(l, [&](std::int64_t base) {
-               T acc = 0;
-               if (log) {
-                 // d log_softmax: g - exp(y) * sum(g)
-                 for (std::int64_t j = 0; j < l.size; ++j) acc += gp[base + j * st];
-                 for (std::int64_t j = 0; j < l.size; ++j) {
-                   const auto k = base + j * st;
-                   dp[k] = gp[k] - std::exp(yp[k]) * acc;
+           if (!dx.is_meta())
+             dispatch_floating(g.dtype(), "softmax backward", [&]<typename T>() {
+               const T* gp = g.data<T>();
+               const T* yp = y.data<T>();
+               T* dp = dx.data<T>();
+               const std::int64_t st = l.inner;
+               for_lanes(l, [&](std::int64_t base) {
+                 T acc = 0;
+                 if (log) {
+                   // d log_softmax: g - exp(y) * sum(g)
+                   for (std::int64_t j = 0; j < l.size; ++j) acc += gp[base + j * st];
+                   for (std::int64_t j = 0; j < l.size; ++j) {
+                     const auto k = base + j * st;
+                     dp[k] = gp[k] - std::exp(yp[k]) * acc;
+                   }
+                 } else {
+                   // d softmax: y * (g - sum(g * y))
+                   for (std::int64_t j = 0; j < l.size; ++j) {
+                     const auto k = base + j * st;
+                     acc += gp[k] * yp[k];
+                   }
+                   for (std::int64_t j = 0; j < l.size; ++j) {
+                     const auto k = base + j * st;
+                     dp[k] = yp[k] * (gp[k] - acc);
+                   }
                  }
-               } else {
-                 // d softmax: y * (g - sum(g * y))
-                 for (std::int64_t j = 0; j < l.size; ++j) {
-                   const auto k = base + j * st;
-                   acc += gp[k] * yp[k];
-                 }
-                 for (std::int64_t j = 0; j < l.size; ++j) {
-                   const auto k = base + j * st;
-                   dp[k] = yp[k] * (gp[k] - acc);
-                 }
-               }
+               });
              });
-           });
            return {dx};
          });
   return out;

@@ -145,6 +145,8 @@ void Executor::run_op(Frame& f, std::int64_t k) {
   for (int id : op.inputs) xs.push_back(id < 0 ? Tensor() : f.get(id));
   NodeScope node(op.node->name);
   TensorList ys = run_op_node(*op.kind, *op.node, xs);
+  if (costs_ && op.kind->cost && ExecutionContext::current()->phase() == Phase::forward)
+    (*costs_)[op.node->name] = op.kind->cost(op_call(*op.node), xs, ys);
   if (ys.size() != op.outputs.size())
     throw std::logic_error("node '" + op.node->name + "' made " + std::to_string(ys.size()) +
                            " outputs, the graph names " + std::to_string(op.outputs.size()));

@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "engine/ops/schema/op_schema.hpp"
 #include "engine/run/compiled_model.hpp"
 #include "engine/run/runner.hpp"
 
@@ -28,6 +31,9 @@ class Executor {
   // model inputs. Returns the value of each id in `wanted` (outputs, loss).
   TensorList forward(const TensorList& statics, const TensorList& inputs,
                      const std::vector<int>& wanted);
+  // Collects each model node's forward cost (its op-table row's FLOPs and bytes) into `sink`:
+  // a dry run's time estimates.
+  void collect_costs(std::unordered_map<std::string, OpCost>* sink) { costs_ = sink; }
 
  private:
   struct Frame;
@@ -47,6 +53,7 @@ class Executor {
   // Checkpointed modules by first op, outermost first.
   std::vector<std::vector<const Module*>> starts_;
   std::vector<std::unique_ptr<Module>> ranges_;  // config.ranges as modules of their own
+  std::unordered_map<std::string, OpCost>* costs_ = nullptr;
 };
 
 }  // namespace ckpt

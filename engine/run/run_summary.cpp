@@ -34,7 +34,12 @@ nlohmann::json to_json(const RunSummary& s) {
                       : nlohmann::json{{"why", s.failure.why},
                                        {"fix", s.failure.fix},
                                        {"figures", "of a failed run, up to the failure"}};
-  j["loss"] = s.loss;
+  j["dry_run"] = s.dry_run;
+  j["times_estimated"] = s.dry_run;
+  if (s.dry_run)
+    j["loss"] = nullptr;  // not computed: a dry run has shapes and bytes, no values
+  else
+    j["loss"] = s.loss;
   j["peak"] = {{"bytes", s.peak.bytes},
                {"step", s.peak.step},
                {"op", s.peak_op},
@@ -98,9 +103,10 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
   s.model = model.name;
   s.label = label;
   s.ok = run.ok;
+  s.dry_run = run.dry_run;
   s.error = run.error;
   s.failure = failure_advice(run);
-  if (run.loss.defined() && run.loss.numel() == 1) s.loss = run.loss.item();
+  if (run.loss.defined() && run.loss.numel() == 1 && !run.loss.is_meta()) s.loss = run.loss.item();
   const Trace& t = run.trace;
   s.peak = t.peak();
   if (s.peak.step >= 0 && s.peak.step < t.step_count()) {
@@ -170,6 +176,10 @@ std::string summary_text(const RunSummary& s) {
     os << "  (every figure below is the failed run's, up to the failure: not a measurement of "
           "this configuration, and no saving)\n";
     os << "loss       none (the run failed)\n";
+  } else if (s.dry_run) {
+    os << "dry run    exact bytes, estimated times: nothing was computed, so the loss, outputs, "
+          "gradients and the recompute check's values are not available\n";
+    os << "loss       not available in a dry run\n";
   } else {
     os << "loss       " << s.loss << "\n";
   }
@@ -194,9 +204,10 @@ std::string summary_text(const RunSummary& s) {
      << s.executions.recompute << ", backward " << s.executions.backward << " (total "
      << s.total_executions() << ")\n";
   os << "checkpoints     " << s.checkpoints << " segments\n";
-  os << "wall time       forward " << fixed(s.times.forward_ms, 2) << " ms, backward "
-     << fixed(s.times.backward_ms, 2) << " ms (recompute " << fixed(s.times.recompute_ms, 2)
-     << " ms), total " << fixed(s.times.total_ms, 2) << " ms\n";
+  os << (s.dry_run ? "est. time       forward " : "wall time       forward ")
+     << fixed(s.times.forward_ms, 2) << " ms, backward " << fixed(s.times.backward_ms, 2)
+     << " ms (recompute " << fixed(s.times.recompute_ms, 2) << " ms), total "
+     << fixed(s.times.total_ms, 2) << " ms\n";
   if (s.baseline && !s.ok) {
     os << "vs no checkpointing (same process)\n    not compared: this run failed, so it saved "
           "nothing (without checkpointing: peak "
@@ -216,8 +227,9 @@ std::string summary_text(const RunSummary& s) {
     os << "    op executions  " << b.executions << " -> " << s.total_executions() << " ("
        << (extra >= 0 ? "+" : "") << extra << ", ratio "
        << fixed(b.executions ? double(s.total_executions()) / double(b.executions) : 0, 3) << ")\n";
-    os << "    wall time      " << fixed(b.total_ms, 2) << " ms -> " << fixed(s.times.total_ms, 2)
-       << " ms (ratio " << fixed(b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0, 2) << ")\n";
+    os << (s.dry_run ? "    est. time      " : "    wall time      ") << fixed(b.total_ms, 2)
+       << " ms -> " << fixed(s.times.total_ms, 2) << " ms (ratio "
+       << fixed(b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0, 2) << ")\n";
   }
   if (!s.messages.empty()) os << "messages\n" << grouped_messages_text(s.messages, "    ");
   return os.str();

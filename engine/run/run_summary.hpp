@@ -16,6 +16,8 @@ struct RunSummary {
   std::string model;
   std::string label;  // the configuration's label ("plain", "all", ...)
   bool ok = false;
+  // A dry run's figures: bytes exact, times estimated, no loss and no values (runner.hpp).
+  bool dry_run = false;
   std::string error;
   FailureAdvice failure;  // a failed run: why, and what fixes it (its figures are no saving)
   double loss = 0;

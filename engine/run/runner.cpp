@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "engine/autograd/engine.hpp"
 #include "engine/autograd/grad_mode.hpp"
@@ -14,6 +16,7 @@
 #include "engine/ops/ops.hpp"
 #include "engine/run/compiled_model.hpp"
 #include "engine/run/executor.hpp"
+#include "engine/run/time_estimate.hpp"
 #include "engine/tensor/generator.hpp"
 #include "engine/tensor/init.hpp"
 
@@ -141,7 +144,9 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   const Model& model = *model_;
   RunResult result;
   auto ledger = std::make_shared<MemoryLedger>();
-  if (config.max_memory > 0) ledger->set_cap(config.max_memory);
+  if (config.max_memory > 0 && !config.dry_run) ledger->set_cap(config.max_memory);
+  result.dry_run = config.dry_run;
+  std::unordered_map<std::string, OpCost> node_costs;
   auto context = std::make_shared<ExecutionContext>(ledger);
   Recorder recorder(*context);
   const auto t0 = Clock::now();
@@ -155,6 +160,10 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
       return result;
     }
   }
+  // A dry run makes every tensor of the run on the meta device, parameters and inputs first
+  // (after the rebatching above: loading a model computes real values).
+  std::optional<DeviceScope> device;
+  if (config.dry_run) device.emplace(Device::meta);
   try {
     const std::int64_t batch = config.batch > 0 ? config.batch : model.scenario.batch;
     if (model.scenario.batch_fixed && batch != model.scenario.batch)
@@ -173,6 +182,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
     ThreadsGuard threads(config.threads);
     const LossKind loss_kind = config.loss.value_or(model.scenario.loss);
     Executor executor(model, *compiled_, config, cancel);
+    if (config.dry_run) executor.collect_costs(&node_costs);
     const TensorList statics = make_statics(model);
     const TensorList inputs = make_inputs(model, config, batch);
 
@@ -221,6 +231,20 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
     context->message(Severity::error, e.what());
   }
   result.trace = recorder.finish();
+  if (config.dry_run) {
+    // Nothing was computed, so nothing measured: the phases take their steps' estimates.
+    const auto estimates = estimate_step_durations(result.trace, node_costs, machine_rates());
+    result.trace.set_estimated_durations(estimates);
+    result.times = PhaseTimes{};
+    for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {
+      const double ms = static_cast<double>(estimates[static_cast<std::size_t>(k)]) / 1e6;
+      const Phase p = result.trace.step_phase(k);
+      (p == Phase::forward ? result.times.forward_ms : result.times.backward_ms) += ms;
+      if (p == Phase::recompute) result.times.recompute_ms += ms;
+      result.times.total_ms += ms;
+    }
+    return result;
+  }
   for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {
     const TraceStep& s = result.trace.step(k);
     if (s.phase == Phase::recompute) result.times.recompute_ms += s.duration_ns / 1e6;

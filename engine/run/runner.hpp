@@ -43,6 +43,12 @@ struct CheckpointConfig {
   std::int64_t max_memory = 0;              // the ledger's cap, 0 for none
   std::vector<Tensor> inputs;               // explicit inputs (in model input order), or empty
   bool backward = true;                     // false: forward and loss only (inference)
+  // A dry run: the whole run on the meta device (engine/tensor/device.hpp). Every allocation
+  // and free is the real run's, byte for byte and in order, so its trace, peak and activation
+  // states are exact; no kernel computes, so there are no values (loss, outputs, gradients
+  // and the recompute check's value comparison are not available) and the step times are
+  // estimates (run/time_estimate.hpp). The ledger's cap (max_memory) does not apply.
+  bool dry_run = false;
 };
 
 struct PhaseTimes {
@@ -64,6 +70,9 @@ struct RunResult {
   // checkpointed around a BatchNorm updates them twice, as PyTorch does.
   std::map<std::string, Tensor> buffers;
   PhaseTimes times;
+  // A dry run's result: exact bytes, estimated times, and tensors (outputs, loss, gradients)
+  // that have shapes and no values (on the meta device).
+  bool dry_run = false;
 };
 
 class CompiledModel;

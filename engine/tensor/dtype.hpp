@@ -11,7 +11,8 @@ namespace ckpt {
 // indices, targets and ONNX shape arithmetic.
 enum class DType : std::uint8_t { f32, f64, i64 };
 
-enum class Device : std::uint8_t { cpu, cuda };
+// meta: shapes, strides and bytes without data (a dry run; see device.hpp).
+enum class Device : std::uint8_t { cpu, cuda, meta };
 
 constexpr std::size_t dtype_size(DType t) {
   switch (t) {
@@ -41,7 +42,15 @@ constexpr bool is_floating(DType t) {
 }
 
 constexpr const char* device_name(Device d) {
-  return d == Device::cpu ? "cpu" : "cuda";
+  switch (d) {
+    case Device::cpu:
+      return "cpu";
+    case Device::cuda:
+      return "cuda";
+    case Device::meta:
+      return "meta";
+  }
+  return "?";
 }
 
 template <typename T>

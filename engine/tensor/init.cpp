@@ -15,6 +15,7 @@ std::uint64_t stream_seed(std::uint64_t seed, Stream stream) {
 
 Tensor uniform_tensor(const Shape& shape, double low, double high, Generator& gen) {
   Tensor t = Tensor::empty(shape, DType::f32);
+  if (t.is_meta()) return t;
   float* p = t.data<float>();
   for (std::int64_t i = 0; i < t.numel(); ++i)
     p[i] = static_cast<float>(low + (high - low) * gen.uniform());
@@ -23,6 +24,7 @@ Tensor uniform_tensor(const Shape& shape, double low, double high, Generator& ge
 
 Tensor normal_tensor(const Shape& shape, double mean, double stddev, Generator& gen) {
   Tensor t = Tensor::empty(shape, DType::f32);
+  if (t.is_meta()) return t;
   float* p = t.data<float>();
   for (std::int64_t i = 0; i < t.numel(); ++i)
     p[i] = static_cast<float>(mean + stddev * gen.normal());
@@ -34,6 +36,7 @@ Tensor class_indices(const Shape& shape, std::int64_t classes, Generator& gen) {
     throw std::invalid_argument("class_indices: the number of classes must be positive, got " +
                                 std::to_string(classes));
   Tensor t = Tensor::empty(shape, DType::i64);
+  if (t.is_meta()) return t;
   auto* p = t.data<std::int64_t>();
   for (std::int64_t i = 0; i < t.numel(); ++i)
     p[i] = static_cast<std::int64_t>(gen.next_u64() % static_cast<std::uint64_t>(classes));

@@ -4,19 +4,16 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/tensor/storage_pool.hpp"
-
 namespace ckpt {
 
 Storage::Storage(std::shared_ptr<MemoryLedger> ledger, std::int64_t bytes, Device device)
     : ledger_(std::move(ledger)), bytes_(bytes), device_(device) {
   if (bytes < 0) throw std::invalid_argument("storage: negative size");
-  if (device != Device::cpu)
-    throw std::runtime_error("storage: only CPU memory is managed by this ledger");
+  const Backend& device_backend = backend(device);
   // The ledger checks the cap before any memory is touched.
   id_ = ledger_->record_alloc(bytes);
   try {
-    data_ = storage_pool::acquire(static_cast<std::size_t>(bytes), capacity_);
+    data_ = device_backend.acquire(static_cast<std::size_t>(bytes), capacity_);
   } catch (const std::bad_alloc&) {
     ledger_->record_free(id_);
     throw std::runtime_error("out of memory allocating " + std::to_string(bytes) + " bytes");
@@ -27,7 +24,7 @@ Storage::~Storage() {
   // The ledger counts the bytes as freed now, whether the block goes back to the system or
   // waits in the pool for the next tensor of its size.
   ledger_->record_free(id_);
-  storage_pool::release(data_, capacity_);
+  backend(device_).release(data_, capacity_);
 }
 
 }  // namespace ckpt

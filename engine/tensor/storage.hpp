@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "engine/tensor/device.hpp"
 #include "engine/tensor/dtype.hpp"
 #include "engine/tensor/memory_ledger.hpp"
 
@@ -11,11 +12,13 @@ namespace ckpt {
 
 // A block of tensor memory. Its bytes are in the ledger from construction to destruction, so
 // "freed" means exactly: the last Tensor (or saved reference) that shared it went away. The
-// memory itself comes from (and returns to) the process-wide storage pool (storage_pool.hpp),
-// which the ledger does not count.
+// memory itself comes from its device's backend (device.hpp): the process-wide storage pool on
+// the cpu (which the ledger does not count), nothing on `meta`, whose storages have bytes in
+// the ledger and no data.
 class Storage {
  public:
-  Storage(std::shared_ptr<MemoryLedger> ledger, std::int64_t bytes, Device device = Device::cpu);
+  Storage(std::shared_ptr<MemoryLedger> ledger, std::int64_t bytes,
+          Device device = current_device());
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

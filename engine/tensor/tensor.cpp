@@ -13,8 +13,8 @@ std::atomic<const AutogradHooks*> g_autograd_hooks{nullptr};
 Tensor make_contiguous(const Shape& shape, DType dtype) {
   const std::int64_t n = shape_numel(shape);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(MemoryLedger::current(),
-                                            n * static_cast<std::int64_t>(dtype_size(dtype)));
+  impl->storage = std::make_shared<Storage>(
+      MemoryLedger::current(), n * static_cast<std::int64_t>(dtype_size(dtype)), current_device());
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -27,7 +27,8 @@ Tensor from_values(const std::vector<T>& values, const Shape& shape) {
     throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
                                 " values do not fill shape " + shape_str(shape));
   Tensor t = make_contiguous(shape, dtype_of<T>());
-  if (!values.empty()) std::memcpy(t.data<T>(), values.data(), values.size() * sizeof(T));
+  if (!values.empty() && !t.is_meta())
+    std::memcpy(t.data<T>(), values.data(), values.size() * sizeof(T));
   return t;
 }
 
@@ -44,13 +45,19 @@ void Tensor::check_dtype(DType expected) const {
                                 " but the tensor is " + dtype_name(dtype()));
 }
 
+void Tensor::fail_meta_data() const {
+  throw std::logic_error("the values of " + str() +
+                         " were asked for on the meta device (a dry run " +
+                         "has shapes and bytes, not values)");
+}
+
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   return make_contiguous(shape, dtype);
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   Tensor t = make_contiguous(shape, dtype);
-  std::memset(t.storage()->data(), 0, static_cast<std::size_t>(t.nbytes()));
+  if (!t.is_meta()) std::memset(t.storage()->data(), 0, static_cast<std::size_t>(t.nbytes()));
   return t;
 }
 
@@ -60,6 +67,7 @@ Tensor Tensor::ones(const Shape& shape, DType dtype) {
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   Tensor t = make_contiguous(shape, dtype);
+  if (t.is_meta()) return t;
   dispatch_all(dtype, [&]<typename T>() {
     T* p = t.data<T>();
     const std::int64_t n = t.numel();
@@ -84,6 +92,7 @@ Tensor Tensor::from_vector(const std::vector<std::int64_t>& v, const Shape& s) {
 
 Tensor Tensor::arange(std::int64_t n, DType dtype) {
   Tensor t = make_contiguous({n}, dtype);
+  if (t.is_meta()) return t;
   dispatch_all(dtype, [&]<typename T>() {
     T* p = t.data<T>();
     for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(i);

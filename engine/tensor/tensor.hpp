@@ -77,6 +77,8 @@ class Tensor {
   std::int64_t numel() const { return shape_numel(ref().shape); }
   DType dtype() const { return ref().dtype; }
   Device device() const { return ref().storage->device(); }
+  // No data: a dry run's tensor (device.hpp). Kernels return right after their allocations.
+  bool is_meta() const { return device() == Device::meta; }
   std::int64_t element_size() const { return static_cast<std::int64_t>(dtype_size(dtype())); }
   std::int64_t nbytes() const { return numel() * element_size(); }
   bool is_contiguous() const;
@@ -84,12 +86,15 @@ class Tensor {
   bool shares_storage(const Tensor& other) const;
   std::string str() const;  // "float32[2, 3]"
 
+  // Throws std::logic_error on a meta tensor: a kernel that reaches for data there has missed
+  // its dry-run return, and the dry run fails naming it instead of reading nothing.
   template <typename T>
   T* data() const {
     check_dtype(dtype_of<T>());
+    if (is_meta()) fail_meta_data();
     return static_cast<T*>(ref().storage->data()) + ref().offset;
   }
-  // The value of a one-element tensor, converted to double.
+  // The value of a one-element tensor, converted to double (not available on meta: throws).
   double item() const;
   // Values in row-major order (any layout, any dtype), for tests and exporters.
   std::vector<double> to_vector() const;
@@ -118,6 +123,7 @@ class Tensor {
  private:
   TensorImpl& ref() const;
   void check_dtype(DType expected) const;
+  [[noreturn]] void fail_meta_data() const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -235,3 +235,25 @@ std::int64_t Trace::memory_footprint() const {
 }
 
 }  // namespace ckpt
+
+namespace ckpt {
+
+void Trace::set_estimated_durations(const std::vector<std::int64_t>& duration_ns) {
+  Data& d = *d_;
+  if (duration_ns.size() != d.steps.size())
+    throw std::invalid_argument("set_estimated_durations: " + std::to_string(duration_ns.size()) +
+                                " durations for " + std::to_string(d.steps.size()) + " steps");
+  std::int64_t start = 0;
+  for (std::size_t k = 0; k < d.steps.size(); ++k) {
+    d.steps[k].start_ns = start;
+    d.steps[k].duration_ns = static_cast<float>(duration_ns[k]);
+    start += duration_ns[k];
+  }
+  d.times_estimated = true;
+}
+
+bool Trace::times_estimated() const {
+  return d_->times_estimated;
+}
+
+}  // namespace ckpt

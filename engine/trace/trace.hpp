@@ -136,6 +136,11 @@ class Trace {
   // Bytes this Trace object itself holds in memory (the trace must stay compact).
   std::int64_t memory_footprint() const;
 
+  // A dry run's steps take estimated times (one per step, in ns); start times follow from them.
+  void set_estimated_durations(const std::vector<std::int64_t>& duration_ns);
+  // Whether step times are estimates (a dry run) rather than measured.
+  bool times_estimated() const;
+
   struct Data;  // built by Recorder
 
  private:

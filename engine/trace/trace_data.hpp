@@ -52,6 +52,7 @@ struct PackedEvent {
 
 struct Trace::Data {
   std::vector<std::string> labels{""};
+  bool times_estimated = false;
   std::vector<StepRecord> steps;
   std::vector<std::int64_t> total_after;  // live bytes after each step's events
   std::vector<PackedEvent> events;
