@@ -154,9 +154,13 @@ void analyse_modules(Model& model, const std::unordered_map<std::string, int>& p
   model.root.end_op = nops;
 }
 
+// Shapes and dtypes of every value, from one forward on the meta device: each op's own shape
+// rules, no arithmetic and no memory, so a model too big for this machine still loads (and a
+// big one loads without computing its convolutions).
 void infer_shapes(Model& model) {
   auto ledger = std::make_shared<MemoryLedger>();
   LedgerScope scope(ledger);
+  DeviceScope meta(Device::meta);
   Generator gen(model.scenario.seed);
   GeneratorScope gscope(gen);
   NoGradGuard no_grad;
