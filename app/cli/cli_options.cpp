@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "engine/plan/planner.hpp"
 #include "engine/run/module_range.hpp"
 #include "engine/tensor/npy.hpp"
 
@@ -103,8 +104,17 @@ RunOptions parse_run_options(const std::vector<std::string>& args,
       o.threads = parse_number<int>(a, value());
       if (o.threads < 1 || o.threads > 1024) throw UsageError("--threads must be in 1..1024");
     } else if (a == "--max-memory") {
-      o.max_memory = parse_number<std::int64_t>(a, value());
+      const std::string& v = value();
+      try {
+        if (v.find('%') != std::string::npos) throw std::invalid_argument("a share");
+        o.max_memory = parse_budget(v, 0);
+      } catch (const std::exception&) {
+        throw UsageError("--max-memory expects bytes (123456) or a size such as 16GiB, got '" + v +
+                         "'");
+      }
       if (o.max_memory < 1) throw UsageError("--max-memory must be a positive number of bytes");
+    } else if (a == "--dry-run") {
+      o.dry_run = true;
     } else if (a == "--device") {
       const auto& v = value();
       if (v == "auto") {
@@ -268,6 +278,7 @@ CheckpointConfig make_config(const Model& model, const RunOptions& o) {
   c.loss = o.loss;
   c.threads = o.threads;
   c.max_memory = o.max_memory;
+  c.dry_run = o.dry_run;
   if (!o.input_files.empty()) {
     if (o.input_files.size() != model.inputs.size())
       throw UsageError("the model takes " + std::to_string(model.inputs.size()) + " input(s), " +

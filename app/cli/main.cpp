@@ -15,6 +15,7 @@
 #include "cli_options.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
+#include "engine/run/memory_guard.hpp"
 #include "engine/run/run_summary.hpp"
 #include "engine/tensor/npy.hpp"
 #include "engine/trace/export.hpp"
@@ -71,7 +72,11 @@ const char* kRunOptionsHelp = R"(checkpoint options:
   --policy P                 none | save-matmul (keep matmul/linear/conv2d outputs in segments)
 run options:
   --batch N  --seed S  --threads N
-  --max-memory BYTES         the allocator's cap: exceeding it is an error, not an OOM kill
+  --dry-run                  run on the meta device: exact bytes and peak, estimated times, no
+                             values (any batch, any model size; nothing is computed)
+  --max-memory SIZE          the memory a real run may use (bytes or e.g. 16GiB); a run whose
+                             dry run predicts more is not started (exit 4); default: 75 % of
+                             the memory available; the allocator's cap as well
   --device auto|cpu|cuda     cuda without a GPU or CUDA build: exit 4; auto falls back to cpu
   --input-requires-grad      make every model input require grad
   --input FILE.npy           an input (repeatable, in the model's input order)
@@ -211,14 +216,33 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   const CheckpointConfig config = cli::make_config(*model, o);
   if (!check_device(o.device)) return kExitRun;
   Runner runner(model);
+  if (!config.dry_run) {
+    // The memory guard: the dry run first, and no real run that would not fit.
+    const GuardVerdict g =
+        with_progress("dry run", [&] { return check_memory_guard(runner, config, o.max_memory); });
+    if (!g.fits) {
+      std::cerr << "ckptlab-cli: " << g.message
+                << "\nckptlab-cli: add --dry-run for its exact figures, or --max-memory to "
+                   "allow more\n";
+      return kExitRun;
+    }
+  }
   RunResult base;
-  const bool with_baseline = !o.no_baseline;
+  bool with_baseline = !o.no_baseline;
   if (with_baseline) {
     CheckpointConfig plain = config;
     plain.modules.clear();
     plain.ranges.clear();
     plain.segments = 0;
-    base = with_progress("running without checkpointing", [&] { return runner.run(plain); });
+    if (!plain.dry_run) {
+      const GuardVerdict g = check_memory_guard(runner, plain, o.max_memory);
+      if (!g.fits) {
+        std::cerr << "ckptlab-cli: the comparison without checkpointing is " << g.message << "\n";
+        with_baseline = false;
+      }
+    }
+    if (with_baseline)
+      base = with_progress("running without checkpointing", [&] { return runner.run(plain); });
   }
   RunResult r = with_progress("running", [&] { return runner.run(config); });
   const RunSummary s = summarize(
@@ -251,7 +275,10 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   } else {
     std::cout << summary_text(s);
   }
-  if (!o.dump_dir.empty() && r.ok) dump_results(o.dump_dir, *model, r);
+  if (!o.dump_dir.empty() && r.ok && r.dry_run)
+    std::cerr << "ckptlab-cli: --dump: a dry run has no values to write\n";
+  else if (!o.dump_dir.empty() && r.ok)
+    dump_results(o.dump_dir, *model, r);
   if (!o.plot_file.empty() &&
       !plot(argc, argv, o.plot_file, r.trace, with_baseline && base.ok ? &base.trace : nullptr))
     return kExitRun;
@@ -285,6 +312,8 @@ int cmd_modules(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a == "--json") {
       json = true;
+    } else if (a == "--dry-run") {
+      // Always: a dry run measures saved bytes exactly, at any size.
     } else if (a.rfind("--", 0) == 0) {
       throw cli::UsageError("unknown option " + a);
     } else {
@@ -295,7 +324,10 @@ int cmd_modules(const std::vector<std::string>& args) {
   int code = kExitOk;
   auto model = load_or_exit(pos[0], &code);
   if (!model) return code;
-  const RunResult r = with_progress("measuring", [&] { return Runner(model).run({}); });
+  // Saved bytes are shapes, not values: a dry run measures them exactly at any size.
+  CheckpointConfig measure;
+  measure.dry_run = true;
+  const RunResult r = with_progress("measuring", [&] { return Runner(model).run(measure); });
   if (!r.ok) {
     std::cerr << "ckptlab-cli: run failed: " << r.error << "\n";
     return kExitRun;
@@ -380,13 +412,25 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
   plain.modules.clear();
   plain.ranges.clear();
   plain.segments = 0;
+  if (!plain.dry_run && !check_memory_guard(runner, plain, plain.max_memory).fits)
+    plain.dry_run = true;  // compared as dry runs where the real one would not fit
   const RunResult base =
       with_progress("running without checkpointing", [&] { return runner.run(plain); });
   std::vector<RunResult> results;
   std::vector<RunSummary> sums;
-  for (const auto& [label, c] : parsed) {
+  for (auto [label, c] : parsed) {
+    if (!c.dry_run) {
+      const GuardVerdict g = check_memory_guard(runner, c, c.max_memory);
+      if (!g.fits) {
+        // Shown from its dry run (exact bytes, estimated times), said so, never computed.
+        std::cerr << "ckptlab-cli: " << label << ": " << g.message << " Shown as a dry run.\n";
+        c.dry_run = true;
+        label += " (dry)";
+      }
+    }
     results.push_back(with_progress("running " + label, [&] { return runner.run(c); }));
-    sums.push_back(summarize(*model, results.back(), label, base.ok ? &base : nullptr));
+    sums.push_back(summarize(*model, results.back(), label,
+                             base.ok && base.dry_run == c.dry_run ? &base : nullptr));
   }
   bool failed = false;
   if (json) {

@@ -30,6 +30,7 @@ std::int64_t parse_budget(const std::string& text, std::int64_t plain_peak) {
                                 "123456 (bytes), or a share of the unplanned peak such as 60%");
   const double bytes =
       it->second < 0 ? value / 100.0 * static_cast<double>(plain_peak) : value * it->second;
+  if (bytes > 9e18) throw std::invalid_argument("budget '" + text + "': more bytes than exist");
   return static_cast<std::int64_t>(std::floor(bytes));
 }
 

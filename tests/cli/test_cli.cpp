@@ -339,10 +339,11 @@ print(n)
     QVERIFY2(r.err.contains("cuda"), qPrintable(r.err));
     r = cli(
         {"run", model_, "--max-memory", "2000", "--no-baseline", "--trace", path("capped.json")});
+    // The memory guard refuses before anything runs (the ledger's own cap, which a run that
+    // starts anyway would hit, is tested in test_engine_ledger and test_engine_trace).
     QCOMPARE(r.code, 4);
-    QVERIFY2(r.err.contains("memory cap exceeded"), qPrintable(r.err));
-    // The trace is written up to the failure.
-    QVERIFY(QFileInfo(path("capped.json")).size() > 0);
+    QVERIFY2(r.err.contains("not run") && r.err.contains("--dry-run"), qPrintable(r.err));
+    QVERIFY(!QFileInfo::exists(path("capped.json")));
   }
 
   // Reentrant checkpointing of every module with no input requiring grad fails as PyTorch
@@ -416,6 +417,55 @@ print(n)
     const auto none = cli({"run", sample, "--checkpoint", "features.*.nothing*"});
     QCOMPARE(none.code, 2);
     QVERIFY2(none.err.contains("no checkpointable module matches"), qPrintable(none.err));
+  }
+
+  // --dry-run: the real run's bytes to the byte (the engine's dry run is checked event by event
+  // in test_engine_dry_run), marked as such, with no loss; at a batch no machine could run.
+  void dryRunGivesTheRealPeakWithoutValues() {
+    const QString sample =
+        qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/densenet_block.json";
+    const QStringList ckpt{"--checkpoint", "features.*.*.bottleneck", "--json"};
+    const auto real = cli(QStringList{"run", sample} + ckpt);
+    const auto dry = cli(QStringList{"run", sample, "--dry-run"} + ckpt);
+    QCOMPARE(real.code, 0);
+    QCOMPARE(dry.code, 0);
+    const QJsonObject r = json_object(real.out), d = json_object(dry.out);
+    QVERIFY(d["dry_run"].toBool() && d["times_estimated"].toBool());
+    QVERIFY(!r["dry_run"].toBool());
+    QVERIFY(d["loss"].isNull());
+    QCOMPARE(d["peak"].toObject()["bytes"].toInteger(), r["peak"].toObject()["bytes"].toInteger());
+    QCOMPARE(d["peak"].toObject()["step"].toInteger(), r["peak"].toObject()["step"].toInteger());
+    QCOMPARE(d["baseline"].toObject()["peak_bytes"].toInteger(),
+             r["baseline"].toObject()["peak_bytes"].toInteger());
+    QCOMPARE(d["executions"].toObject()["recompute"].toInteger(),
+             r["executions"].toObject()["recompute"].toInteger());
+    const auto text = cli({"run", sample, "--dry-run", "--batch", "4096"});
+    QCOMPARE(text.code, 0);
+    QVERIFY2(text.out.contains("31.46 GiB") && text.out.contains("not available in a dry run") &&
+                 text.out.contains("est. time"),
+             qPrintable(text.out));
+  }
+
+  // The memory guard: a real run whose dry run does not fit is never started.
+  void memoryGuardRefusesWhatWouldNotFit() {
+    const QString sample =
+        qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/densenet_block.json";
+    const auto r = cli({"run", sample, "--max-memory", "10MiB"});
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains("not run") && r.err.contains("31.90 MiB") &&
+                 r.err.contains("10.00 MiB") && r.err.contains("--dry-run"),
+             qPrintable(r.err));
+    QVERIFY(r.out.isEmpty());
+    QCOMPARE(cli({"run", sample, "--max-memory", "1GiB", "--no-baseline"}).code, 0);
+    QCOMPARE(cli({"run", sample, "--max-memory", "lots"}).code, 2);
+    QCOMPARE(cli({"run", sample, "--max-memory", "50%"}).code, 2);
+    // compare shows what would not fit as a dry run, labelled so.
+    const auto c = cli({"compare", sample, "--config", "plain: --max-memory 10MiB", "--json"});
+    QCOMPARE(c.code, 0);
+    const auto a = QJsonDocument::fromJson(c.out.toUtf8()).array();
+    QCOMPARE(a.size(), 1);
+    QVERIFY(a[0].toObject()["dry_run"].toBool());
+    QVERIFY(a[0].toObject()["label"].toString().endsWith("(dry)"));
   }
 
   void modulesListsTheTree() {

@@ -1,0 +1,56 @@
+#include "engine/run/memory_guard.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/run/run_summary.hpp"
+
+namespace ckpt {
+
+std::int64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+std::int64_t default_memory_limit() {
+  return static_cast<std::int64_t>(kDefaultMemoryShare *
+                                   static_cast<double>(available_memory_bytes()));
+}
+
+std::int64_t predicted_process_bytes(const Model& model, std::int64_t dry_peak) {
+  std::int64_t weights = 0;
+  for (const auto& p : model.parameters) weights += p.initial.nbytes();
+  // The storage pool rounds each block up to one of four classes per power of two: at most a
+  // quarter more address space, a little more resident memory, which 1/8 covers in practice.
+  return dry_peak + dry_peak / 8 + weights;
+}
+
+GuardVerdict check_memory_guard(const Runner& runner, CheckpointConfig config, std::int64_t limit) {
+  GuardVerdict v;
+  v.limit = limit > 0 ? limit : default_memory_limit();
+  config.dry_run = true;
+  const RunResult dry = runner.run(config);
+  v.dry_peak = dry.trace.peak().bytes;
+  v.predicted = predicted_process_bytes(runner.model(), v.dry_peak);
+  if (!dry.ok || v.limit <= 0 || v.predicted <= v.limit) return v;
+  v.fits = false;
+  std::ostringstream m;
+  m << "not run: this configuration would need about " << format_bytes(v.predicted)
+    << " (its dry run peaks at " << format_bytes(v.dry_peak)
+    << ", exactly; plus the model's weights and allocator slack), over the memory limit of "
+    << format_bytes(v.limit)
+    << (limit > 0 ? " that was set"
+                  : " (" + std::to_string(static_cast<int>(kDefaultMemoryShare * 100)) +
+                        " % of the memory available now)")
+    << ". A dry run shows its exact memory without computing it; checkpointing more blocks or a "
+       "smaller batch lowers it.";
+  v.message = m.str();
+  return v;
+}
+
+}  // namespace ckpt
