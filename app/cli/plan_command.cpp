@@ -197,7 +197,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     nlohmann::json j{{"model", model->name},
                      {"budget_bytes", budget},
                      {"plain_peak_bytes", ev.baseline().peak_bytes},
-                     {"times", PlanEvaluator::kTimesMeasured ? "measured" : "estimated"},
+                     {"times", ev.times_measured() ? "measured" : "estimated"},
                      {"evaluations", ev.runs()},
                      {"plan", point_json(chosen)}};
     for (const auto& c : set.items)

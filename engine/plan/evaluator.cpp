@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/autograd/saved_tensors.hpp"
+#include "engine/run/memory_guard.hpp"
 
 namespace ckpt {
 
@@ -33,12 +34,16 @@ PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, CheckpointConfi
   base_.ranges.clear();
   base_.segments = 0;
   // Per node: its forward time over the number of its forward steps, so that a recompute of
-  // the node's steps costs what its forward did; the least of three runs (the first one pays
-  // for cold caches and first allocations).
+  // the node's steps costs what its forward did; the least of three real runs (the first one
+  // pays for cold caches and first allocations), or one dry run's estimates when a real run
+  // would not fit in memory.
+  CheckpointConfig timing = run_config(base_);
+  times_measured_ = check_memory_guard(runner_, timing).fits;
+  timing.dry_run = !times_measured_;
   RunResult r;
   std::unordered_map<std::string, std::int64_t> steps;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    r = runner_.run(run_config(base_), cancel_);
+  for (int attempt = 0; attempt < (times_measured_ ? 3 : 1); ++attempt) {
+    r = runner_.run(timing, cancel_);
     if (!r.ok)
       throw std::runtime_error("planning " + runner_.model().source +
                                ": the model does not run without checkpointing: " + r.error);
@@ -57,6 +62,8 @@ PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, CheckpointConfi
     }
   }
   steps_ = std::move(steps);
+  // Bytes and saved tensors from a dry run: the same as the real run's, event for event.
+  if (!r.dry_run) r = runner_.run(run_config(base_), cancel_);
   for (const TensorLife& t : r.trace.tensors()) {
     values_.emplace(t.name, t.bytes);
     if (t.saved_at_step >= 0) saved_[r.trace.step(t.saved_at_step).node] += t.bytes;
@@ -72,7 +79,8 @@ CheckpointConfig PlanEvaluator::run_config(const CheckpointConfig& plan) const {
   c.modules = plan.modules;
   c.ranges = plan.ranges;
   c.segments = plan.segments;
-  c.threads = 1;  // issue 11: `c.dry_run = true;` here makes every evaluation a dry run
+  c.threads = 1;
+  c.dry_run = true;
   c.check_recompute = false;
   return c;
 }

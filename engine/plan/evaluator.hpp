@@ -3,9 +3,11 @@
 // The one door through which the planner judges a plan: every strategy's result, every point of
 // the frontier and every candidate's cost comes from evaluate(), never from a cost model alone.
 //
-// Today an evaluation is a real Runner run on one thread. When the engine's `meta` device lands
-// (issue 11, a dry run: exact bytes, no kernels), the run in evaluate() becomes a dry run by
-// setting that option in PlanEvaluator::run_config(); nothing else in engine/plan changes.
+// An evaluation is a dry run of the engine on one thread (CheckpointConfig::dry_run: the real
+// run's allocations byte for byte, no arithmetic), so a plan's peak is exact at any size and
+// costs a few percent of a real run. The recompute cost unit, each node's forward time, is
+// measured by real runs of the unplanned model when it fits this machine's memory (the memory
+// guard), and estimated from the op table's FLOPs and bytes when it does not.
 
 #include <atomic>
 #include <cstdint>
@@ -57,8 +59,9 @@ class PlanEvaluator {
   std::int64_t saved_for_backward(const CheckpointConfig& plan) const;
   // Runs made so far (cache misses), for the benchmarks and the report.
   std::int64_t runs() const;
-  // Whether evaluations measure times (a real run) or estimate them (a dry run).
-  static constexpr bool kTimesMeasured = true;
+  // Whether the per-node times behind recompute costs were measured (real baseline runs) or
+  // estimated (the model does not fit this machine: dry-run estimates).
+  bool times_measured() const { return times_measured_; }
   const Model& model() const { return runner_.model(); }
   const CheckpointConfig& base() const { return base_; }
   // The plan's modules and ranges over the base settings: what evaluate() runs.
@@ -77,6 +80,7 @@ class PlanEvaluator {
   mutable std::mutex mutex_;
   mutable std::map<std::string, Evaluation> cache_;
   mutable std::int64_t runs_ = 0;
+  bool times_measured_ = true;
 };
 
 // A canonical text of a plan's modules and ranges (the cache key, and how tests compare plans).
