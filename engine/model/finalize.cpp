@@ -6,8 +6,8 @@
 #include <unordered_set>
 
 #include "engine/autograd/grad_mode.hpp"
-#include "engine/model/op_registry.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/model/op_registry.hpp"
 #include "engine/tensor/generator.hpp"
 
 namespace ckpt {
@@ -210,7 +210,7 @@ void infer_shapes(Model& model) {
 Shape resolve_input_shape(const InputInfo& in, std::int64_t batch) {
   Shape s = in.shape;
   for (auto& d : s)
-    if (d == -1) d = batch;
+    if (d < 0) d *= -batch;
   return s;
 }
 

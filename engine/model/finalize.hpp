@@ -11,7 +11,7 @@ namespace ckpt {
 // builds the lookups. Errors are std::invalid_argument naming model.source and the node.
 void finalize_model(Model& model);
 
-// The shape of input `in` for a batch size (dims of -1 take the batch).
+// The shape of input `in` for a batch size (dims of -1 take the batch, -k k times the batch).
 Shape resolve_input_shape(const InputInfo& in, std::int64_t batch);
 
 }  // namespace ckpt

@@ -22,7 +22,7 @@ const std::set<std::string>& block_types() {
   return t;
 }
 const std::set<std::string>& param_types() {
-  static const std::set<std::string> t{"linear", "conv2d", "batchnorm2d", "layernorm"};
+  static const std::set<std::string> t{"linear", "conv2d", "batchnorm2d", "layernorm", "embedding"};
   return t;
 }
 const std::set<std::string>& simple_types() {
@@ -51,6 +51,7 @@ std::string kind_of(const std::string& type) {
                                                     {"conv2d", "Conv2d"},
                                                     {"batchnorm2d", "BatchNorm2d"},
                                                     {"layernorm", "LayerNorm"},
+                                                    {"embedding", "Embedding"},
                                                     {"relu", "ReLU"},
                                                     {"gelu", "GELU"},
                                                     {"sigmoid", "Sigmoid"},

@@ -2,6 +2,7 @@
 // blocks (residual, dense block, transition, LSTM, attention, repeat).
 #include <climits>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "engine/model/json_builder.hpp"
@@ -42,6 +43,16 @@ Values Builder::param_layer(const std::string& type, const json& j, const std::s
                  {"dilation", get_ints(j, "dilation", where, 2, 1)},
                  {"groups", groups}};
     return emit(c, "conv2d", args, std::move(a), "");
+  }
+  if (type == "embedding") {
+    // nn.Embedding(num, dim): weight N(0, 1), rows gathered by int64 indices of any shape.
+    const std::int64_t num = get_int(j, "num", where), dim = get_int(j, "dim", where);
+    if (num <= 0 || dim <= 0) throw JsonError(where, "\"num\" and \"dim\" must be positive");
+    const Shape wshape{num, dim};
+    return emit(
+        c, "embedding",
+        {param(c, "weight", wshape, [&] { return normal_tensor(wshape, 0.0, 1.0, gen_); }), x[0]},
+        {}, "");
   }
   if (type == "batchnorm2d") {
     const std::int64_t n = get_int(j, "features", where);
@@ -306,6 +317,12 @@ Values Builder::attention(const json& j, const std::string& where, Scope& c, con
   if (dim <= 0 || heads <= 0 || dim % heads)
     throw JsonError(where, "\"dim\" must be a positive multiple of \"heads\"");
   const double p = get_double(j, "dropout", where, 0.0);
+  const bool causal = get_bool(j, "causal", where, false);
+  const std::int64_t seq = causal ? get_int(j, "seq", where, 0) : 0;
+  if (causal && seq <= 0)
+    throw JsonError(where,
+                    "\"causal\": true needs \"seq\", the sequence length (the mask is a "
+                    "[seq, seq] buffer)");
   const json proj{{"type", "linear"}, {"in", dim}, {"out", dim}};
   auto split = [&](const Values& v, const char* name) {
     // [B, S, D] -> [B, heads, S, D / heads]; a 0 in a reshape keeps that dimension.
@@ -323,6 +340,24 @@ Values Builder::attention(const json& j, const std::string& where, Scope& c, con
   auto scores = emit(c, "matmul", {q[0], kt[0]}, {}, "scores");
   scores = emit(c, "mul_scalar", scores,
                 {{"value", 1.0 / std::sqrt(static_cast<double>(dim / heads))}}, "scale");
+  if (causal) {
+    // A buffer of the module, as nanoGPT's `attn.bias`: 0 where a position may attend (itself
+    // and before), the lowest float after, added before the softmax (Hugging Face's GPT-2
+    // masks with torch.finfo(dtype).min; -inf would make the recompute check's sums NaN).
+    const Shape mshape{seq, seq};
+    const auto mask = param(
+        c, "causal_mask", mshape,
+        [&] {
+          Tensor t = Tensor::zeros(mshape);
+          float* d = t.data<float>();
+          for (std::int64_t r = 0; r < seq; ++r)
+            for (std::int64_t k = r + 1; k < seq; ++k)
+              d[r * seq + k] = std::numeric_limits<float>::lowest();
+          return t;
+        },
+        false, true);
+    scores = emit(c, "add", {scores[0], mask}, {}, "masked");
+  }
   auto weights = emit(c, "softmax", scores, {{"dim", std::int64_t{-1}}}, "softmax");
   if (p > 0)
     weights = module_layer(c, "attn_drop", {{"type", "dropout"}, {"p", p}}, where, weights);

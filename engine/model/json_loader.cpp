@@ -57,6 +57,18 @@ void read_inputs(const json& doc, Model& m) {
       }
     }
     info.requires_grad = get_bool(in, "requires_grad", w, false);
+    // Integer inputs: token ids drawn as class indices, or positions (torch.arange).
+    info.classes = get_int(in, "classes", w, 0);
+    info.arange = get_bool(in, "arange", w, false);
+    if (in.contains("classes") && info.classes <= 0)
+      throw JsonError(w, "\"classes\" must be positive");
+    if (info.classes > 0 && info.arange)
+      throw JsonError(w, "give \"classes\" (token ids) or \"arange\" (positions), not both");
+    if (info.classes > 0 || info.arange) {
+      info.dtype = DType::i64;
+      if (info.requires_grad)
+        throw JsonError(w, "an integer input (\"classes\", \"arange\") cannot require grad");
+    }
     m.inputs.push_back(std::move(info));
   }
 }
@@ -83,7 +95,11 @@ void read_loss(const json& doc, Model& m, json_model::Builder& b) {
   if (type == "cross_entropy") {
     target.classes = get_int(loss, "classes", "loss");
     if (target.classes <= 0) throw JsonError("loss", "\"classes\" must be positive");
-    target.shape = {-1};
+    // A language model's targets: `per_example` tokens of each example, flattened as the
+    // logits are (`F.cross_entropy(logits.view(-1, vocab), targets.view(-1))`).
+    const std::int64_t per_example = get_int(loss, "per_example", "loss", 1);
+    if (per_example <= 0) throw JsonError("loss", "\"per_example\" must be positive");
+    target.shape = {-per_example};
     target.dtype = DType::i64;
   } else if (type == "mse") {
     target.shape = json_model::get_int_list(loss, "shape", "loss");
@@ -150,6 +166,7 @@ std::shared_ptr<Model> build(const json& doc, const std::string& source) {
   m->scenario.batch = get_int(doc, "batch", "batch", 1);
   if (m->scenario.batch <= 0) throw JsonError("batch", "must be positive");
   m->scenario.notes = read_notes(doc);
+  m->scenario.dry_run_only = get_bool(doc, "dry_run_only", "dry_run_only", false);
   read_inputs(doc, *m);
   if (!doc.contains("model")) throw JsonError("model", "missing: the root layer");
   // Parameters are made once here, in a ledger of their own (runs copy them into theirs).

@@ -45,13 +45,19 @@ struct ParameterInfo {
 
 struct InputInfo {
   std::string name;
-  Shape shape;  // dims of -1 or a "batch" dim are filled from the batch size
+  // Dims of -1 (a "batch" dim) are filled from the batch size; -k is k times the batch size (a
+  // language model's targets, [batch × sequence] once flattened).
+  Shape shape;
   DType dtype = DType::f32;
   bool requires_grad = false;
   bool batched = true;  // whether dim 0 is the batch dimension
   // A target of the model's own loss: drawn from the targets stream, never requires grad.
   bool is_target = false;
-  std::int64_t classes = 0;  // target only: > 0 for class indices in [0, classes) (int64)
+  // > 0: int64 class indices in [0, classes): a cross-entropy target's (drawn from the targets
+  // stream), or token ids (any other input, drawn from the inputs stream).
+  std::int64_t classes = 0;
+  // int64 positions 0, 1, ..., n-1 along the last dimension (`torch.arange(T)`): no randomness.
+  bool arange = false;
 };
 
 // A named scope: what a user can checkpoint. Each call of a module is its own instance
@@ -94,6 +100,9 @@ struct Scenario {
   bool preserve_rng_state = true;  // default of the checkpoint configuration
   bool batch_fixed = false;        // shapes were folded at load (ONNX): batch cannot change
   std::string loss_type;           // model loss: "cross_entropy", "mse_loss", ... (display)
+  // The real run needs more memory than a usual machine has (GPT-2 small at batch 32): tests
+  // and tools run it dry only (CheckpointConfig::dry_run).
+  bool dry_run_only = false;
 };
 
 class Model {

@@ -89,8 +89,11 @@ TensorList make_inputs(const Model& model, const CheckpointConfig& config, std::
         throw std::invalid_argument("Runner: explicit input '" + in.name + "' must be a " +
                                     dtype_name(in.dtype) + " tensor");
       t = contiguous_copy(given);
-    } else if (in.is_target && in.classes > 0) {
-      t = class_indices(shape, in.classes, targets_gen);
+    } else if (in.classes > 0) {
+      // A target's class indices, or token ids.
+      t = class_indices(shape, in.classes, in.is_target ? targets_gen : inputs_gen);
+    } else if (in.arange) {
+      t = arange_indices(shape);
     } else if (in.dtype != DType::f32) {
       throw std::invalid_argument("Runner: cannot draw input '" + in.name + "' of type " +
                                   dtype_name(in.dtype) + "; pass it in CheckpointConfig::inputs");

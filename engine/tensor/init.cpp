@@ -43,6 +43,15 @@ Tensor class_indices(const Shape& shape, std::int64_t classes, Generator& gen) {
   return t;
 }
 
+Tensor arange_indices(const Shape& shape) {
+  Tensor t = Tensor::empty(shape, DType::i64);
+  if (t.is_meta()) return t;
+  const std::int64_t n = shape.empty() ? 1 : shape.back();
+  auto* p = t.data<std::int64_t>();
+  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = n ? i % n : 0;
+  return t;
+}
+
 Tensor default_weight(const Shape& shape, std::int64_t fan_in, Generator& gen) {
   if (fan_in <= 0)
     throw std::invalid_argument("default_weight: fan_in must be positive for shape " +

@@ -19,6 +19,8 @@ Tensor uniform_tensor(const Shape& shape, double low, double high, Generator& ge
 Tensor normal_tensor(const Shape& shape, double mean, double stddev, Generator& gen);
 // Class indices in [0, classes), int64.
 Tensor class_indices(const Shape& shape, std::int64_t classes, Generator& gen);
+// Positions 0, 1, ..., n-1 along the last dimension, int64 (`torch.arange(T)`, expanded).
+Tensor arange_indices(const Shape& shape);
 
 // nn.Linear / nn.Conv2d defaults: kaiming_uniform_(a=sqrt(5)) for the weight, which is
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the same bound for the bias.

@@ -128,6 +128,9 @@ class TestDryRun : public QObject {
   void dryRunTraceEqualsRealRun() {
     QFETCH(QString, file);
     auto model = load_model((source_dir() + "/samples/" + file).toStdString());
+    // Its real run needs more memory than a test machine has; gpt_mini is its architecture at
+    // a size that runs.
+    if (model->scenario.dry_run_only) QSKIP("a dry-run-only sample (no real run to compare)");
     Runner runner(model);
     for (auto [name, config] : configurations(*model, file.startsWith("heavy_model"))) {
       const RunResult real = runner.run(config);

@@ -191,6 +191,60 @@ class TestModel : public QObject {
     QVERIFY2(e.contains("unknown value \"y\" (names visible here: x)"), qPrintable(e));
   }
 
+  // A language model's pieces: token ids and positions as integer inputs, an embedding, a
+  // causal attention with its mask buffer, and [batch × T] targets against flattened logits.
+  void languageModelInputsEmbeddingAndCausalMask() {
+    const std::string lm = R"({"batch": 2,
+      "inputs": [{"name": "idx", "shape": ["batch", 8], "classes": 50},
+                 {"name": "pos", "shape": [8], "arange": true}],
+      "model": {"type": "sequential", "args": ["idx", "pos"], "layers": [
+        {"type": "embedding", "name": "wte", "num": 50, "dim": 16, "inputs": ["idx"], "as": "t"},
+        {"type": "embedding", "name": "wpe", "num": 8, "dim": 16, "inputs": ["pos"], "as": "p"},
+        {"type": "add", "inputs": ["t", "p"]},
+        {"type": "attention", "name": "attn", "dim": 16, "heads": 2, "causal": true, "seq": 8},
+        {"type": "linear", "name": "head", "in": 16, "out": 50, "bias": false},
+        {"type": "reshape", "shape": [-1, 50]}]},
+      "loss": {"type": "cross_entropy", "classes": 50, "per_example": 8}})";
+    auto m = load_model_json_text(lm, "lm.json");
+    QCOMPARE(m->inputs.size(), std::size_t{3});
+    QCOMPARE(m->inputs[0].dtype, DType::i64);
+    QCOMPARE(m->inputs[1].dtype, DType::i64);
+    QVERIFY(m->inputs[1].arange);
+    QCOMPARE(resolve_input_shape(m->inputs[2], 2), (Shape{16}));
+    QCOMPARE(m->find_module("wte")->kind, std::string("Embedding"));
+    QCOMPARE(m->find_parameter("wte.weight")->initial.shape(), (Shape{50, 16}));
+    const ParameterInfo* mask = m->find_parameter("attn.causal_mask");
+    QVERIFY(mask && mask->is_buffer && !mask->requires_grad);
+    const auto v = mask->initial.to_vector();
+    QCOMPARE(v[0 * 8 + 0], 0.0);
+    QCOMPARE(v[3 * 8 + 2], 0.0);
+    QVERIFY(v[2 * 8 + 3] < -1e38);
+    QCOMPARE(m->values.at("head").shape, (Shape{2, 8, 50}));
+    // Without "causal" the attention is unchanged: no mask, no extra op.
+    std::string plain = lm;
+    const std::string causal = ", \"causal\": true, \"seq\": 8";
+    plain.replace(plain.find(causal), causal.size(), "");
+    auto n = load_model_json_text(plain, "lm.json");
+    QVERIFY(!n->find_parameter("attn.causal_mask"));
+    QCOMPARE(n->ops.size() + 1, m->ops.size());
+
+    auto error = [&](const std::string& from, const std::string& to) {
+      std::string t = lm;
+      t.replace(t.find(from), from.size(), to);
+      return error_of(t);
+    };
+    QString e = error(", \"seq\": 8", "");
+    QVERIFY2(e.contains("\"causal\": true needs \"seq\""), qPrintable(e));
+    e = error("\"arange\": true", "\"arange\": true, \"classes\": 8");
+    QVERIFY2(e.contains("inputs[1]: give \"classes\" (token ids) or \"arange\""), qPrintable(e));
+    e = error("\"classes\": 50}", "\"classes\": 50, \"requires_grad\": true}");
+    QVERIFY2(e.contains("cannot require grad"), qPrintable(e));
+    e = error("\"num\": 50, ", "");
+    QVERIFY2(e.contains("(embedding \"wte\"): missing \"num\""), qPrintable(e));
+    e = error("\"seq\": 8", "\"seq\": 4");
+    QVERIFY2(e.contains("attn.masked"), qPrintable(e));
+  }
+
   void everyRegisteredKindIsListed() {
     const auto kinds = op_kinds();
     QVERIFY(std::is_sorted(kinds.begin(), kinds.end()));
