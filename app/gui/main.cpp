@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
                    });
   if (!shot.isEmpty()) {
     const int seconds = parser.value(timeout).toInt();
-    QTimer::singleShot(std::max(1, seconds) * 1000, &window, [&] {
+    QTimer::singleShot(std::max(1, seconds) * 1000, &window, [&, seconds] {
       std::fprintf(stderr, "ckptlab: --screenshot timed out after %d s\n", seconds);
       QApplication::exit(2);
     });

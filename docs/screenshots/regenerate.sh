@@ -24,3 +24,7 @@ shot densenet_block_checkpointed --checkpoint features.denseblock1.denselayer1.b
 shot heavy_model :/samples/heavy_model.json --at forward-end
 shot subnet_no_grad :/samples/subnet_no_grad_inputs.json \
   --checkpoint net --at forward-end
+# A model bigger than this machine: GPT-2 small at batch 32 as a dry run (exact bytes, estimated
+# times), every block checkpointed; the memory guard says why no real run follows.
+shot gpt2_small_dry_run :/samples/gpt2_small.json $(for i in $(seq 0 11); do echo --checkpoint h.$i; done) \
+  --at peak

@@ -31,12 +31,15 @@ std::int64_t predicted_process_bytes(const Model& model, std::int64_t dry_peak) 
 }
 
 GuardVerdict check_memory_guard(const Runner& runner, CheckpointConfig config, std::int64_t limit) {
+  config.dry_run = true;
+  return judge_memory(runner.model(), runner.run(config), limit);
+}
+
+GuardVerdict judge_memory(const Model& model, const RunResult& dry, std::int64_t limit) {
   GuardVerdict v;
   v.limit = limit > 0 ? limit : default_memory_limit();
-  config.dry_run = true;
-  const RunResult dry = runner.run(config);
   v.dry_peak = dry.trace.peak().bytes;
-  v.predicted = predicted_process_bytes(runner.model(), v.dry_peak);
+  v.predicted = predicted_process_bytes(model, v.dry_peak);
   if (!dry.ok || v.limit <= 0 || v.predicted <= v.limit) return v;
   v.fits = false;
   std::ostringstream m;

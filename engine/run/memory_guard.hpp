@@ -32,6 +32,9 @@ struct GuardVerdict {
   std::string message;         // why it does not fit, and what to do; empty when it fits
 };
 
+// Judges a dry run's result (RunResult::dry_run) of `model` against `limit` (0: the default).
+GuardVerdict judge_memory(const Model& model, const RunResult& dry, std::int64_t limit = 0);
+
 // Dry-runs `config` and judges it against `limit` (0: default_memory_limit()). A dry run that
 // fails (an error the real run would hit too) fits: the real run reports that error itself.
 GuardVerdict check_memory_guard(const Runner& runner, CheckpointConfig config,

@@ -35,6 +35,39 @@ class TestSession : public QObject {
     model_ = load_model_json_text(test::kBlocksJson, "blocks.json");
   }
 
+  // Every request is a dry run first (its exact curve at once), then the real run replaces it;
+  // a configuration over the memory limit is shown as its dry run only, saying why.
+  void aDryRunComesFirstAndTheGuardRefusesWhatWouldNotFit() {
+    RunController runs;
+    runs.setModel(model_);
+    QSignalSpy previewed(&runs, &RunController::previewed);
+    QSignalSpy finished(&runs, &RunController::finished);
+    CheckpointConfig a = scenario_config(*model_);
+    a.modules = {"block"};
+    runs.request(a);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kTimeout);
+    QCOMPARE(previewed.count(), 1);
+    const RunSnapshotPtr dry = lastOf(previewed), real = lastOf(finished);
+    QVERIFY(dry->dryRun() && dry->realRunFollows && dry->series->dryRun);
+    QVERIFY(!real->dryRun() && !real->series->dryRun && real->notComputed.empty());
+    QCOMPARE(dry->generation, real->generation);
+    QCOMPARE(dry->series->peakBytes, real->series->peakBytes);
+    QCOMPARE(dry->series->totals, real->series->totals);
+    QVERIFY(dry->summary.dry_run && !real->summary.dry_run);
+
+    runs.setMemoryLimit(1024);
+    a.seed += 1;
+    runs.request(a);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, kTimeout);
+    const RunSnapshotPtr refused = lastOf(finished);
+    QVERIFY(refused->dryRun() && !refused->realRunFollows);
+    QVERIFY2(QString::fromStdString(refused->notComputed).contains("not run"),
+             refused->notComputed.c_str());
+    QCOMPARE(refused->series->notComputed, refused->notComputed);
+    QCOMPARE(previewed.count(), 1);  // nothing follows it, so it comes as the result
+    QTRY_VERIFY(!runs.busy());
+  }
+
   void aConfigurationRunBeforeIsAnsweredFromTheKeptResult() {
     RunController runs;
     runs.setModel(model_);

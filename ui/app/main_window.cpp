@@ -255,6 +255,7 @@ void MainWindow::wireSession() {
     summary_->setRunning(busy);
   });
   connect(session_, &Session::runFinished, this, &MainWindow::onRunFinished);
+  connect(session_, &Session::runPreviewed, this, &MainWindow::onRunFinished);
   connect(session_, &Session::message, this, [this](const QString& m) { showMessage(m, true); });
 
   connect(player_, &Player::cursorChanged, this, &MainWindow::onCursor);
@@ -356,11 +357,19 @@ void MainWindow::onRunFinished(RunSnapshotPtr snap) {
   updateBanner();
   const RunSummary& s = snap->summary;
   showMessage(
-      s.ok ? tr("Run: peak %1, %2 recomputed op executions, %3 ms")
-                 .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
-                 .arg(s.executions.recompute)
-                 .arg(snap->wallMs)
-           : tr("Run failed (its figures are no saving): %1").arg(QString::fromStdString(s.error)),
+      s.ok && snap->dryRun()
+          ? tr("Dry run: peak %1 (exact), %2 recomputed op executions, %3 ms%4")
+                .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
+                .arg(s.executions.recompute)
+                .arg(snap->wallMs)
+                .arg(snap->realRunFollows ? tr("; the real run follows")
+                                          : tr("; the real run would not fit the memory limit"))
+      : s.ok
+          ? tr("Run: peak %1, %2 recomputed op executions, %3 ms")
+                .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
+                .arg(s.executions.recompute)
+                .arg(snap->wallMs)
+          : tr("Run failed (its figures are no saving): %1").arg(QString::fromStdString(s.error)),
       !s.ok);
   checkReady();
 }
@@ -475,8 +484,8 @@ void MainWindow::checkReady() {
 }
 
 bool MainWindow::isReady() const {
-  return session_->model() && session_->current() && session_->graph() && session_->layout() &&
-         graph_->graph() == session_->graph();
+  return session_->model() && session_->current() && !session_->current()->realRunFollows &&
+         session_->graph() && session_->layout() && graph_->graph() == session_->graph();
 }
 
 void MainWindow::showMessage(const QString& text, bool important) {

@@ -7,12 +7,15 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QSettings>
 #include <QStatusBar>
 
+#include "engine/run/memory_guard.hpp"
+#include "engine/run/run_summary.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/app/sample_catalog.hpp"
 #include "ui/graph/graph_view.hpp"
@@ -82,6 +85,24 @@ void MainWindow::buildMenus() {
   QMenu* play = menuBar()->addMenu(tr("&Player"));
   play->addActions(playerBar_->playerActions());
 
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  run->addAction(tr("&Memory Limit for Real Runs…"), this, [this] {
+    // Every click is a dry run first; the real run follows only when its predicted memory
+    // fits this limit (0: three quarters of the memory available when it starts).
+    RunController* runs = session_->runs();
+    bool ok = false;
+    const double gib = QInputDialog::getDouble(
+        this, tr("Memory limit"),
+        tr("Real runs whose dry run predicts more than this are not started; the dry run's "
+           "exact curve is shown instead.\nGiB (0: %1 % of the memory available, now %2):")
+            .arg(static_cast<int>(kDefaultMemoryShare * 100))
+            .arg(QString::fromStdString(format_bytes(default_memory_limit()))),
+        static_cast<double>(runs->memoryLimit()) / (1024.0 * 1024 * 1024), 0, 1 << 20, 2, &ok);
+    if (!ok) return;
+    runs->setMemoryLimit(static_cast<std::int64_t>(gib * 1024.0 * 1024 * 1024));
+    saveSettings();
+    session_->rerun();
+  });
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About Checkpoint Lab"), this, [this] {
     QMessageBox::about(
@@ -203,6 +224,7 @@ void MainWindow::loadSettings() {
   player_->setSpeed(speed);
   followAction_->setChecked(s.value(QStringLiteral("view/follow"), true).toBool());
   graph_->setFollowCursor(followAction_->isChecked());
+  session_->runs()->setMemoryLimit(s.value(QStringLiteral("run/memory_limit")).toLongLong());
   theme_ = themeFromName(s.value(QStringLiteral("view/theme")).toString());
   applyTheme(theme_);
   for (QAction* a : themeGroup_->actions())
@@ -217,6 +239,8 @@ void MainWindow::saveSettings() const {
   s.setValue(QStringLiteral("player/speed"), player_->speed());
   s.setValue(QStringLiteral("view/follow"), followAction_->isChecked());
   s.setValue(QStringLiteral("view/theme"), themeName(theme_));
+  s.setValue(QStringLiteral("run/memory_limit"),
+             static_cast<qlonglong>(session_->runs()->memoryLimit()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -26,6 +26,10 @@ struct MemorySeries {
   std::int64_t forwardEnd = -1;  // last forward step
   bool failed = false;           // the run stopped with an error (the curve ends there)
   bool warned = false;           // the run warned (a saving may come from missing gradients)
+  // A dry run's curve (exact bytes, estimated times); with notComputed set, the real run was
+  // not started and that says why (the memory guard).
+  bool dryRun = false;
+  std::string notComputed;
   std::int64_t peakBytes = 0;
   std::int64_t peakStep = -1;
   CategoryBytes peakByCategory{};

@@ -10,6 +10,7 @@ namespace ckpt::ui {
 // engine reports instead of the lower after-the-step value.
 MemorySeries memorySeriesFromTrace(const Trace& trace) {
   MemorySeries s;
+  s.dryRun = trace.times_estimated();
   const std::int64_t n = trace.step_count();
   s.bytes.resize(static_cast<std::size_t>(n));
   s.totals.resize(static_cast<std::size_t>(n));

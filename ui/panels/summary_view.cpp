@@ -41,6 +41,18 @@ void SummaryView::refresh() {
   const Palette pal = Palette::forApplication();
   QString html = QStringLiteral("<table>");
   html += row(tr("configuration"), QString::fromStdString(s.label).toHtmlEscaped());
+  if (!snapshot_->dryRun()) {
+    html += row(tr("run"), tr("real run: bytes the allocator held, times measured"));
+  } else if (!snapshot_->notComputed.empty()) {
+    html +=
+        row(tr("run"), QStringLiteral("<b>%1</b> %2")
+                           .arg(tr("dry run only:"),
+                                QString::fromStdString(snapshot_->notComputed).toHtmlEscaped()));
+  } else {
+    html +=
+        row(tr("run"), tr("<b>dry run</b>: exact bytes, estimated times, no values") +
+                           (snapshot_->realRunFollows ? tr("; the real run follows…") : QString()));
+  }
   html += row(tr("status"),
               s.ok ? tr("ok") + (running_ ? tr(" (re-running…)") : QString())
                    : QStringLiteral("<span style='color:%1'><b>%2</b></span>")
@@ -102,10 +114,11 @@ void SummaryView::refresh() {
   if (snapshot_->series && snapshot_->series->maxByCategory[rng] > 0)
     html +=
         row(tr("RNG state held"), tr("up to %1").arg(fmt(snapshot_->series->maxByCategory[rng])));
-  html += row(tr("wall time"), tr("forward %1 ms · backward %2 ms (recompute %3 ms)")
-                                   .arg(s.times.forward_ms, 0, 'f', 1)
-                                   .arg(s.times.backward_ms, 0, 'f', 1)
-                                   .arg(s.times.recompute_ms, 0, 'f', 1));
+  html += row(snapshot_->dryRun() ? tr("est. time") : tr("wall time"),
+              tr("forward %1 ms · backward %2 ms (recompute %3 ms)")
+                  .arg(s.times.forward_ms, 0, 'f', 1)
+                  .arg(s.times.backward_ms, 0, 'f', 1)
+                  .arg(s.times.recompute_ms, 0, 'f', 1));
   html +=
       row(tr("trace"),
           tr("%1 steps, %2 in memory").arg(trace.step_count()).arg(fmt(trace.memory_footprint())));

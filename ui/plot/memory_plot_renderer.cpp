@@ -139,8 +139,34 @@ void MemoryPlotRenderer::renderStatic(QPainter& p, const QRectF& rect,
   drawGhost(p, area, m);
   drawBandLabels(p, area, m);
   drawPeak(p, area, m);
+  drawRunKind(p, area, m);
   drawLegend(p, rect, m);
   p.restore();
+}
+
+// Which run the curve is: a dry run's bytes are exact and its times estimated; a real run's
+// are measured. Said on the plot itself, so that no picture of a dry run passes for a real one.
+void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
+                                     const MemoryPlotModel& m) const {
+  if (!m.series || !m.series->dryRun) return;
+  QString t = QObject::tr("DRY RUN · exact bytes · estimated times");
+  if (!m.series->notComputed.empty()) t += QObject::tr(" · real run not started: over the limit");
+  QFont bold = font_;
+  bold.setBold(true);
+  p.setFont(bold);
+  const QFontMetricsF fm(bold);
+  const QRectF box(area.left() + 6, area.top() + 4, fm.horizontalAdvance(t) + 12, fm.height() + 4);
+  p.setPen(Qt::NoPen);
+  QColor fill = palette_.background;
+  fill.setAlpha(220);
+  p.setBrush(fill);
+  p.drawRoundedRect(box, 3, 3);
+  p.setPen(QPen(palette_.mutedText, 1.0, Qt::DashLine));
+  p.setBrush(Qt::NoBrush);
+  p.drawRoundedRect(box, 3, 3);
+  p.setPen(palette_.text);
+  p.drawText(box, Qt::AlignCenter, t);
+  p.setFont(font_);
 }
 
 void MemoryPlotRenderer::drawLegend(QPainter& p, const QRectF& rect,

@@ -63,6 +63,7 @@ class MemoryPlotRenderer {
   void drawStack(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawGhost(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawRunKind(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
 
   Palette palette_;
   QFont font_;

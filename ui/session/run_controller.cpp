@@ -4,23 +4,27 @@
 #include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "engine/run/memory_guard.hpp"
 #include "ui/util/work_pool.hpp"
 
 namespace ckpt::ui {
 
 namespace {
 
-RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig config,
-                           quint64 generation, std::shared_ptr<std::atomic<bool>> cancel) {
+// One run of `config` (dry or real, as config.dry_run says) and the views' data derived from it.
+std::shared_ptr<RunSnapshot> runAndDerive(const Runner& runner, const CheckpointConfig& config,
+                                          quint64 generation,
+                                          const std::shared_ptr<std::atomic<bool>>& cancel) {
+  const std::shared_ptr<const Model>& model = runner.model_ptr();
   auto snap = std::make_shared<RunSnapshot>();
   snap->generation = generation;
   snap->config = config;
+  snap->config.dry_run = false;  // the request's configuration; the result says which run
   snap->model = model;
   auto result = std::make_shared<RunResult>();
   QElapsedTimer clock;
   clock.start();
   try {
-    Runner runner(model);
     *result = runner.run(config, cancel.get());
   } catch (const std::exception& e) {
     // The Runner reports failures in RunResult; anything thrown is still shown, never lost.
@@ -32,6 +36,7 @@ RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig 
   if (!(cancel->load() && result->error == "cancelled")) {
     auto series = std::make_shared<MemorySeries>(memorySeriesFromTrace(result->trace));
     series->failed = !result->ok;
+    series->dryRun = result->dry_run;
     for (const auto& m : result->trace.messages())
       if (m.severity == Severity::warning) series->warned = true;
     snap->series = std::move(series);
@@ -42,6 +47,30 @@ RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig 
   }
   snap->derivedMs = static_cast<double>(clock.nsecsElapsed()) / 1e6 - snap->runnerMs;
   return snap;
+}
+
+// The dry run first, handed to `preview` while the real run follows when it fits `limit`.
+RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig config,
+                           quint64 generation, std::shared_ptr<std::atomic<bool>> cancel,
+                           std::int64_t limit, std::function<void(RunSnapshotPtr)> preview) {
+  const Runner runner(model);
+  const bool dryOnly = config.dry_run;
+  config.dry_run = true;
+  auto dry = runAndDerive(runner, config, generation, cancel);
+  if (dryOnly || !dry->series) return dry;
+  const GuardVerdict verdict = judge_memory(*model, *dry->result, limit);
+  if (!verdict.fits) {
+    dry->notComputed = verdict.message;
+    auto series = std::make_shared<MemorySeries>(*dry->series);
+    series->notComputed = verdict.message;
+    dry->series = std::move(series);
+    return dry;
+  }
+  dry->realRunFollows = true;
+  preview(dry);
+  if (cancel->load()) return dry;
+  config.dry_run = false;
+  return runAndDerive(runner, config, generation, cancel);
 }
 
 // Kept results: a few, and at most about a million steps of traces (HeavyModel's are 200,000).
@@ -56,7 +85,8 @@ bool sameConfig(const CheckpointConfig& a, const CheckpointConfig& b) {
          a.preserve_rng_state == b.preserve_rng_state && a.early_stop == b.early_stop &&
          a.check_recompute == b.check_recompute && a.policy == b.policy && a.seed == b.seed &&
          a.batch == b.batch && a.input_requires_grad == b.input_requires_grad && a.loss == b.loss &&
-         a.threads == b.threads && a.max_memory == b.max_memory && a.backward == b.backward;
+         a.threads == b.threads && a.max_memory == b.max_memory && a.backward == b.backward &&
+         a.dry_run == b.dry_run;
 }
 
 RunController::RunController(QObject* parent) : QObject(parent) {
@@ -136,8 +166,15 @@ void RunController::start(std::unique_ptr<Job> job) {
   const bool wasBusy = busy();
   delivering_ = false;  // a run requested after a kept result supersedes its delivery
   running_ = std::move(job);
+  // The dry run's result comes back through the event loop, to this object's thread; the
+  // context object drops it if the controller is gone.
+  auto preview = [this](RunSnapshotPtr snap) {
+    QMetaObject::invokeMethod(
+        this, [this, snap] { onPreview(snap); }, Qt::QueuedConnection);
+  };
   running_->future = QtConcurrent::run(workPool(), runOnWorker, model_, running_->config,
-                                       running_->generation, running_->cancel);
+                                       running_->generation, running_->cancel, memoryLimit_,
+                                       std::function<void(RunSnapshotPtr)>(preview));
   watcher_.setFuture(running_->future);
   if (!wasBusy) emit busyChanged(true);
 }
@@ -157,6 +194,21 @@ void RunController::onJobFinished() {
   auto copy = std::make_shared<RunSnapshot>(*snap);
   copy->wallMs = done->clock.elapsed();
   emit finished(copy);
+}
+
+void RunController::setMemoryLimit(std::int64_t bytes) {
+  memoryLimit_ = bytes;
+  // What the guard refused under the old limit may run now (and the other way round).
+  std::erase_if(kept_, [](const RunSnapshotPtr& k) { return !k->notComputed.empty(); });
+}
+
+void RunController::onPreview(const RunSnapshotPtr& preview) {
+  // Only the newest request's, and only while its real run is still under way.
+  if (!running_ || running_->generation != preview->generation || preview->generation != latest_)
+    return;
+  auto copy = std::make_shared<RunSnapshot>(*preview);
+  copy->wallMs = running_->clock.elapsed();
+  emit previewed(copy);
 }
 
 void RunController::keep(const RunSnapshotPtr& snap) {

@@ -1,6 +1,10 @@
 #pragma once
 
-// Runs the Runner off the UI thread. At most one run is in flight; a newer request cancels it
+// Runs the Runner off the UI thread. Each request is first a dry run (the meta device: the
+// exact curve in a few percent of the time), delivered at once; then, when its predicted memory
+// fits the limit (the engine's memory guard), the real run, delivered when done and replacing
+// it. A configuration that would not fit is delivered as its dry run only, saying why.
+// At most one run is in flight; a newer request cancels it
 // (the Runner polls the flag between ops) and waits as the single pending one, so 200 rapid
 // toggles cost at most two runs and only the newest configuration's result is delivered.
 // Runs are deterministic (same model, config and seed give the same trace), so the last few
@@ -37,6 +41,11 @@ struct RunSnapshot {
   // On the worker: the Runner, then the series, summary, lessons and timeline derived from it.
   double runnerMs = 0;
   double derivedMs = 0;
+  // A dry run's snapshot (exact bytes, estimated times, no values); `realRunFollows` while the
+  // real run of the same request is under way, `notComputed` when the guard refused it.
+  bool dryRun() const { return result && result->dry_run; }
+  bool realRunFollows = false;
+  std::string notComputed;
 
   const Trace& trace() const { return result->trace; }
   std::shared_ptr<const Trace> tracePtr() const {
@@ -56,6 +65,9 @@ class RunController : public QObject {
   // Starts (or queues behind the cancelled current run) a run of `config`; returns its id.
   quint64 request(const CheckpointConfig& config);
   void cancelAll();
+  // The memory a real run may use (0: the engine's default share of available memory).
+  void setMemoryLimit(std::int64_t bytes);
+  std::int64_t memoryLimit() const { return memoryLimit_; }
   // A request answered from the kept results is delivered from the event loop, not at once.
   bool busy() const { return running_ != nullptr || delivering_; }
   quint64 latestRequest() const { return latest_; }
@@ -65,6 +77,9 @@ class RunController : public QObject {
  signals:
   void busyChanged(bool busy);
   void finished(ckpt::ui::RunSnapshotPtr snapshot);
+  // The dry run of the newest request, while its real run is still under way (then finished()
+  // brings the real one; a configuration over the memory limit comes by finished() as a dry run).
+  void previewed(ckpt::ui::RunSnapshotPtr snapshot);
 
  private:
   struct Job {
@@ -76,6 +91,7 @@ class RunController : public QObject {
   };
   void start(std::unique_ptr<Job> job);
   void onJobFinished();
+  void onPreview(const RunSnapshotPtr& preview);
   void keep(const RunSnapshotPtr& snap);
   RunSnapshotPtr kept(const CheckpointConfig& config) const;
 
@@ -86,6 +102,7 @@ class RunController : public QObject {
   QFutureWatcher<RunSnapshotPtr> watcher_;
   std::deque<RunSnapshotPtr> kept_;  // most recent first
   bool delivering_ = false;
+  std::int64_t memoryLimit_ = 0;
 };
 
 // Whether two configurations give the same run, field by field (explicit inputs never do):

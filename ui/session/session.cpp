@@ -73,6 +73,9 @@ Session::Session(QObject* parent)
     layouts_->setCacheDirectory(QDir(cache).filePath(QStringLiteral("layouts")));
   connect(runs_, &RunController::busyChanged, this, &Session::runBusyChanged);
   connect(runs_, &RunController::finished, this, &Session::onRunFinished);
+  connect(runs_, &RunController::previewed, this, [this](RunSnapshotPtr snapshot) {
+    if (adoptRun(std::move(snapshot))) emit runPreviewed(current_);
+  });
   connect(layouts_, &LayoutEngine::busyChanged, this, &Session::layoutBusyChanged);
   connect(layouts_, &LayoutEngine::finished, this, [this](quint64 id, LayoutResultPtr result) {
     if (id != pendingLayout_ || !pendingGraph_) return;
@@ -265,14 +268,18 @@ void Session::relayout() {
 }
 
 void Session::onRunFinished(RunSnapshotPtr snapshot) {
-  if (!snapshot || snapshot->model != model_) return;
+  if (adoptRun(std::move(snapshot))) emit runFinished(current_);
+}
+
+bool Session::adoptRun(RunSnapshotPtr snapshot) {
+  if (!snapshot || snapshot->model != model_) return false;
   // A failed run is no baseline to compare against: the ghost stays the last complete curve.
   if (current_ && current_->result->ok && !sameRun(current_->config, snapshot->config)) {
     ghost_ = current_->series;
     ghostLabel_ = QString::fromStdString(describeConfig(current_->config));
   }
   current_ = std::move(snapshot);
-  emit runFinished(current_);
+  return true;
 }
 
 }  // namespace ckpt::ui

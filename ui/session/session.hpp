@@ -68,6 +68,8 @@ class Session : public QObject {
   void configChanged();
   void runBusyChanged(bool busy);
   void runFinished(ckpt::ui::RunSnapshotPtr snapshot);
+  // A request's dry run, shown at once while its real run follows (then runFinished).
+  void runPreviewed(ckpt::ui::RunSnapshotPtr snapshot);
   void graphChanged();
   void layoutBusyChanged(bool busy);
   void layoutFailed(const QString& message);
@@ -78,6 +80,8 @@ class Session : public QObject {
   void configure();
   void relayout();
   void onRunFinished(RunSnapshotPtr snapshot);
+  // Makes `snapshot` the current run (the ghost logic); false when it is not for this model.
+  bool adoptRun(RunSnapshotPtr snapshot);
 
   std::shared_ptr<const Model> model_;
   QString source_;
