@@ -587,6 +587,15 @@ class NativeWriter {
         u << n << " = torch.randint(0, " << in.classes << ", " << py::ints(s) << ")\n";
         continue;
       }
+      if (in.classes > 0 || in.arange) {  // token ids or positions: integers, never grad
+        if (in.classes > 0)
+          u << n << " = torch.randint(0, " << in.classes << ", " << py::ints(s) << ")\n";
+        else
+          u << n << " = torch.arange(" << (s.empty() ? 1 : s.back()) << ").expand(" << py::ints(s)
+            << ").contiguous()\n";
+        call += (call.empty() ? "" : ", ") + n;
+        continue;
+      }
       const bool rg = !in.is_target && c_.input_requires_grad.value_or(in.requires_grad);
       u << n << " = torch.randn(" << py::ints(s) << (rg ? ", requires_grad=True" : "") << ")\n";
       if (!in.is_target) call += (call.empty() ? "" : ", ") + n;
