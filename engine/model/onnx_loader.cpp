@@ -233,6 +233,7 @@ void Importer::read_inputs() {
     info.batched = !info.shape.empty();
     info.requires_grad = false;
     m_.inputs.push_back(info);
+    DeviceScope meta(Device::meta);  // an input is known by its shape only (see emit_op)
     define(info.name, Value{false, info.name, Tensor::zeros(info.shape, info.dtype)});
     probes_[info.name] = values_[info.name].probe;
   }

@@ -154,7 +154,12 @@ const Value& Importer::emit_op(const onnx::NodeProto& n, const std::string& type
   op.outputs = {output.empty() ? op.name : output};
   TensorList xs;
   for (const auto& v : inputs) xs.push_back(v.empty() ? Tensor() : probes_.at(v));
-  const TensorList ys = run_op_node(*find_op_kind(type), op, xs);
+  // Values computed at run time are probed for their shapes only: on the meta device, so that
+  // loading computes no convolution and a batch beyond this machine's memory still loads.
+  const TensorList ys = [&] {
+    DeviceScope meta(Device::meta);
+    return run_op_node(*find_op_kind(type), op, xs);
+  }();
   if (counted_ != &n) {
     counted_ = &n;
     ++module_node_count_[op.module];

@@ -285,6 +285,14 @@ class TestOnnxLoader : public QObject {
     const RunResult r = Runner(model).run(c);
     QVERIFY2(r.ok, r.error.c_str());
     QCOMPARE(r.outputs.at(0).shape(), (Shape{3, 4}));
+    // Loading computes nothing (shapes come from the meta device): a batch whose activations
+    // no machine holds loads again, and its dry run gives the exact bytes.
+    c.batch = std::int64_t{1} << 36;
+    c.dry_run = true;
+    const RunResult huge = Runner(model).run(c);
+    QVERIFY2(huge.ok, huge.error.c_str());
+    QVERIFY(huge.trace.peak().bytes > (std::int64_t{1} << 40));
+    QCOMPARE(huge.outputs.at(0).shape(), (Shape{std::int64_t{1} << 36, 4}));
 
     auto fixed = load_model_onnx_bytes(tiny().SerializeAsString(), "fixed.onnx");
     QVERIFY(!fixed->at_batch);
