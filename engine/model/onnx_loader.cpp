@@ -2,8 +2,10 @@
 // The per-op translation is in onnx_ops.cpp.
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <queue>
 #include <set>
 #include <stdexcept>
@@ -463,8 +465,25 @@ std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std
     if (importer.dynamic_batch()) {
       m->scenario.batch_fixed = false;  // any batch runs, through at_batch
       auto shared_bytes = std::make_shared<const std::string>(bytes);
-      m->at_batch = [shared_bytes, source, bind](std::int64_t b) -> std::shared_ptr<const Model> {
-        return load_model_onnx_bytes(*shared_bytes, source, bind, b);
+      // The last few batches asked for stay loaded: every click of the app at the Batch box's
+      // value runs the same rebatched model (a dry run, then the real one).
+      struct Loaded {
+        std::mutex mutex;
+        std::deque<std::pair<std::int64_t, std::shared_ptr<const Model>>> recent;
+      };
+      auto loaded = std::make_shared<Loaded>();
+      m->at_batch = [shared_bytes, source, bind,
+                     loaded](std::int64_t b) -> std::shared_ptr<const Model> {
+        {
+          std::lock_guard<std::mutex> lock(loaded->mutex);
+          for (const auto& [batch, model] : loaded->recent)
+            if (batch == b) return model;
+        }
+        auto model = load_model_onnx_bytes(*shared_bytes, source, bind, b);
+        std::lock_guard<std::mutex> lock(loaded->mutex);
+        loaded->recent.emplace_front(b, model);
+        if (loaded->recent.size() > 3) loaded->recent.pop_back();
+        return model;
       };
       m->scenario.notes +=
           "\nIts batch axis is dynamic: any batch runs (the file is loaded again at that batch, "

@@ -10,6 +10,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "engine/run/run_summary.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/app/sample_catalog.hpp"
 #include "ui/core/model_graph.hpp"
@@ -397,6 +399,75 @@ int main(int argc, char** argv) {
     } else {
       std::printf("HeavyModel: did not open (%s)\n\n", qPrintable(w.graphView()->overlayText()));
     }
+  }
+
+  // 3b. Click -> the dry run's plot (issue 11) on a model users open, at the batch they train
+  // at: CKPTLAB_BENCH_CLICK_MODEL=densenet121.onnx (exported with a dynamic batch axis),
+  // CKPTLAB_BENCH_CLICK_BATCH=64. Each click shows the dry run's exact curve first; the real
+  // run follows in the background (cancelled by the next click).
+  if (const QString path = qEnvironmentVariable("CKPTLAB_BENCH_CLICK_MODEL");
+      !path.isEmpty() && wanted("dryclick")) {
+    MainWindow w;
+    w.resize(1440, 900);
+    w.show();
+    w.openPath(path);
+    if (!waitFor([&] { return ready(w); })) {
+      std::printf("dry click: %s did not open\n", qPrintable(path));
+      return 0;
+    }
+    const qint64 batch = qEnvironmentVariableIntValue("CKPTLAB_BENCH_CLICK_BATCH");
+    if (batch > 0) {
+      const auto before = w.memoryPlot()->model().series;
+      w.session()->setBatch(batch);
+      waitFor([&] { return w.memoryPlot()->model().series != before; });
+    }
+    std::vector<std::string> blocks;
+    for (const Module* m : w.session()->model()->all_modules())
+      if (m->checkpointable && std::count(m->path.begin(), m->path.end(), '.') == 1)
+        blocks.push_back(m->path);  // stages: features.denseblock1, layer1, ...
+    if (blocks.empty())
+      for (const Module* m : w.session()->model()->all_modules())
+        if (m->checkpointable) blocks.push_back(m->path);
+    w.session()->setReentrant(false);  // any block runs, whatever requires grad
+    waitFor([&] { return !w.session()->runs()->busy(); });
+    std::vector<double> clicks, runner, derived;
+    QElapsedTimer t;
+    for (std::size_t i = 0; i < 2 * blocks.size() && i < 16; ++i) {  // each on, then off
+      const auto before = w.memoryPlot()->model().series;
+      t.start();
+      w.session()->toggleModule(QString::fromStdString(blocks[i / 2]));
+      const quint64 id = w.session()->runs()->latestRequest();
+      // This click's own result (not the previous click's real run arriving meanwhile).
+      if (!waitFor([&] {
+            const auto c = w.session()->current();
+            return c && c->generation == id && w.memoryPlot()->model().series == c->series;
+          }))
+        break;
+      w.memoryPlot()->repaint();
+      clicks.push_back(static_cast<double>(t.nsecsElapsed()) / 1e6);
+      runner.push_back(w.session()->current()->runnerMs);
+      derived.push_back(w.session()->current()->derivedMs);
+    }
+    const auto snap = w.session()->current();
+    std::printf(
+        "click -> dry-run plot on %s, batch %lld (%lld steps, peak %s): median %.1f ms, max "
+        "%.1f ms over %zu clicks (goal < 100 ms)\n",
+        qPrintable(QFileInfo(path).fileName()), static_cast<long long>(batch),
+        snap ? static_cast<long long>(snap->trace().step_count()) : 0LL,
+        snap ? format_bytes(snap->summary.peak.bytes).c_str() : "-", median(clicks),
+        clicks.empty() ? 0.0 : *std::max_element(clicks.begin(), clicks.end()), clicks.size());
+    std::vector<double> on, dry_ms;  // a click on is a new configuration: its dry run first
+    for (std::size_t i = 0; i < clicks.size(); i += 2) {
+      on.push_back(clicks[i]);
+      dry_ms.push_back(runner[i]);
+    }
+    std::printf(
+        "  clicks on (a new configuration: its dry run) median %.1f ms, max %.1f ms, of which "
+        "the dry run %.1f ms; clicks off answer from kept results\n",
+        median(on), on.empty() ? 0.0 : *std::max_element(on.begin(), on.end()), median(dry_ms));
+    (void)derived;
+    w.session()->runs()->cancelAll();
+    w.session()->runs()->waitForIdle();
   }
 
   // 4. Click -> updated plot on the DenseNet block sample.

@@ -95,6 +95,7 @@ RunController::RunController(QObject* parent) : QObject(parent) {
 }
 
 RunController::~RunController() {
+  for (auto& f : previews_) f.waitForFinished();
   pending_.reset();
   if (running_) {
     running_->cancel->store(true);
@@ -139,6 +140,7 @@ quint64 RunController::request(const CheckpointConfig& config) {
   if (running_) {
     running_->cancel->store(true);
     pending_ = std::move(job);  // replaces any older pending request
+    startPreview(*pending_);
   } else {
     start(std::move(job));
   }
@@ -202,12 +204,36 @@ void RunController::setMemoryLimit(std::int64_t bytes) {
   std::erase_if(kept_, [](const RunSnapshotPtr& k) { return !k->notComputed.empty(); });
 }
 
+void RunController::startPreview(const Job& job) {
+  if (job.config.dry_run || !model_) return;
+  std::erase_if(previews_, [](const QFuture<void>& f) { return f.isFinished(); });
+  auto model = model_;
+  const CheckpointConfig config = job.config;
+  const quint64 generation = job.generation;
+  const std::int64_t limit = memoryLimit_;
+  auto cancel = job.cancel;
+  previews_.push_back(
+      QtConcurrent::run(workPool(), [this, model, config, generation, limit, cancel] {
+        CheckpointConfig dry = config;
+        dry.dry_run = true;
+        auto snap = runAndDerive(Runner(model), dry, generation, cancel);
+        if (!snap->series) return;
+        snap->realRunFollows = judge_memory(*model, *snap->result, limit).fits;
+        QMetaObject::invokeMethod(
+            this, [this, snap] { onPreview(snap); }, Qt::QueuedConnection);
+      }));
+}
+
 void RunController::onPreview(const RunSnapshotPtr& preview) {
-  // Only the newest request's, and only while its real run is still under way.
-  if (!running_ || running_->generation != preview->generation || preview->generation != latest_)
+  // Only the newest request's, once, and only while its own result has not come yet.
+  const bool waiting = (running_ && running_->generation == preview->generation) ||
+                       (pending_ && pending_->generation == preview->generation);
+  if (!waiting || preview->generation != latest_ || previewedGeneration_ == preview->generation)
     return;
+  previewedGeneration_ = preview->generation;
   auto copy = std::make_shared<RunSnapshot>(*preview);
-  copy->wallMs = running_->clock.elapsed();
+  copy->wallMs = (running_ && running_->generation == preview->generation ? running_ : pending_)
+                     ->clock.elapsed();
   emit previewed(copy);
 }
 

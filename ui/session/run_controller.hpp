@@ -92,6 +92,9 @@ class RunController : public QObject {
   void start(std::unique_ptr<Job> job);
   void onJobFinished();
   void onPreview(const RunSnapshotPtr& preview);
+  // The dry run of a request that waits behind a cancelled run, at once: a cancelled run stops
+  // at its next op, which at a large batch can be a few hundred milliseconds away.
+  void startPreview(const Job& job);
   void keep(const RunSnapshotPtr& snap);
   RunSnapshotPtr kept(const CheckpointConfig& config) const;
 
@@ -103,6 +106,8 @@ class RunController : public QObject {
   std::deque<RunSnapshotPtr> kept_;  // most recent first
   bool delivering_ = false;
   std::int64_t memoryLimit_ = 0;
+  quint64 previewedGeneration_ = 0;      // the newest request whose dry run was shown
+  std::vector<QFuture<void>> previews_;  // startPreview's, waited for by the destructor
 };
 
 // Whether two configurations give the same run, field by field (explicit inputs never do):
