@@ -72,6 +72,13 @@ void MemoryLedger::set_locator(std::function<std::string()> locator) {
 AllocationId MemoryLedger::record_alloc(std::int64_t bytes) {
   std::lock_guard lock(mutex_);
   const auto category = default_category();
+  if (bytes >= kMaxAllocationBytes) {
+    const std::string where = locator_ ? locator_() : std::string();
+    throw std::runtime_error("a tensor of " + human_bytes(bytes) +
+                             (where.empty() ? "" : " in " + where) +
+                             " is beyond the 256 TiB one allocation may have (a smaller batch or "
+                             "sequence brings it back)");
+  }
   if (cap_ > 0 && live_total_ + bytes > cap_) {
     const std::string where = locator_ ? locator_() : std::string();
     throw std::runtime_error("memory cap exceeded: allocating " + human_bytes(bytes) +

@@ -29,6 +29,9 @@ const char* category_name(MemoryCategory c);
 MemoryCategory category_from_name(std::string_view name);  // throws std::invalid_argument
 
 using AllocationId = std::uint64_t;
+// One allocation's bytes are below 2^48 (256 TiB): what a trace event holds (engine/trace). A dry
+// run reaches such sizes at absurd batches; it is a named error, never a wrapped-around number.
+inline constexpr std::int64_t kMaxAllocationBytes = std::int64_t{1} << 48;
 using CategoryBytes = std::array<std::int64_t, kMemoryCategoryCount>;
 
 // One change of what the ledger holds, in the order it happened.

@@ -207,6 +207,18 @@ class TestDryRun : public QObject {
     }
   }
 
+  // An allocation beyond what a trace event holds (256 TiB) is a named error, not a wrapped
+  // number: GPT-2 small's logits at a batch of 2^20 sequences are 3 PiB.
+  void beyondTheTraceIsANamedError() {
+    auto model = load_model((source_dir() + "/samples/densenet_block.json").toStdString());
+    CheckpointConfig c = plain(*model);
+    c.dry_run = true;
+    c.batch = std::int64_t{1} << 34;  // [2^34, 48, 16, 16] float: 3 x 2^48 bytes
+    const RunResult r = Runner(model).run(c);
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find("beyond the 256 TiB") != std::string::npos, r.error.c_str());
+  }
+
   // Values are not available on the meta device: asking is an error, not a read of nothing.
   void metaTensorsHaveNoValues() {
     DeviceScope meta(Device::meta);

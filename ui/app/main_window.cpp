@@ -165,7 +165,7 @@ void MainWindow::buildToolBar() {
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Batch ")));
   batch_ = new QSpinBox;
-  batch_->setRange(1, 4096);
+  batch_->setRange(1, 1 << 24);  // any batch: a dry run shows what does not fit
   batch_->setKeyboardTracking(false);
   batch_->setToolTip(tr("Batch size of the run"));
   bar->addWidget(batch_);
