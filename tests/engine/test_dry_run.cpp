@@ -9,6 +9,7 @@
 #include "engine/run/run_summary.hpp"
 #include "engine/run/runner.hpp"
 #include "engine/run/time_estimate.hpp"
+#include "tests/engine/support/sample_configs.hpp"
 
 using namespace ckpt;
 
@@ -18,48 +19,14 @@ QString source_dir() {
   return qEnvironmentVariable("CKPTLAB_SOURCE_DIR");
 }
 
-CheckpointConfig plain(const Model& m) {
-  CheckpointConfig c = scenario_config(m);
-  c.modules.clear();
-  c.segments = 0;
-  c.threads = 1;
-  return c;
-}
+using test::plain;
 
-CheckpointConfig every_module(const Model& m, bool reentrant) {
-  CheckpointConfig c = plain(m);
-  for (const Module* mod : m.all_modules())
-    if (mod->checkpointable) c.modules.insert(mod->path);
-  c.use_reentrant = reentrant;
-  return c;
-}
-
+// The golden-trace test's configurations, and two threads (per-thread scratch buffers follow
+// the thread count).
 std::vector<std::pair<std::string, CheckpointConfig>> configurations(const Model& m, bool heavy) {
-  std::vector<std::pair<std::string, CheckpointConfig>> out;
-  out.emplace_back("plain", plain(m));
-  CheckpointConfig scenario = scenario_config(m);
-  scenario.threads = 1;
-  out.emplace_back("scenario", scenario);
-  out.emplace_back("all non-reentrant", every_module(m, false));
+  auto out = test::sample_configurations(m, heavy);
   if (heavy) return out;
-  out.emplace_back("all reentrant", every_module(m, true));
-  CheckpointConfig inputs_grad = every_module(m, true);
-  inputs_grad.input_requires_grad = true;
-  out.emplace_back("all reentrant, inputs require grad", inputs_grad);
-  CheckpointConfig policy = every_module(m, false);
-  policy.policy = SelectivePolicy::save_matmul;
-  out.emplace_back("all non-reentrant save-matmul", policy);
-  CheckpointConfig early = every_module(m, false);
-  early.early_stop = true;
-  out.emplace_back("all non-reentrant early-stop", early);
-  CheckpointConfig no_rng = every_module(m, true);
-  no_rng.preserve_rng_state = false;
-  no_rng.input_requires_grad = true;
-  out.emplace_back("all reentrant no-rng", no_rng);
-  CheckpointConfig sequential = plain(m);
-  sequential.segments = 2;
-  out.emplace_back("segments 2", sequential);
-  CheckpointConfig two_threads = every_module(m, false);
+  CheckpointConfig two_threads = test::every_module(m, false);
   two_threads.threads = 2;  // per-thread scratch buffers follow the thread count
   out.emplace_back("all non-reentrant, 2 threads", two_threads);
   return out;

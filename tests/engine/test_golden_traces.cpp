@@ -11,6 +11,7 @@
 
 #include "engine/model/loader.hpp"
 #include "engine/run/runner.hpp"
+#include "tests/engine/support/sample_configs.hpp"
 
 using namespace ckpt;
 
@@ -68,51 +69,6 @@ std::string summarize(const Trace& t) {
   return o.str();
 }
 
-CheckpointConfig plain(const Model& m) {
-  CheckpointConfig c = scenario_config(m);
-  c.modules.clear();
-  c.segments = 0;
-  c.threads = 1;
-  return c;
-}
-
-CheckpointConfig every_module(const Model& m, bool reentrant) {
-  CheckpointConfig c = plain(m);
-  for (const Module* mod : m.all_modules())
-    if (mod->checkpointable) c.modules.insert(mod->path);
-  c.use_reentrant = reentrant;
-  return c;
-}
-
-// The configurations each sample is summarized in, by name.
-std::vector<std::pair<std::string, CheckpointConfig>> configurations(const Model& m, bool heavy) {
-  std::vector<std::pair<std::string, CheckpointConfig>> out;
-  out.emplace_back("plain", plain(m));
-  CheckpointConfig scenario = scenario_config(m);
-  scenario.threads = 1;
-  out.emplace_back("scenario", scenario);
-  out.emplace_back("all non-reentrant", every_module(m, false));
-  if (heavy) return out;
-  out.emplace_back("all reentrant", every_module(m, true));
-  CheckpointConfig inputs_grad = every_module(m, true);
-  inputs_grad.input_requires_grad = true;
-  out.emplace_back("all reentrant, inputs require grad", inputs_grad);
-  CheckpointConfig policy = every_module(m, false);
-  policy.policy = SelectivePolicy::save_matmul;
-  out.emplace_back("all non-reentrant save-matmul", policy);
-  CheckpointConfig early = every_module(m, false);
-  early.early_stop = true;
-  out.emplace_back("all non-reentrant early-stop", early);
-  CheckpointConfig no_rng = every_module(m, true);
-  no_rng.preserve_rng_state = false;
-  no_rng.input_requires_grad = true;
-  out.emplace_back("all reentrant no-rng", no_rng);
-  CheckpointConfig sequential = plain(m);
-  sequential.segments = 2;
-  out.emplace_back("segments 2", sequential);
-  return out;
-}
-
 std::map<std::string, std::string> read_golden() {
   std::map<std::string, std::string> g;
   std::ifstream in(golden_path());
@@ -139,7 +95,7 @@ class TestGoldenTraces : public QObject {
     for (const QString& f : files) {
       auto model = load_model((dir.path() + "/" + f).toStdString());
       Runner runner(model);
-      for (auto [name, config] : configurations(*model, f.startsWith("heavy_model"))) {
+      for (auto [name, config] : test::sample_configurations(*model, f.startsWith("heavy_model"))) {
         // A sample too big for a real run (GPT-2 small) is summarized from its dry run, whose
         // trace is the real run's (test_engine_dry_run).
         config.dry_run = model->scenario.dry_run_only;

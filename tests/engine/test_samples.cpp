@@ -7,6 +7,7 @@
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
 #include "engine/run/runner.hpp"
+#include "tests/engine/support/sample_configs.hpp"
 
 using namespace ckpt;
 
@@ -21,21 +22,8 @@ QStringList sample_names() {
   return dir.entryList({"*.json"}, QDir::Files, QDir::Name);
 }
 
-CheckpointConfig plain(const Model& m) {
-  CheckpointConfig c = scenario_config(m);
-  c.modules.clear();
-  c.segments = 0;
-  c.threads = 1;
-  return c;
-}
-
-CheckpointConfig all_modules(const Model& m, bool reentrant) {
-  CheckpointConfig c = plain(m);
-  for (const Module* mod : m.all_modules())
-    if (mod->checkpointable) c.modules.insert(mod->path);
-  c.use_reentrant = reentrant;
-  return c;
-}
+using test::plain;
+constexpr auto all_modules = test::every_module;
 
 // Whether some input of module `mod` is a floating value (one that can require grad).
 bool has_floating_input(const Model& m, const Module& mod) {
