@@ -590,8 +590,10 @@ class NativeWriter {
       if (in.classes > 0 || in.arange) {  // token ids or positions: integers, never grad
         if (in.classes > 0)
           u << n << " = torch.randint(0, " << in.classes << ", " << py::ints(s) << ")\n";
+        else if (s.size() <= 1)
+          u << n << " = torch.arange(" << (s.empty() ? 1 : s.back()) << ")\n";
         else
-          u << n << " = torch.arange(" << (s.empty() ? 1 : s.back()) << ").expand(" << py::ints(s)
+          u << n << " = torch.arange(" << s.back() << ").expand(" << py::ints(s)
             << ").contiguous()\n";
         call += (call.empty() ? "" : ", ") + n;
         continue;
