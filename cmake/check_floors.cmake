@@ -5,7 +5,7 @@
 # Floors, lowest first; a floor may include itself and every floor below, never a sibling on its
 # own level or anything above:
 #   tensor -> kernels (and the cuda backend) -> autograd -> ops -> {trace, checkpoint, model}
-#   -> run -> plan
+#   -> run -> {plan, report}
 set(level_tensor 0)
 set(level_kernels 1)
 set(level_cuda 1)
@@ -16,6 +16,7 @@ set(level_checkpoint 4)
 set(level_model 4)
 set(level_run 5)
 set(level_plan 6)
+set(level_report 6)
 
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_floors.cmake: pass -DSOURCE_DIR=<the engine directory>")

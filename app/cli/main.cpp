@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <future>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli_options.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
+#include "engine/report/lessons.hpp"
 #include "engine/run/memory_guard.hpp"
 #include "engine/run/run_summary.hpp"
 #include "engine/tensor/npy.hpp"
@@ -202,6 +204,23 @@ bool has_help(const std::vector<std::string>& args) {
   return false;
 }
 
+// The summary's JSON with the lessons the app shows beside the run (every one, messages too).
+std::string with_lessons_json(const std::string& summary, const std::vector<Lesson>& lessons) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(summary);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const Lesson& l : lessons)
+    list.push_back(
+        {{"step", l.step >= 0 ? nlohmann::ordered_json(l.step) : nullptr},
+         {"end_step", l.end_step > l.step ? nlohmann::ordered_json(l.end_step) : nullptr},
+         {"severity", severity_name(l.severity)},
+         {"title", l.title},
+         {"text", l.text},
+         {"module", l.module},
+         {"from_message", l.from_message}});
+  j["lessons"] = std::move(list);
+  return j.dump(2);
+}
+
 int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   if (has_help(args)) {
     std::cout << kRunHelp << "\n" << kRunOptionsHelp;
@@ -270,10 +289,13 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
       return kExitRun;
     }
   }
+  const std::vector<Lesson> lessons = lessons_of(*model, config, r);
   if (o.json) {
-    std::cout << summary_json(s) << "\n";
+    std::cout << with_lessons_json(summary_json(s), lessons) << "\n";
   } else {
     std::cout << summary_text(s);
+    if (const std::string t = lessons_text(lessons, "  "); !t.empty())
+      std::cout << "lessons\n" << t;
   }
   if (!o.dump_dir.empty() && r.ok && r.dry_run)
     std::cerr << "ckptlab-cli: --dump: a dry run has no values to write\n";

@@ -123,9 +123,9 @@ int main(int argc, char** argv) {
       const auto& trace = snap->trace();
       std::int64_t step = -1;
       if (where == QLatin1String("peak"))
-        step = snap->series->peakStep;
+        step = snap->series->peak_step;
       else if (where == QLatin1String("forward-end"))
-        step = snap->series->forwardEnd;
+        step = snap->series->forward_end;
       else if (where == QLatin1String("recompute") && !trace.recomputes().empty())
         step = (trace.recomputes().front().begin_step + trace.recomputes().front().end_step) / 2;
       else if (!where.isEmpty())

@@ -110,7 +110,7 @@ Evaluation PlanEvaluator::evaluate(const CheckpointConfig& plan) const {
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   }
   const RunResult r = runner_.run(run_config(plan), cancel_);
-  if (!r.ok && r.error == "cancelled") return Evaluation{false, "cancelled"};
+  if (r.cancelled()) return Evaluation{false, "cancelled"};
   Evaluation e = measure(r);
   if (e.ok) check_gradients(r, e);
   std::lock_guard<std::mutex> lock(mutex_);

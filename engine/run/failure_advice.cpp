@@ -28,7 +28,7 @@ std::string unguarded_segment(const Trace& trace) {
 
 FailureAdvice failure_advice(const RunResult& run) {
   FailureAdvice a;
-  if (run.ok || run.error == "cancelled") return a;
+  if (run.ok || run.cancelled()) return a;
   const std::string& e = run.error;
   if (contains(e, "does not require grad")) {
     const std::string seg = unguarded_segment(run.trace);

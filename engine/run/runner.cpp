@@ -128,6 +128,11 @@ Tensor make_loss(const Model& model, LossKind kind, const TensorList& outputs,
 
 }  // namespace
 
+bool ExplicitInputs::operator==(const ExplicitInputs& other) const {
+  return std::equal(begin(), end(), other.begin(), other.end(),
+                    [](const Tensor& a, const Tensor& b) { return a.impl() == b.impl(); });
+}
+
 CheckpointConfig scenario_config(const Model& model) {
   CheckpointConfig c;
   c.modules.insert(model.scenario.default_checkpoints.begin(),
@@ -158,7 +163,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
     try {
       return Runner(model.at_batch(b)).run(config, cancel);
     } catch (const std::exception& e) {
-      result.error = e.what();
+      result.set_status(RunStatus::failed, e.what());
       result.trace = recorder.finish();
       return result;
     }
@@ -224,13 +229,11 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
       const Tensor g = inputs[i].grad();
       if (g.defined()) result.input_gradients[model.inputs[i].name] = g;
     }
-    result.ok = true;
-  } catch (const RunCancelled&) {
-    result.ok = false;
-    result.error = "cancelled";
+    result.set_status(RunStatus::ok);
+  } catch (const RunCancelled& e) {
+    result.set_status(RunStatus::cancelled, e.what());
   } catch (const std::exception& e) {
-    result.ok = false;
-    result.error = e.what();
+    result.set_status(RunStatus::failed, e.what());
     context->message(Severity::error, e.what());
   }
   result.trace = recorder.finish();

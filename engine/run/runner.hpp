@@ -23,6 +23,13 @@ namespace ckpt {
 
 enum class SelectivePolicy : std::uint8_t { none, save_matmul };
 
+// Explicit inputs compare by identity: two configurations run the same when they hand the
+// Runner the same tensors (comparing values would cost a pass over every input).
+struct ExplicitInputs : std::vector<Tensor> {
+  using std::vector<Tensor>::vector;
+  bool operator==(const ExplicitInputs& other) const;
+};
+
 struct CheckpointConfig {
   std::set<std::string> modules;  // module instance paths to checkpoint (nesting allowed)
   // Contiguous ranges of siblings, each checkpointed as one segment (first, last): module paths,
@@ -41,7 +48,7 @@ struct CheckpointConfig {
   std::optional<LossKind> loss;             // unset: the scenario's
   int threads = 0;                          // 0: leave as is
   std::int64_t max_memory = 0;              // the ledger's cap, 0 for none
-  std::vector<Tensor> inputs;               // explicit inputs (in model input order), or empty
+  ExplicitInputs inputs;                    // explicit inputs (in model input order), or empty
   bool backward = true;                     // false: forward and loss only (inference)
   // A dry run: the whole run on the meta device (engine/tensor/device.hpp). Every allocation
   // and free is the real run's, byte for byte and in order, so its trace, peak and activation
@@ -49,6 +56,9 @@ struct CheckpointConfig {
   // and the recompute check's value comparison are not available) and the step times are
   // estimates (run/time_estimate.hpp). The ledger's cap (max_memory) does not apply.
   bool dry_run = false;
+
+  // Every field: what the app's kept results, its ghost and the planner's cache are keyed by.
+  bool operator==(const CheckpointConfig&) const = default;
 };
 
 struct PhaseTimes {
@@ -58,9 +68,14 @@ struct PhaseTimes {
   double total_ms = 0;
 };
 
+// How a run ended. A cancelled run (its cancel flag seen between ops) is not a failure to
+// report: its caller asked for it to stop.
+enum class RunStatus : std::uint8_t { ok, failed, cancelled };
+
 struct RunResult {
   Trace trace;
-  bool ok = false;
+  RunStatus status = RunStatus::failed;
+  bool ok = false;    // status == RunStatus::ok (set together by set_status)
   std::string error;  // the engine's message when the run failed (the trace goes up to it)
   std::vector<Tensor> outputs;
   Tensor loss;
@@ -73,6 +88,13 @@ struct RunResult {
   // A dry run's result: exact bytes, estimated times, and tensors (outputs, loss, gradients)
   // that have shapes and no values (on the meta device).
   bool dry_run = false;
+
+  void set_status(RunStatus s, std::string message = {}) {
+    status = s;
+    ok = s == RunStatus::ok;
+    error = std::move(message);
+  }
+  bool cancelled() const { return status == RunStatus::cancelled; }
 };
 
 class CompiledModel;
@@ -85,7 +107,7 @@ class Runner {
  public:
   explicit Runner(std::shared_ptr<const Model> model);
   // Thread-safe for distinct Runner objects; `cancel` is polled between ops (a cancelled run
-  // returns ok = false with error "cancelled").
+  // returns status cancelled).
   RunResult run(const CheckpointConfig& config, const std::atomic<bool>* cancel = nullptr) const;
   const Model& model() const { return *model_; }
   const std::shared_ptr<const Model>& model_ptr() const { return model_; }

@@ -95,8 +95,9 @@ void spans_json(std::ostream& out, const char* key, const auto& spans) {
   for (std::size_t i = 0; i < spans.size(); ++i) {
     out << (i ? ",\n" : "\n") << "{\"segment\":";
     json_string(out, spans[i].segment);
-    out << ",\"begin_step\":" << spans[i].begin_step << ",\"end_step\":" << spans[i].end_step
-        << '}';
+    out << ",\"begin_step\":" << spans[i].begin_step << ",\"end_step\":" << spans[i].end_step;
+    if constexpr (requires { spans[i].rng_bytes; }) out << ",\"rng_bytes\":" << spans[i].rng_bytes;
+    out << '}';
   }
   out << ']';
 }

@@ -31,7 +31,8 @@ TraceFormat trace_format_from_name(const std::string& name);
 //   "tensors": [{"name", "node", "bytes", "saved_at_step", "saved_by_op",
 //                "transitions": [[step, state]]}],   // pending before the first transition
 //   "messages": [{"step", "severity", "text"}],
-//   "checkpoints": [{"segment", "begin_step", "end_step"}],   // forward of each segment
+//   "checkpoints": [{"segment", "begin_step", "end_step", "rng_bytes"}],  // forward of each
+//                  segment; rng_bytes: the RNG state it stashed itself (nested ones apart)
 //   "recomputes": [{"segment", "begin_step", "end_step"}]     // end_step is one past the last
 // }
 void write_trace_json(const Trace& trace, std::ostream& out);

@@ -28,6 +28,7 @@ struct OpenSpan {
   SpanKind kind;
   std::uint32_t segment;
   std::int64_t begin_step;
+  std::int64_t rng_bytes = 0;  // RNG state stashed by this checkpoint itself
 };
 }  // namespace
 
@@ -152,6 +153,9 @@ void Recorder::on_event(const RunEvent& e) {
       a.bytes = e.bytes;
       a.alloc_event = add_event(TraceEventKind::alloc, e.category, e.category);
       s.allocations[e.allocation] = std::move(a);
+      if (e.category == MemoryCategory::rng_state && !s.spans.empty() &&
+          s.spans.back().kind == SpanKind::checkpoint)
+        s.spans.back().rng_bytes += e.bytes;
       if (s.total > d.peak.bytes) {
         d.peak.bytes = s.total;
         d.peak.step = step;
@@ -273,7 +277,7 @@ void Recorder::on_event(const RunEvent& e) {
           }));
       const auto end = static_cast<std::int64_t>(d.steps.size());
       if (ck)
-        d.checkpoints.push_back({d.label(segment), open.begin_step, end});
+        d.checkpoints.push_back({d.label(segment), open.begin_step, end, open.rng_bytes});
       else
         d.recomputes.push_back({d.label(segment), open.begin_step, end});
       break;
@@ -297,7 +301,7 @@ Trace Recorder::finish() {
   const auto end = static_cast<std::int64_t>(d.steps.size());
   for (auto it = s.spans.rbegin(); it != s.spans.rend(); ++it) {
     if (it->kind == SpanKind::checkpoint)
-      d.checkpoints.push_back({d.label(it->segment), it->begin_step, end});
+      d.checkpoints.push_back({d.label(it->segment), it->begin_step, end, it->rng_bytes});
     else
       d.recomputes.push_back({d.label(it->segment), it->begin_step, end});
   }

@@ -81,6 +81,7 @@ struct CheckpointSpan {
   std::string segment;
   std::int64_t begin_step = 0;  // first step inside the segment
   std::int64_t end_step = 0;    // one past the last
+  std::int64_t rng_bytes = 0;   // RNG state it stashed itself (preserve_rng_state), not nested ones
 };
 
 struct PeakInfo {

@@ -162,6 +162,31 @@ class TestCli : public QObject {
       QVERIFY2(r.out.contains(key), key);
   }
 
+  // The lessons the app shows beside a run, after the summary and in --json: the LSTM's cells
+  // checkpointed inside the checkpointed LSTM each stash the CPU generator's state (5,056 bytes
+  // in PyTorch 1.13), and the outer segment is never recomputed (non-reentrant).
+  void runPrintsTheLessons() {
+    const QString lstm = qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/lstm.json";
+    const QStringList args = {"run", lstm, "--checkpoint-all", "--variant", "non-reentrant"};
+    const auto r = cli(args);
+    QCOMPARE(r.code, 0);
+    const auto at = r.out.indexOf("\nlessons\n");
+    QVERIFY2(at > 0, qPrintable(r.out));
+    QVERIFY2(r.out.mid(at).contains("Each checkpoint stashes the RNG state: 4.9 KiB per segment"),
+             qPrintable(r.out));
+    QVERIFY2(r.out.mid(at).contains("lstm is checkpointed but never recomputed"),
+             qPrintable(r.out));
+    const auto json = json_object(cli(QStringList(args) << "--json").out);
+    const QJsonArray lessons = json["lessons"].toArray();
+    QJsonObject rng;
+    for (const auto& l : lessons)
+      if (l.toObject()["title"].toString().contains("RNG")) rng = l.toObject();
+    QCOMPARE(rng["title"].toString(),
+             QString("Each checkpoint stashes the RNG state: 4.9 KiB per segment"));
+    QCOMPARE(rng["step"].toInt(), 2);
+    QCOMPARE(rng["from_message"].toBool(), false);
+  }
+
   void dumpWritesNpyThatNumpyReads() {
     const QString d = path("dump");
     const auto r = cli({"run", model_, "--dump", d, "--no-baseline"});

@@ -4,8 +4,8 @@
 
 #include <thread>
 
-#include "engine/model/loader.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/model/loader.hpp"
 #include "engine/ops/ops.hpp"
 #include "engine/run/runner.hpp"
 
@@ -160,6 +160,37 @@ class TestRunner : public QObject {
     const RunResult r = runner.run(scenario_config(runner.model()), &cancel);
     QVERIFY(!r.ok);
     QCOMPARE(r.error, std::string("cancelled"));
+    QVERIFY(r.cancelled());
+    QVERIFY(r.status == RunStatus::cancelled);
+    const RunResult done = runner.run(scenario_config(runner.model()));
+    QVERIFY(done.status == RunStatus::ok && done.ok && !done.cancelled());
+    CheckpointConfig bad = scenario_config(runner.model());
+    bad.modules = {"act2"};
+    const RunResult failed = runner.run(bad);
+    QVERIFY(failed.status == RunStatus::failed && !failed.ok && !failed.cancelled());
+  }
+
+  // One comparison for every field: the app's kept results and its ghost are keyed by it.
+  void configurationsCompareEveryField() {
+    const CheckpointConfig base = scenario_config(*mlp());
+    CheckpointConfig c = base;
+    QVERIFY(c == base);
+    c.threads = 2;
+    QVERIFY(c != base);
+    c = base;
+    c.dry_run = true;
+    QVERIFY(c != base);
+    c = base;
+    c.ranges = {{"a", "b"}};
+    QVERIFY(c != base);
+    // Explicit inputs compare by identity: the same tensors are the same run.
+    const Tensor x = Tensor::zeros({3, 4});
+    CheckpointConfig a = base, b = base;
+    a.inputs = {x};
+    b.inputs = {x};
+    QVERIFY(a == b);
+    b.inputs = {Tensor::zeros({3, 4})};
+    QVERIFY(a != b);
   }
 
   void overridesBatchInputsRequiresGradAndLoss() {

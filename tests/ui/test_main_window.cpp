@@ -111,7 +111,7 @@ class TestMainWindow : public QObject {
     auto first = w.session()->current();
     QVERIFY(first->series);
     QCOMPARE(w.memoryPlot()->model().series, first->series);
-    QCOMPARE(w.memoryPlot()->model().series->peakBytes, first->trace().peak().bytes);
+    QCOMPARE(w.memoryPlot()->model().series->peak_bytes, first->trace().peak().bytes);
 
     auto [m, item] = firstBlock(w);
     QVERIFY2(m && item, "no checkpointable module in the graph");
@@ -126,7 +126,7 @@ class TestMainWindow : public QObject {
     // The plot shows the engine's figure for this configuration, computed independently.
     Runner runner(w.session()->model());
     RunResult direct = runner.run(second->config);
-    QCOMPARE(w.memoryPlot()->model().series->peakBytes, direct.trace.peak().bytes);
+    QCOMPARE(w.memoryPlot()->model().series->peak_bytes, direct.trace.peak().bytes);
     QCOMPARE(w.memoryPlot()->model().series->steps(), direct.trace.step_count());
     QCOMPARE(direct.ok, second->result->ok);
     // The ghost is the previous configuration's curve.

@@ -29,14 +29,14 @@ std::shared_ptr<MemorySeries> makeSeries(std::int64_t steps, std::int64_t spikeA
     s->totals.push_back(total);
     s->phases.push_back(k <= fwd ? Phase::forward : Phase::backward);
     for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
-      s->maxByCategory[c] = std::max(s->maxByCategory[c], b[c]);
-    if (total > s->peakBytes) {
-      s->peakBytes = total;
-      s->peakStep = k;
-      s->peakByCategory = b;
+      s->max_by_category[c] = std::max(s->max_by_category[c], b[c]);
+    if (total > s->peak_bytes) {
+      s->peak_bytes = total;
+      s->peak_step = k;
+      s->peak_by_category = b;
     }
   }
-  s->forwardEnd = fwd;
+  s->forward_end = fwd;
   s->recomputes.push_back({fwd + 5, fwd + 15, "block"});
   return s;
 }
@@ -85,7 +85,7 @@ class TestPlot : public QObject {
       best = std::max(best, c.maxTotal);
     }
     QCOMPARE(covered, s->steps());
-    QCOMPARE(best, s->peakBytes);
+    QCOMPARE(best, s->peak_bytes);
     // Fewer steps than columns: one column per step.
     auto few = decimate(*makeSeries(10), 0, 10, 1000);
     QCOMPARE(few.size(), std::size_t(10));
@@ -103,7 +103,7 @@ class TestPlot : public QObject {
     for (std::int64_t k : {0, 1, 57, 199}) QCOMPARE(r.stepAt(r.xOfStep(k, rect, m), rect, m), k);
     QCOMPARE(r.stepAt(-100, rect, m), std::int64_t(0));
     QCOMPARE(r.stepAt(5000, rect, m), std::int64_t(199));
-    QVERIFY(r.yOfBytes(m.series->peakBytes, rect, m) > area.top());
+    QVERIFY(r.yOfBytes(m.series->peak_bytes, rect, m) > area.top());
     QCOMPARE(r.yOfBytes(0, rect, m), area.bottom());
   }
 
@@ -114,8 +114,8 @@ class TestPlot : public QObject {
     // The peak column is painted with the activation colour somewhere below the peak.
     MemoryPlotRenderer r;
     const QRectF rect(0, 0, 800, 300);
-    const double x = r.xOfStep(m.series->peakStep, rect, m);
-    const double y = (r.yOfBytes(m.series->peakBytes, rect, m) + r.yOfBytes(1000, rect, m)) / 2;
+    const double x = r.xOfStep(m.series->peak_step, rect, m);
+    const double y = (r.yOfBytes(m.series->peak_bytes, rect, m) + r.yOfBytes(1000, rect, m)) / 2;
     QCOMPARE(QColor(plain.pixel(int(x), int(y))).name(),
              Palette::light().category(MemoryCategory::activation).name());
 

@@ -48,10 +48,10 @@ class TestSession : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kTimeout);
     QCOMPARE(previewed.count(), 1);
     const RunSnapshotPtr dry = lastOf(previewed), real = lastOf(finished);
-    QVERIFY(dry->dryRun() && dry->realRunFollows && dry->series->dryRun);
-    QVERIFY(!real->dryRun() && !real->series->dryRun && real->notComputed.empty());
+    QVERIFY(dry->dryRun() && dry->realRunFollows && dry->series->dry_run);
+    QVERIFY(!real->dryRun() && !real->series->dry_run && real->notComputed.empty());
     QCOMPARE(dry->generation, real->generation);
-    QCOMPARE(dry->series->peakBytes, real->series->peakBytes);
+    QCOMPARE(dry->series->peak_bytes, real->series->peak_bytes);
     QCOMPARE(dry->series->totals, real->series->totals);
     QVERIFY(dry->summary.dry_run && !real->summary.dry_run);
 
@@ -63,7 +63,7 @@ class TestSession : public QObject {
     QVERIFY(refused->dryRun() && !refused->realRunFollows);
     QVERIFY2(QString::fromStdString(refused->notComputed).contains("not run"),
              refused->notComputed.c_str());
-    QCOMPARE(refused->series->notComputed, refused->notComputed);
+    QCOMPARE(refused->series->not_computed, refused->notComputed);
     QCOMPARE(previewed.count(), 1);  // nothing follows it, so it comes as the result
     QTRY_VERIFY(!runs.busy());
   }

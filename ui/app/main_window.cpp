@@ -346,10 +346,10 @@ void MainWindow::onRunFinished(RunSnapshotPtr snap) {
   lessons_->setLessons(snap->lessons);
   const std::int64_t previous = player_->cursor();
   player_->setStepCount(snap->trace().step_count());
-  if (firstRunOfModel_ && snap->series->forwardEnd >= 0) {
+  if (firstRunOfModel_ && snap->series->forward_end >= 0) {
     // Open at the end of the forward: every activation kept (or dropped by a checkpoint) is
     // on the graph at once.
-    player_->setCursor(snap->series->forwardEnd);
+    player_->setCursor(snap->series->forward_end);
   } else if (previous == player_->cursor()) {
     onCursor(player_->cursor());  // same index, new trace: views must still refresh
   }
@@ -446,7 +446,7 @@ void MainWindow::updateCallout() {
   QStringList parts;
   if (snap)
     for (const Lesson& l : snap->lessons)
-      if (lessonAt(l, player_->cursor())) {
+      if (lesson_at(l, player_->cursor())) {
         QString part =
             QStringLiteral("<b>%1</b>").arg(QString::fromStdString(l.title).toHtmlEscaped());
         if (l.text != l.title)

@@ -1,48 +1,16 @@
 #pragma once
 
-// A run's memory over steps as plain arrays, taken once from a Trace (off the UI thread) so
-// that the plot, the CLI's --plot and the tests draw from the same numbers. Qt-free.
+// What the plot draws of a run's memory series (engine/report/memory_series.hpp): columns of
+// a decimated series, and bytes as text. Qt-free.
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine/trace/trace.hpp"
+#include "engine/report/memory_series.hpp"
 
 namespace ckpt::ui {
-
-struct SeriesSpan {
-  std::int64_t begin = 0;  // first step
-  std::int64_t end = 0;    // one past the last
-  std::string label;
-};
-
-struct MemorySeries {
-  std::vector<CategoryBytes> bytes;  // live bytes by category after step k
-  std::vector<std::int64_t> totals;  // sum of bytes[k]
-  std::vector<Phase> phases;         // phase of step k
-  std::vector<SeriesSpan> recomputes;
-  std::int64_t forwardEnd = -1;  // last forward step
-  bool failed = false;           // the run stopped with an error (the curve ends there)
-  bool warned = false;           // the run warned (a saving may come from missing gradients)
-  // A dry run's curve (exact bytes, estimated times); with notComputed set, the real run was
-  // not started and that says why (the memory guard).
-  bool dryRun = false;
-  std::string notComputed;
-  std::int64_t peakBytes = 0;
-  std::int64_t peakStep = -1;
-  CategoryBytes peakByCategory{};
-  CategoryBytes maxByCategory{};  // over all steps, to know which categories ever appear
-
-  std::int64_t steps() const { return static_cast<std::int64_t>(totals.size()); }
-  bool empty() const { return totals.empty(); }
-  std::int64_t maxTotal() const { return peakBytes; }
-};
-using MemorySeriesPtr = std::shared_ptr<const MemorySeries>;
-
-// Peak and its breakdown are the trace's own (Trace::peak()), not recomputed here.
-MemorySeries memorySeriesFromTrace(const Trace& trace);
 
 // One pixel column of a decimated series: the extremes of the steps it covers, and the
 // breakdown at the step with the largest total (so a peak never disappears when zoomed out).

@@ -160,7 +160,7 @@ void GraphView::setTrace(std::shared_ptr<const Trace> trace,
   timeline_ = std::move(timeline);
   if (trace_ && !timeline_ && graph_)
     timeline_ =
-        std::make_shared<const StateTimeline>(buildStateTimeline(*graph_->model(), *trace_));
+        std::make_shared<const StateTimeline>(build_state_timeline(*graph_->model(), *trace_));
   resolveTensors();
   resetCounts();
   updateStates();
@@ -186,9 +186,10 @@ void GraphView::resetCounts() {
   for (std::size_t i = 0; i < nodes_.size(); ++i) dirty_.push_back(static_cast<int>(i));
   if (!timeline_ || !graph_) return;
   const auto pending = static_cast<std::size_t>(ActivationState::pending);
-  for (std::size_t op = 0; op < timeline_->tensorsPerOp.size(); ++op) {
+  for (std::size_t op = 0; op < timeline_->tensors_per_op.size(); ++op) {
     const int node = graph_->nodeOfOp(static_cast<std::int64_t>(op));
-    if (node >= 0) counts_[static_cast<std::size_t>(node)][pending] += timeline_->tensorsPerOp[op];
+    if (node >= 0)
+      counts_[static_cast<std::size_t>(node)][pending] += timeline_->tensors_per_op[op];
   }
 }
 

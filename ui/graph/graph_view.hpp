@@ -13,7 +13,7 @@
 
 #include "engine/trace/trace.hpp"
 #include "ui/core/model_graph.hpp"
-#include "ui/core/state_timeline.hpp"
+#include "engine/report/state_timeline.hpp"
 #include "ui/graph/graph_items.hpp"
 #include "ui/layout/layout_engine.hpp"
 

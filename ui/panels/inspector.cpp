@@ -3,6 +3,7 @@
 #include <QScrollBar>
 #include <QUrl>
 
+#include "ui/core/memory_series.hpp"
 #include "ui/core/model_graph.hpp"
 #include "ui/style/palette.hpp"
 

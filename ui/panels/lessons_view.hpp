@@ -4,7 +4,7 @@
 
 #include <QListWidget>
 
-#include "ui/core/lessons.hpp"
+#include "engine/report/lessons.hpp"
 
 namespace ckpt::ui {
 

@@ -1,5 +1,6 @@
 #include "ui/panels/summary_view.hpp"
 
+#include "ui/core/memory_series.hpp"
 #include "ui/style/palette.hpp"
 
 namespace ckpt::ui {
@@ -71,16 +72,16 @@ void SummaryView::refresh() {
                                               "not a measurement of this configuration, and no "
                                               "saving")));
   QString peak = QStringLiteral("<b>%1</b>").arg(fmt(s.peak.bytes));
-  if (ghost_ && ghost_->peakBytes > 0 && s.ok) {
-    const std::int64_t d = s.peak.bytes - ghost_->peakBytes;
-    const double pct = 100.0 * static_cast<double>(d) / static_cast<double>(ghost_->peakBytes);
+  if (ghost_ && ghost_->peak_bytes > 0 && s.ok) {
+    const std::int64_t d = s.peak.bytes - ghost_->peak_bytes;
+    const double pct = 100.0 * static_cast<double>(d) / static_cast<double>(ghost_->peak_bytes);
     peak += QStringLiteral(" <span style='color:%1'>(%2%3, %4%5%)</span>")
                 .arg((d <= 0 ? pal.category(MemoryCategory::gradient) : pal.error).name(),
                      d < 0 ? QStringLiteral("−") : QStringLiteral("+"), fmt(std::llabs(d)),
                      d < 0 ? QStringLiteral("−") : QStringLiteral("+"))
                 .arg(std::fabs(pct), 0, 'f', 1);
     peak += tr("<br><span style='color:gray'>vs %1: %2</span>")
-                .arg(ghostLabel_.toHtmlEscaped(), fmt(ghost_->peakBytes));
+                .arg(ghostLabel_.toHtmlEscaped(), fmt(ghost_->peak_bytes));
   }
   html += row(s.ok ? tr("peak memory") : tr("peak (failed run)"), peak);
   QString at = QString::fromStdString(s.peak_op).toHtmlEscaped();
@@ -111,9 +112,9 @@ void SummaryView::refresh() {
   html += row(tr("checkpoints"),
               tr("%1 segments, %2 recomputed").arg(s.checkpoints).arg(trace.recomputes().size()));
   const auto rng = static_cast<std::size_t>(MemoryCategory::rng_state);
-  if (snapshot_->series && snapshot_->series->maxByCategory[rng] > 0)
+  if (snapshot_->series && snapshot_->series->max_by_category[rng] > 0)
     html +=
-        row(tr("RNG state held"), tr("up to %1").arg(fmt(snapshot_->series->maxByCategory[rng])));
+        row(tr("RNG state held"), tr("up to %1").arg(fmt(snapshot_->series->max_by_category[rng])));
   html += row(snapshot_->dryRun() ? tr("est. time") : tr("wall time"),
               tr("forward %1 ms · backward %2 ms (recompute %3 ms)")
                   .arg(s.times.forward_ms, 0, 'f', 1)

@@ -6,8 +6,8 @@ namespace ckpt::ui {
 bool exportMemoryPlot(const QString& path, const Trace& trace, const Trace* ghost, QSize size,
                       QString* error) {
   MemoryPlotModel model;
-  model.series = std::make_shared<const MemorySeries>(memorySeriesFromTrace(trace));
-  if (ghost) model.ghost = std::make_shared<const MemorySeries>(memorySeriesFromTrace(*ghost));
+  model.series = std::make_shared<const MemorySeries>(memory_series_from_trace(trace));
+  if (ghost) model.ghost = std::make_shared<const MemorySeries>(memory_series_from_trace(*ghost));
   const Trace* t = &trace;
   model.stepLabel = [t](std::int64_t k) {
     const TraceStep& s = t->step(k);

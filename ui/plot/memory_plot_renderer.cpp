@@ -66,8 +66,8 @@ std::int64_t MemoryPlotRenderer::stepCount(const MemoryPlotModel& m) const {
 }
 
 std::int64_t MemoryPlotRenderer::yMax(const MemoryPlotModel& m) const {
-  std::int64_t top = m.series ? m.series->maxTotal() : 0;
-  if (m.ghost) top = std::max(top, m.ghost->maxTotal());
+  std::int64_t top = m.series ? m.series->max_total() : 0;
+  if (m.ghost) top = std::max(top, m.ghost->max_total());
   // Headroom for the peak's label.
   return std::max<std::int64_t>(16, static_cast<std::int64_t>(static_cast<double>(top) * 1.16));
 }
@@ -148,9 +148,9 @@ void MemoryPlotRenderer::renderStatic(QPainter& p, const QRectF& rect,
 // are measured. Said on the plot itself, so that no picture of a dry run passes for a real one.
 void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
                                      const MemoryPlotModel& m) const {
-  if (!m.series || !m.series->dryRun) return;
+  if (!m.series || !m.series->dry_run) return;
   QString t = QObject::tr("DRY RUN · exact bytes · estimated times");
-  if (!m.series->notComputed.empty()) t += QObject::tr(" · real run not started: over the limit");
+  if (!m.series->not_computed.empty()) t += QObject::tr(" · real run not started: over the limit");
   QFont bold = font_;
   bold.setBold(true);
   p.setFont(bold);
@@ -185,7 +185,7 @@ void MemoryPlotRenderer::drawLegend(QPainter& p, const QRectF& rect,
   if (m.series) {
     for (auto it = kStackOrder.rbegin(); it != kStackOrder.rend(); ++it) {
       const MemoryCategory c = *it;
-      if (m.series->maxByCategory[static_cast<std::size_t>(c)] <= 0) continue;
+      if (m.series->max_by_category[static_cast<std::size_t>(c)] <= 0) continue;
       item(categoryLabel(c), [&](const QRectF& r) {
         p.setPen(Qt::NoPen);
         p.setBrush(palette_.category(c));
@@ -256,7 +256,7 @@ void MemoryPlotRenderer::drawBands(QPainter& p, const QRectF& area,
   auto xAt = [&](std::int64_t k) {
     return area.left() + static_cast<double>(k) * area.width() / static_cast<double>(n);
   };
-  const std::int64_t fwdEnd = m.series->forwardEnd;
+  const std::int64_t fwdEnd = m.series->forward_end;
   const double split = fwdEnd >= 0 ? xAt(fwdEnd + 1) : area.left();
   p.fillRect(QRectF(QPointF(area.left(), area.top()), QPointF(split, area.bottom())),
              palette_.forwardBand);
@@ -272,7 +272,7 @@ void MemoryPlotRenderer::drawBandLabels(QPainter& p, const QRectF& area,
   auto xAt = [&](std::int64_t k) {
     return area.left() + static_cast<double>(k) * area.width() / static_cast<double>(n);
   };
-  const std::int64_t fwdEnd = m.series->forwardEnd;
+  const std::int64_t fwdEnd = m.series->forward_end;
   const double split = fwdEnd >= 0 ? xAt(fwdEnd + 1) : area.left();
   const double end = xAt(m.series->steps());
   auto label = [&](double x0, double x1, const QString& text, const QColor& colour) {
@@ -318,7 +318,7 @@ void MemoryPlotRenderer::drawStack(QPainter& p, const QRectF& area,
   }
   p.setPen(Qt::NoPen);
   for (std::size_t l = kStackOrder.size(); l-- > 0;) {
-    if (s.maxByCategory[static_cast<std::size_t>(kStackOrder[l])] <= 0) continue;
+    if (s.max_by_category[static_cast<std::size_t>(kStackOrder[l])] <= 0) continue;
     QPolygonF poly;
     poly.reserve(static_cast<qsizetype>(cols.size() * 2 + 2));
     poly << QPointF(xAt(cols.front().firstStep), area.bottom());
@@ -379,7 +379,7 @@ void MemoryPlotRenderer::drawGhost(QPainter& p, const QRectF& area,
 }
 
 void MemoryPlotRenderer::drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const {
-  if (!m.series || m.series->peakStep < 0) return;
+  if (!m.series || m.series->peak_step < 0) return;
   QFontMetricsF fm(font_);
   const MemorySeries& s = *m.series;
   const std::int64_t n = stepCount(m);
@@ -387,17 +387,17 @@ void MemoryPlotRenderer::drawPeak(QPainter& p, const QRectF& area, const MemoryP
   auto yAt = [&](std::int64_t b) {
     return area.bottom() - area.height() * static_cast<double>(b) / top;
   };
-  const double x =
-      area.left() + (static_cast<double>(s.peakStep) + 0.5) * area.width() / static_cast<double>(n);
-  const double y = yAt(s.peakBytes);
+  const double x = area.left() +
+                   (static_cast<double>(s.peak_step) + 0.5) * area.width() / static_cast<double>(n);
+  const double y = yAt(s.peak_bytes);
 
-  if (m.ghost && m.ghost->peakBytes > 0 && m.ghost->peakBytes != s.peakBytes) {
-    const double gy = yAt(m.ghost->peakBytes);
+  if (m.ghost && m.ghost->peak_bytes > 0 && m.ghost->peak_bytes != s.peak_bytes) {
+    const double gy = yAt(m.ghost->peak_bytes);
     QColor ghost = palette_.ghost;
     ghost.setAlphaF(0.6);
     p.setPen(QPen(ghost, 1, Qt::DotLine));
     p.drawLine(QPointF(area.left(), gy), QPointF(area.right(), gy));
-    const QString t = QObject::tr("previous peak %1").arg(bytesText(m.ghost->peakBytes));
+    const QString t = QObject::tr("previous peak %1").arg(bytesText(m.ghost->peak_bytes));
     p.setPen(palette_.mutedText);
     p.drawText(QRectF(area.right() - fm.horizontalAdvance(t) - 6, gy - 16,
                       fm.horizontalAdvance(t) + 4, 14),
@@ -411,14 +411,15 @@ void MemoryPlotRenderer::drawPeak(QPainter& p, const QRectF& area, const MemoryP
   p.setBrush(palette_.highlight);
   p.drawEllipse(QPointF(x, y), 4.5, 4.5);
 
-  QString label = QObject::tr("peak %1").arg(bytesText(s.peakBytes));
+  QString label = QObject::tr("peak %1").arg(bytesText(s.peak_bytes));
   if (s.failed) {
     label = QObject::tr("run failed at step %1 (peak so far %2)")
                 .arg(s.steps() - 1)
-                .arg(bytesText(s.peakBytes));
-  } else if (m.ghost && m.ghost->peakBytes > 0) {
-    const std::int64_t delta = s.peakBytes - m.ghost->peakBytes;
-    const double pct = 100.0 * static_cast<double>(delta) / static_cast<double>(m.ghost->peakBytes);
+                .arg(bytesText(s.peak_bytes));
+  } else if (m.ghost && m.ghost->peak_bytes > 0) {
+    const std::int64_t delta = s.peak_bytes - m.ghost->peak_bytes;
+    const double pct =
+        100.0 * static_cast<double>(delta) / static_cast<double>(m.ghost->peak_bytes);
     if (delta != 0)
       label += QObject::tr("  (%1%2, %3%4%)")
                    .arg(delta > 0 ? QStringLiteral("+") : QStringLiteral("−"))
@@ -428,11 +429,11 @@ void MemoryPlotRenderer::drawPeak(QPainter& p, const QRectF& area, const MemoryP
     else
       label += QObject::tr("  (unchanged)");
   }
-  QString detail = QObject::tr("step %1").arg(s.peakStep);
+  QString detail = QObject::tr("step %1").arg(s.peak_step);
   // A reentrant checkpoint whose inputs need no grad "saves" memory by skipping gradients.
   if (s.warned && !s.failed) label += QObject::tr("  ⚠ the run warned");
   if (m.stepLabel) {
-    const QString what = m.stepLabel(s.peakStep);
+    const QString what = m.stepLabel(s.peak_step);
     if (!what.isEmpty()) detail += QStringLiteral(" · ") + what;
   }
   QFont bold = font_;

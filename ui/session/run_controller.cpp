@@ -28,32 +28,27 @@ std::shared_ptr<RunSnapshot> runAndDerive(const Runner& runner, const Checkpoint
     *result = runner.run(config, cancel.get());
   } catch (const std::exception& e) {
     // The Runner reports failures in RunResult; anything thrown is still shown, never lost.
-    result->ok = false;
-    result->error = e.what();
+    result->set_status(RunStatus::failed, e.what());
   }
   snap->result = result;
   snap->runnerMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
-  if (!(cancel->load() && result->error == "cancelled")) {
-    auto series = std::make_shared<MemorySeries>(memorySeriesFromTrace(result->trace));
-    series->failed = !result->ok;
-    series->dryRun = result->dry_run;
-    for (const auto& m : result->trace.messages())
-      if (m.severity == Severity::warning) series->warned = true;
-    snap->series = std::move(series);
-    snap->summary = summarize(*model, *result, describeConfig(config));
-    snap->lessons = lessonsOf(*model, config, *result);
-    snap->timeline =
-        std::make_shared<const StateTimeline>(buildStateTimeline(*model, result->trace));
+  if (!(cancel->load() && result->cancelled())) {
+    RunReport report = report_run(*model, config, *result);
+    snap->series = std::move(report.series);
+    snap->summary = std::move(report.summary);
+    snap->lessons = std::move(report.lessons);
+    snap->timeline = std::move(report.timeline);
   }
   snap->derivedMs = static_cast<double>(clock.nsecsElapsed()) / 1e6 - snap->runnerMs;
   return snap;
 }
 
 // The dry run first, handed to `preview` while the real run follows when it fits `limit`.
-RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig config,
+RunSnapshotPtr runOnWorker(std::shared_ptr<SharedRunner> shared, CheckpointConfig config,
                            quint64 generation, std::shared_ptr<std::atomic<bool>> cancel,
                            std::int64_t limit, std::function<void(RunSnapshotPtr)> preview) {
-  const Runner runner(model);
+  const Runner& runner = shared->get();
+  const std::shared_ptr<const Model>& model = runner.model_ptr();
   const bool dryOnly = config.dry_run;
   config.dry_run = true;
   auto dry = runAndDerive(runner, config, generation, cancel);
@@ -62,7 +57,7 @@ RunSnapshotPtr runOnWorker(std::shared_ptr<const Model> model, CheckpointConfig 
   if (!verdict.fits) {
     dry->notComputed = verdict.message;
     auto series = std::make_shared<MemorySeries>(*dry->series);
-    series->notComputed = verdict.message;
+    series->not_computed = verdict.message;
     dry->series = std::move(series);
     return dry;
   }
@@ -79,14 +74,9 @@ constexpr std::int64_t kKeptSteps = 1'000'000;
 
 }  // namespace
 
-bool sameConfig(const CheckpointConfig& a, const CheckpointConfig& b) {
-  return a.inputs.empty() && b.inputs.empty() && a.modules == b.modules && a.ranges == b.ranges &&
-         a.segments == b.segments && a.use_reentrant == b.use_reentrant &&
-         a.preserve_rng_state == b.preserve_rng_state && a.early_stop == b.early_stop &&
-         a.check_recompute == b.check_recompute && a.policy == b.policy && a.seed == b.seed &&
-         a.batch == b.batch && a.input_requires_grad == b.input_requires_grad && a.loss == b.loss &&
-         a.threads == b.threads && a.max_memory == b.max_memory && a.backward == b.backward &&
-         a.dry_run == b.dry_run;
+const Runner& SharedRunner::get() {
+  std::call_once(compiled_, [this] { runner_.emplace(model_); });
+  return *runner_;
 }
 
 RunController::RunController(QObject* parent) : QObject(parent) {
@@ -107,6 +97,7 @@ void RunController::setModel(std::shared_ptr<const Model> model) {
   cancelAll();
   kept_.clear();
   model_ = std::move(model);
+  runner_ = model_ ? std::make_shared<SharedRunner>(model_) : nullptr;
 }
 
 quint64 RunController::request(const CheckpointConfig& config) {
@@ -174,7 +165,7 @@ void RunController::start(std::unique_ptr<Job> job) {
     QMetaObject::invokeMethod(
         this, [this, snap] { onPreview(snap); }, Qt::QueuedConnection);
   };
-  running_->future = QtConcurrent::run(workPool(), runOnWorker, model_, running_->config,
+  running_->future = QtConcurrent::run(workPool(), runOnWorker, runner_, running_->config,
                                        running_->generation, running_->cancel, memoryLimit_,
                                        std::function<void(RunSnapshotPtr)>(preview));
   watcher_.setFuture(running_->future);
@@ -208,15 +199,16 @@ void RunController::startPreview(const Job& job) {
   if (job.config.dry_run || !model_) return;
   std::erase_if(previews_, [](const QFuture<void>& f) { return f.isFinished(); });
   auto model = model_;
+  auto shared = runner_;
   const CheckpointConfig config = job.config;
   const quint64 generation = job.generation;
   const std::int64_t limit = memoryLimit_;
   auto cancel = job.cancel;
   previews_.push_back(
-      QtConcurrent::run(workPool(), [this, model, config, generation, limit, cancel] {
+      QtConcurrent::run(workPool(), [this, model, shared, config, generation, limit, cancel] {
         CheckpointConfig dry = config;
         dry.dry_run = true;
-        auto snap = runAndDerive(Runner(model), dry, generation, cancel);
+        auto snap = runAndDerive(shared->get(), dry, generation, cancel);
         if (!snap->series) return;
         snap->realRunFollows = judge_memory(*model, *snap->result, limit).fits;
         QMetaObject::invokeMethod(
@@ -239,8 +231,7 @@ void RunController::onPreview(const RunSnapshotPtr& preview) {
 
 void RunController::keep(const RunSnapshotPtr& snap) {
   if (!snap->config.inputs.empty()) return;
-  std::erase_if(kept_,
-                [&](const RunSnapshotPtr& k) { return sameConfig(k->config, snap->config); });
+  std::erase_if(kept_, [&](const RunSnapshotPtr& k) { return k->config == snap->config; });
   kept_.push_front(snap);
   std::int64_t steps = 0;
   std::size_t n = 0;
@@ -254,7 +245,7 @@ void RunController::keep(const RunSnapshotPtr& snap) {
 
 RunSnapshotPtr RunController::kept(const CheckpointConfig& config) const {
   for (const auto& k : kept_)
-    if (k->model == model_ && sameConfig(k->config, config)) return k;
+    if (k->model == model_ && k->config == config) return k;
   return nullptr;
 }
 

@@ -17,13 +17,11 @@
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_report.hpp"
 #include "engine/run/runner.hpp"
-#include "ui/core/config_text.hpp"
-#include "ui/core/lessons.hpp"
-#include "ui/core/memory_series.hpp"
-#include "ui/core/state_timeline.hpp"
 
 namespace ckpt::ui {
 
@@ -53,6 +51,19 @@ struct RunSnapshot {
   }
 };
 using RunSnapshotPtr = std::shared_ptr<const RunSnapshot>;
+
+// The Runner of one model (its compiled form), built by the first worker that needs it and
+// shared by every later run of that model, dry or real: a click no longer compiles the model.
+class SharedRunner {
+ public:
+  explicit SharedRunner(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
+  const Runner& get();
+
+ private:
+  std::shared_ptr<const Model> model_;
+  std::once_flag compiled_;
+  std::optional<Runner> runner_;
+};
 
 class RunController : public QObject {
   Q_OBJECT
@@ -99,6 +110,7 @@ class RunController : public QObject {
   RunSnapshotPtr kept(const CheckpointConfig& config) const;
 
   std::shared_ptr<const Model> model_;
+  std::shared_ptr<SharedRunner> runner_;
   quint64 latest_ = 0;
   std::unique_ptr<Job> running_;
   std::unique_ptr<Job> pending_;
@@ -109,9 +121,5 @@ class RunController : public QObject {
   quint64 previewedGeneration_ = 0;      // the newest request whose dry run was shown
   std::vector<QFuture<void>> previews_;  // startPreview's, waited for by the destructor
 };
-
-// Whether two configurations give the same run, field by field (explicit inputs never do):
-// what the kept results are looked up by.
-bool sameConfig(const CheckpointConfig& a, const CheckpointConfig& b);
 
 }  // namespace ckpt::ui

@@ -10,6 +10,7 @@
 #include "ui/util/work_pool.hpp"
 
 #include "engine/model/loader.hpp"
+#include "engine/report/config_text.hpp"
 
 namespace ckpt::ui {
 
@@ -58,13 +59,6 @@ std::string parentPath(const std::string& path) {
 }
 
 }  // namespace
-
-bool sameRun(const CheckpointConfig& a, const CheckpointConfig& b) {
-  return a.modules == b.modules && a.ranges == b.ranges && a.segments == b.segments &&
-         a.use_reentrant == b.use_reentrant && a.preserve_rng_state == b.preserve_rng_state &&
-         a.early_stop == b.early_stop && a.policy == b.policy && a.seed == b.seed &&
-         a.batch == b.batch && a.input_requires_grad == b.input_requires_grad && a.loss == b.loss;
-}
 
 Session::Session(QObject* parent)
     : QObject(parent), runs_(new RunController(this)), layouts_(new LayoutEngine(this)) {
@@ -274,9 +268,9 @@ void Session::onRunFinished(RunSnapshotPtr snapshot) {
 bool Session::adoptRun(RunSnapshotPtr snapshot) {
   if (!snapshot || snapshot->model != model_) return false;
   // A failed run is no baseline to compare against: the ghost stays the last complete curve.
-  if (current_ && current_->result->ok && !sameRun(current_->config, snapshot->config)) {
+  if (current_ && current_->result->ok && current_->config != snapshot->config) {
     ghost_ = current_->series;
-    ghostLabel_ = QString::fromStdString(describeConfig(current_->config));
+    ghostLabel_ = QString::fromStdString(describe_config(current_->config));
   }
   current_ = std::move(snapshot);
   return true;

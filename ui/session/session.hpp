@@ -103,7 +103,4 @@ class Session : public QObject {
   LayoutEngine* layouts_;
 };
 
-// Whether two configurations run the same thing (the ghost is kept across an undo).
-bool sameRun(const CheckpointConfig& a, const CheckpointConfig& b);
-
 }  // namespace ckpt::ui

@@ -1,7 +1,7 @@
 #include "ui/style/palette.hpp"
 
-#include <QApplication>
 #include <QFile>
+#include <QGuiApplication>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPalette>
@@ -80,7 +80,7 @@ Palette Palette::dark() {
 }
 
 Palette Palette::forApplication() {
-  const QColor window = QApplication::palette().color(QPalette::Window);
+  const QColor window = QGuiApplication::palette().color(QPalette::Window);
   return window.lightnessF() < 0.5 ? dark() : light();
 }
 

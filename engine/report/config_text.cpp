@@ -1,8 +1,8 @@
-#include "ui/core/config_text.hpp"
+#include "engine/report/config_text.hpp"
 
-namespace ckpt::ui {
+namespace ckpt {
 
-std::string describeConfig(const CheckpointConfig& c) {
+std::string describe_config(const CheckpointConfig& c) {
   std::string what;
   if (c.segments > 0) {
     what = "checkpoint_sequential, " + std::to_string(c.segments) + " segments";
@@ -18,4 +18,4 @@ std::string describeConfig(const CheckpointConfig& c) {
   return what;
 }
 
-}  // namespace ckpt::ui
+}  // namespace ckpt

@@ -3,7 +3,7 @@
 // Every state change of every op output of a run, in step order, tagged with its op. The graph
 // view keeps per-node state counts and moves them along this list when the cursor moves, so a
 // step costs the changes it crosses instead of a query per tensor (HeavyModel: 100,000 tensors
-// under 1,000 collapsed nodes). Built once per run, off the UI thread. Qt-free.
+// under 1,000 collapsed nodes). Built once per run (engine/report/run_report.hpp).
 
 #include <cstdint>
 #include <vector>
@@ -11,7 +11,7 @@
 #include "engine/model/model.hpp"
 #include "engine/trace/trace.hpp"
 
-namespace ckpt::ui {
+namespace ckpt {
 
 struct StateChange {
   std::int64_t step = 0;
@@ -21,10 +21,10 @@ struct StateChange {
 };
 
 struct StateTimeline {
-  std::vector<StateChange> changes;        // sorted by step, stable (trace order within a step)
-  std::vector<std::int32_t> tensorsPerOp;  // op outputs the trace knows, all pending at first
+  std::vector<StateChange> changes;          // sorted by step, stable (trace order within a step)
+  std::vector<std::int32_t> tensors_per_op;  // op outputs the trace knows, all pending at first
 };
 
-StateTimeline buildStateTimeline(const Model& model, const Trace& trace);
+StateTimeline build_state_timeline(const Model& model, const Trace& trace);
 
-}  // namespace ckpt::ui
+}  // namespace ckpt

@@ -1,22 +1,37 @@
-#include "ui/core/lessons.hpp"
+#include "engine/report/lessons.hpp"
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 
 #include "engine/run/failure_advice.hpp"
-#include "ui/core/memory_series.hpp"
-#include "ui/core/model_graph.hpp"
+#include "engine/run/run_summary.hpp"
 
-namespace ckpt::ui {
+namespace ckpt {
 
-bool lessonAt(const Lesson& l, std::int64_t k) {
+bool lesson_at(const Lesson& l, std::int64_t k) {
   if (l.step < 0) return false;
-  if (l.endStep > l.step) return k >= l.step && k < l.endStep;
+  if (l.end_step > l.step) return k >= l.step && k < l.end_step;
   return k == l.step;
 }
 
-std::vector<Lesson> lessonsOf(const Model& model, const CheckpointConfig& config,
-                              const RunResult& result) {
+std::string lessons_text(const std::vector<Lesson>& lessons, const std::string& prefix) {
+  std::ostringstream os;
+  for (const Lesson& l : lessons) {
+    if (l.from_message) continue;
+    os << prefix << "[" << severity_name(l.severity) << (l.step >= 0 ? " @ " : ", ")
+       << message_step_text(l.step);
+    if (l.end_step > l.step + 1) os << "-" << l.end_step - 1;
+    os << "] " << l.title << "\n";
+    std::istringstream text(l.text);
+    for (std::string line; std::getline(text, line);)
+      if (!line.empty()) os << prefix << "    " << line << "\n";
+  }
+  return os.str();
+}
+
+std::vector<Lesson> lessons_of(const Model& model, const CheckpointConfig& config,
+                               const RunResult& result) {
   std::vector<Lesson> out;
   const Trace& trace = result.trace;
   for (const auto& m : trace.messages()) {
@@ -25,9 +40,10 @@ std::vector<Lesson> lessonsOf(const Model& model, const CheckpointConfig& config
     l.severity = m.severity;
     l.title = m.text.substr(0, m.text.find('\n'));
     l.text = m.text;
+    l.from_message = true;
     out.push_back(std::move(l));
   }
-  if (!result.ok && result.error != "cancelled") {
+  if (result.status == RunStatus::failed) {
     const bool already = std::any_of(out.begin(), out.end(), [&](const Lesson& l) {
       return l.severity == Severity::error && l.text == result.error;
     });
@@ -38,8 +54,8 @@ std::vector<Lesson> lessonsOf(const Model& model, const CheckpointConfig& config
     text += "\n\nThe plot and the figures are the failed run's, up to the failure: no saving.";
     if (!already) {
       out.push_back({trace.step_count() > 0 ? trace.step_count() - 1 : -1, -1, Severity::error,
-                     "The run failed: " + result.error.substr(0, result.error.find('\n')), text,
-                     ""});
+                     "The run failed: " + result.error.substr(0, result.error.find('\n')), text, "",
+                     true});
     } else {
       for (Lesson& l : out)
         if (l.severity == Severity::error && l.text == result.error) l.text = text;
@@ -47,41 +63,39 @@ std::vector<Lesson> lessonsOf(const Model& model, const CheckpointConfig& config
   }
 
   // Segments checkpointed in the forward, and which of them were recomputed.
-  std::map<std::string, const CheckpointSpan*> firstForward;
-  for (const auto& c : trace.checkpoints()) firstForward.emplace(c.segment, &c);
-  std::map<std::string, const RecomputeSpan*> firstRecompute;
-  for (const auto& r : trace.recomputes()) firstRecompute.emplace(r.segment, &r);
+  std::map<std::string, const CheckpointSpan*> first_forward;
+  for (const auto& c : trace.checkpoints()) first_forward.emplace(c.segment, &c);
+  std::map<std::string, const RecomputeSpan*> first_recompute;
+  for (const auto& r : trace.recomputes()) first_recompute.emplace(r.segment, &r);
 
   const auto rng = static_cast<std::size_t>(MemoryCategory::rng_state);
-  std::int64_t rngEach = 0, rngMax = 0;
-  const CheckpointSpan* firstRng = nullptr;
+  std::int64_t rng_each = 0, rng_max = 0;
+  const CheckpointSpan* first_rng = nullptr;
   for (const auto& c : trace.checkpoints()) {
-    const std::int64_t before = trace.memory_at(c.begin_step - 1)[rng];
-    const std::int64_t after = trace.memory_at(std::max(c.begin_step, c.end_step - 1))[rng];
-    if (after > before && !firstRng) {
-      firstRng = &c;
-      rngEach = after - before;
+    if (c.rng_bytes > 0 && !first_rng) {
+      first_rng = &c;
+      rng_each = c.rng_bytes;
     }
   }
-  if (firstRng) {
+  if (first_rng) {
     for (std::int64_t k = 0; k < trace.step_count(); ++k)
-      rngMax = std::max(rngMax, trace.memory_at(k)[rng]);
+      rng_max = std::max(rng_max, trace.memory_at(k)[rng]);
     out.push_back(
-        {firstRng->begin_step, -1, Severity::info,
-         "Each checkpoint stashes the RNG state: " + formatBytes(rngEach) + " per segment",
+        {first_rng->begin_step, -1, Severity::info,
+         "Each checkpoint stashes the RNG state: " + format_bytes(rng_each) + " per segment",
          "preserve_rng_state=True (the default) saves the CPU generator's state (" +
-             formatBytes(rngEach) +
+             format_bytes(rng_each) +
              ") in every checkpoint so that the recompute draws the same "
              "random numbers. Up to " +
-             formatBytes(rngMax) +
+             format_bytes(rng_max) +
              " of RNG state are held at once in this run. It is memory too: turn "
              "preserve_rng_state off when the segment draws no random numbers.",
-         firstRng->segment});
+         first_rng->segment});
   }
 
   if (result.ok) {
-    for (const auto& [segment, span] : firstForward) {
-      if (firstRecompute.count(segment)) continue;
+    for (const auto& [segment, span] : first_forward) {
+      if (first_recompute.count(segment)) continue;
       out.push_back({span->begin_step, span->end_step, Severity::info,
                      segment + " is checkpointed but never recomputed",
                      "Non-reentrant checkpointing recomputes a segment only when the backward "
@@ -95,8 +109,8 @@ std::vector<Lesson> lessonsOf(const Model& model, const CheckpointConfig& config
   }
 
   // BatchNorm inside a recomputed segment runs its forward twice.
-  for (const auto& [segment, span] : firstRecompute) {
-    const Module* m = findModule(model.root, segment);
+  for (const auto& [segment, span] : first_recompute) {
+    const Module* m = model.find_module(segment);
     if (!m) continue;
     for (std::int64_t i = m->first_op; i < m->end_op; ++i) {
       const OpNode& op = model.ops[static_cast<std::size_t>(i)];
@@ -118,4 +132,4 @@ std::vector<Lesson> lessonsOf(const Model& model, const CheckpointConfig& config
   return out;
 }
 
-}  // namespace ckpt::ui
+}  // namespace ckpt

@@ -1,16 +1,15 @@
+#include "engine/report/memory_series.hpp"
+
 #include <algorithm>
 
-#include "ui/core/memory_series.hpp"
-
-// Apart from memory_series.cpp so that code drawing plain series does not link the Trace.
-namespace ckpt::ui {
+namespace ckpt {
 
 // Each step is drawn at its high-water mark (an op's output is allocated before its inputs
 // are released): that is where the trace's peak lies, so the curve reaches the same peak the
 // engine reports instead of the lower after-the-step value.
-MemorySeries memorySeriesFromTrace(const Trace& trace) {
+MemorySeries memory_series_from_trace(const Trace& trace) {
   MemorySeries s;
-  s.dryRun = trace.times_estimated();
+  s.dry_run = trace.times_estimated();
   const std::int64_t n = trace.step_count();
   s.bytes.resize(static_cast<std::size_t>(n));
   s.totals.resize(static_cast<std::size_t>(n));
@@ -21,7 +20,7 @@ MemorySeries memorySeriesFromTrace(const Trace& trace) {
     std::int64_t total = 0;
     for (auto v : running) total += v;
     CategoryBytes best = running;
-    std::int64_t bestTotal = total;
+    std::int64_t best_total = total;
     const std::int64_t end = trace.first_event(k + 1);
     for (std::int64_t e = trace.first_event(k); e < end; ++e) {
       const TraceEvent ev = trace.event(e);
@@ -40,25 +39,25 @@ MemorySeries memorySeriesFromTrace(const Trace& trace) {
           running[c] += ev.bytes;
           break;
       }
-      if (total > bestTotal) {
-        bestTotal = total;
+      if (total > best_total) {
+        best_total = total;
         best = running;
       }
     }
     s.bytes[i] = best;
-    s.totals[i] = bestTotal;
+    s.totals[i] = best_total;
     for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
-      s.maxByCategory[c] = std::max(s.maxByCategory[c], best[c]);
+      s.max_by_category[c] = std::max(s.max_by_category[c], best[c]);
     s.phases[i] = trace.step_phase(k);
   }
   for (const auto& r : trace.recomputes())
     s.recomputes.push_back({r.begin_step, r.end_step, r.segment});
-  s.forwardEnd = trace.forward_end();
+  s.forward_end = trace.forward_end();
   const PeakInfo peak = trace.peak();
-  s.peakBytes = peak.bytes;
-  s.peakStep = peak.step;
-  s.peakByCategory = peak.by_category;
+  s.peak_bytes = peak.bytes;
+  s.peak_step = peak.step;
+  s.peak_by_category = peak.by_category;
   return s;
 }
 
-}  // namespace ckpt::ui
+}  // namespace ckpt

@@ -1,0 +1,47 @@
+#pragma once
+
+// A run's memory over steps as plain arrays, derived once per run from its Trace, so that the
+// app's plot, the CLI's --plot and the tests draw from the same numbers.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/trace/trace.hpp"
+
+namespace ckpt {
+
+struct SeriesSpan {
+  std::int64_t begin = 0;  // first step
+  std::int64_t end = 0;    // one past the last
+  std::string label;
+};
+
+struct MemorySeries {
+  std::vector<CategoryBytes> bytes;  // live bytes by category at step k's high-water mark
+  std::vector<std::int64_t> totals;  // sum of bytes[k]
+  std::vector<Phase> phases;         // phase of step k
+  std::vector<SeriesSpan> recomputes;
+  std::int64_t forward_end = -1;  // last forward step
+  bool failed = false;            // the run stopped with an error (the curve ends there)
+  bool warned = false;            // the run warned (a saving may come from missing gradients)
+  // A dry run's curve (exact bytes, estimated times); with not_computed set, the real run was
+  // not started and that says why (the memory guard).
+  bool dry_run = false;
+  std::string not_computed;
+  std::int64_t peak_bytes = 0;
+  std::int64_t peak_step = -1;
+  CategoryBytes peak_by_category{};
+  CategoryBytes max_by_category{};  // over all steps, to know which categories ever appear
+
+  std::int64_t steps() const { return static_cast<std::int64_t>(totals.size()); }
+  bool empty() const { return totals.empty(); }
+  std::int64_t max_total() const { return peak_bytes; }
+};
+using MemorySeriesPtr = std::shared_ptr<const MemorySeries>;
+
+// Peak and its breakdown are the trace's own (Trace::peak()), not recomputed here.
+MemorySeries memory_series_from_trace(const Trace& trace);
+
+}  // namespace ckpt
