@@ -10,6 +10,9 @@ namespace {
 constexpr double kScreenMarginShare = 0.95;
 constexpr double kLeftShare = 300.0 / 1440.0;
 constexpr double kRightShare = 380.0 / 1440.0;
+// The module tree shows a name three levels deep ("denselayer1"), its type and op count whole
+// from this width; the left column starts no narrower, even on a small screen.
+constexpr int kModuleTreeWidth = 300;
 }  // namespace
 
 QRect defaultWindowGeometry(const QRect& available) {
@@ -44,7 +47,7 @@ QString geometryProblem(const QSize& size, const QRect& available) {
 }
 
 SideDockWidths defaultSideDockWidths(int windowWidth) {
-  return {std::max(kMinSideDockWidth, static_cast<int>(windowWidth * kLeftShare)),
+  return {std::max(kModuleTreeWidth, static_cast<int>(windowWidth * kLeftShare)),
           std::max(kMinSideDockWidth, static_cast<int>(windowWidth * kRightShare))};
 }
 

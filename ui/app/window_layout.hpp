@@ -27,8 +27,8 @@ QRect defaultWindowGeometry(const QRect& available);
 QString geometryProblem(const QSize& size, const QRect& available);
 
 // The default widths of the left (Modules, Notes) and right (Run summary, Inspector, ...) dock
-// columns in a window `windowWidth` wide: the same shares as 300 and 380 px at 1440, never
-// under kMinSideDockWidth.
+// columns in a window `windowWidth` wide: the same shares as 300 and 380 px at 1440, the left
+// never under 300 px, the right never under kMinSideDockWidth.
 struct SideDockWidths {
   int left = 0;
   int right = 0;
