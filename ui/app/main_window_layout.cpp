@@ -90,9 +90,12 @@ void MainWindow::restoreWindowLayout(const QSettings& s) {
   const QRect available = availableFor(this);
   const bool restored = restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
   const bool whole = isMaximized() || isFullScreen();
+  // On a screen narrower than the window's minimum (about 1200 px), a window at its minimum is
+  // the best there is: not a fault to repair on every start.
+  const QRect room(available.topLeft(), available.size().expandedTo(minimumSizeHint()));
   const QString problem = !restored ? QStringLiteral("first start")
                           : whole   ? QString()
-                                    : geometryProblem(size(), available);
+                                    : geometryProblem(size(), room);
   if (problem.isEmpty() && restoreState(s.value(QStringLiteral("window/state")).toByteArray()))
     return;
   applyDefaultLayout(defaultWindowGeometry(available));
