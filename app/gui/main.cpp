@@ -20,7 +20,8 @@ struct Options {
   QCommandLineParser parser;
   QCommandLineOption screenshot{QStringLiteral("screenshot"),
                                 QStringLiteral("Render the window to FILE after the first run and "
-                                               "layout, then exit (needs no display)."),
+                                               "layout, then exit (needs no display; writes no "
+                                               "settings)."),
                                 QStringLiteral("FILE")};
   QCommandLineOption size{QStringLiteral("size"),
                           QStringLiteral("Window size WxH, with the default layout (default "
