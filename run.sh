@@ -5,6 +5,7 @@
 #   ./run.sh build      the same set-up and build only
 #   ./run.sh sanitize   ASan+UBSan build (CUDA off) and its engine and cli tests
 #   ./run.sh screenshots  build, then regenerate the README's screenshots (docs/screenshots/)
+#   ./run.sh package    a portable build (build-package/), then its .deb (cpack -G DEB)
 # Extra arguments after the mode are passed to the program (or to ctest).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +20,7 @@ packages=(
   graphviz
   python3-torch python3-torchvision python3-numpy python3-onnx libopenblas0-openmp
   xvfb xauth clang-format
+  dpkg-dev
 )
 
 install_missing() {
@@ -67,8 +69,15 @@ case "$mode" in
     configure_and_build "$here/build"
     "$here/docs/screenshots/regenerate.sh" "$here/build/app/gui/ckptlab"
     ;;
+  package)
+    # Its own build: without -march=native, so that the .deb runs on any x86-64 machine.
+    configure_and_build "$here/build-package" -DCKPTLAB_NATIVE=OFF -DCKPTLAB_BUILD_TESTS=OFF
+    cd "$here/build-package"
+    cpack -G DEB "$@"
+    echo "run.sh: install it with: sudo apt install $here/build-package/$(ls -t ckptlab_*.deb | head -1)"
+    ;;
   *)
-    echo "usage: ./run.sh [gui|test|build|sanitize|screenshots] [args...]" >&2
+    echo "usage: ./run.sh [gui|test|build|sanitize|screenshots|package] [args...]" >&2
     exit 2
     ;;
 esac

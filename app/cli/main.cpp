@@ -22,6 +22,7 @@
 #include "engine/tensor/npy.hpp"
 #include "engine/trace/export.hpp"
 #include "plan_command.hpp"
+#include "sample_path.hpp"
 #include "ui/plot/memory_plot_renderer.hpp"
 
 #ifndef CKPTLAB_VERSION
@@ -53,7 +54,8 @@ commands:
                              what to checkpoint to fit a memory budget with the least recompute,
                              and the memory/recompute frontier of every strategy
 
-MODEL is a native .json model (see samples/) or an ONNX file exported from PyTorch.
+MODEL is a native .json model (see samples/), an ONNX file exported from PyTorch, or the
+name of an installed sample (`ckptlab-cli run densenet_block`).
 `ckptlab-cli <command> --help` gives each command's options. --version prints the version.
 exit codes: 0 success, 2 usage, 3 the model could not be loaded, 4 the run failed.
 )";
@@ -135,7 +137,7 @@ auto with_progress(const std::string& what, Job job) {
 
 std::shared_ptr<Model> load_or_exit(const std::string& path, int* code) {
   try {
-    return load_model(path);
+    return load_model(cli::resolve_model_path(path));
   } catch (const std::exception& e) {
     std::cerr << "ckptlab-cli: cannot load model: " << e.what() << "\n";
     *code = kExitModel;

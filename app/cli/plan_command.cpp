@@ -13,6 +13,7 @@
 #include "engine/plan/planner.hpp"
 #include "engine/run/run_summary.hpp"
 #include "frontier_svg.hpp"
+#include "sample_path.hpp"
 
 namespace ckpt::cli {
 
@@ -166,7 +167,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   }
   std::shared_ptr<Model> model;
   try {
-    model = load_model(pos[0]);
+    model = load_model(resolve_model_path(pos[0]));
   } catch (const std::exception& e) {
     std::cerr << "ckptlab-cli: cannot load model: " << e.what() << "\n";
     return 3;

@@ -20,10 +20,13 @@ struct Options {
   QCommandLineParser parser;
   QCommandLineOption screenshot{QStringLiteral("screenshot"),
                                 QStringLiteral("Render the window to FILE after the first run and "
-                                               "layout, then exit (needs no display)."),
+                                               "layout, then exit (needs no display; writes no "
+                                               "settings)."),
                                 QStringLiteral("FILE")};
   QCommandLineOption size{QStringLiteral("size"),
-                          QStringLiteral("Window size WxH (default 1440x900 with --screenshot)."),
+                          QStringLiteral("Window size WxH, with the default layout (default "
+                                         "with --screenshot: as a normal start, or 1440x900 "
+                                         "offscreen)."),
                           QStringLiteral("WxH")};
   QCommandLineOption checkpoint{QStringLiteral("checkpoint"),
                                 QStringLiteral("Checkpoint MODULE once opened (repeatable)."),
@@ -104,13 +107,19 @@ int main(int argc, char** argv) {
                            &at = options.at;
   parser.process(app);
 
-  ckpt::ui::MainWindow window;
   const QString shot = parser.value(screenshot);
-  if (!shot.isEmpty() || parser.isSet(size)) {
+  // A render is nobody's session: it must not join Open Recent nor leave its window state for
+  // the next start (that is how an offscreen render once left 60 px docks behind).
+  ckpt::ui::MainWindow window(nullptr, shot.isEmpty()
+                                           ? ckpt::ui::MainWindow::SettingsUse::readWrite
+                                           : ckpt::ui::MainWindow::SettingsUse::readOnly);
+  // The offscreen platform's screen is no real one: a render there gets 1440x900 unless told.
+  const bool offscreen = QGuiApplication::platformName() == QLatin1String("offscreen");
+  if ((!shot.isEmpty() && offscreen) || parser.isSet(size)) {
     const QStringList wh = parser.value(size).split(QLatin1Char('x'));
     const int w = wh.size() == 2 ? wh[0].toInt() : 1440;
     const int h = wh.size() == 2 ? wh[1].toInt() : 900;
-    window.resize(w > 0 ? w : 1440, h > 0 ? h : 900);
+    window.applyDefaultLayout(QRect(0, 0, w > 0 ? w : 1440, h > 0 ? h : 900));
   }
   window.show();
 

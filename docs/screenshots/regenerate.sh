@@ -28,3 +28,11 @@ shot subnet_no_grad :/samples/subnet_no_grad_inputs.json \
 # times), every block checkpointed; the memory guard says why no real run follows.
 shot gpt2_small_dry_run :/samples/gpt2_small.json $(for i in $(seq 0 11); do echo --checkpoint h.$i; done) \
   --at peak
+# The first window as a first start opens it on three screens, under a real X server (Xvfb): the
+# window's own size and docks for that screen, not --size.
+for screen in 1366x768 1440x900 1920x1080; do
+  echo "screenshot: first_window_$screen (Xvfb)" >&2
+  rm -rf "$profile/config"
+  xvfb-run -a -s "-screen 0 ${screen}x24" env -u QT_QPA_PLATFORM \
+    "$app" --screenshot "$here/first_window_$screen.png"
+done

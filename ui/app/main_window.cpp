@@ -14,6 +14,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "ui/app/window_layout.hpp"
 #include "ui/graph/graph_view.hpp"
 #include "ui/panels/code_view.hpp"
 #include "ui/panels/inspector.hpp"
@@ -27,8 +28,9 @@
 
 namespace ckpt::ui {
 
-MainWindow::MainWindow(QWidget* parent)
+MainWindow::MainWindow(QWidget* parent, SettingsUse use)
     : QMainWindow(parent), session_(new Session(this)), player_(new Player(this)) {
+  settingsUse_ = use;
   setWindowTitle(tr("Checkpoint Lab"));
   setWindowIcon(QIcon(QStringLiteral(":/icons/ckptlab.svg")));
   setAcceptDrops(true);
@@ -114,27 +116,15 @@ void MainWindow::buildDocks() {
   lessons_ = new LessonsView;
   code_ = new CodeView;
   plan_ = new PlanView;
-  auto* dModules =
-      dock(tr("Modules"), QStringLiteral("modulesDock"), modules_, Qt::LeftDockWidgetArea);
-  auto* dNotes = dock(tr("Notes"), QStringLiteral("notesDock"), notes_, Qt::LeftDockWidgetArea);
-  auto* dSummary =
-      dock(tr("Run summary"), QStringLiteral("summaryDock"), summary_, Qt::RightDockWidgetArea);
-  auto* dInspector =
-      dock(tr("Inspector"), QStringLiteral("inspectorDock"), inspector_, Qt::RightDockWidgetArea);
-  auto* dLessons = dock(tr("Messages and lessons"), QStringLiteral("lessonsDock"), lessons_,
-                        Qt::RightDockWidgetArea);
-  auto* dCode =
-      dock(tr("PyTorch code"), QStringLiteral("codeDock"), code_, Qt::RightDockWidgetArea);
-  auto* dPlan = dock(tr("Plan"), QStringLiteral("planDock"), plan_, Qt::RightDockWidgetArea);
-  splitDockWidget(dModules, dNotes, Qt::Vertical);
-  splitDockWidget(dSummary, dInspector, Qt::Vertical);
-  tabifyDockWidget(dSummary, dCode);
-  tabifyDockWidget(dSummary, dPlan);
-  tabifyDockWidget(dInspector, dLessons);
-  dSummary->raise();
-  dInspector->raise();
-  resizeDocks({dModules, dSummary}, {300, 380}, Qt::Horizontal);
-  resizeDocks({dModules, dNotes}, {420, 300}, Qt::Vertical);
+  dock(tr("Modules"), QStringLiteral("modulesDock"), modules_, Qt::LeftDockWidgetArea);
+  dock(tr("Notes"), QStringLiteral("notesDock"), notes_, Qt::LeftDockWidgetArea);
+  dock(tr("Run summary"), QStringLiteral("summaryDock"), summary_, Qt::RightDockWidgetArea);
+  dock(tr("Inspector"), QStringLiteral("inspectorDock"), inspector_, Qt::RightDockWidgetArea);
+  dock(tr("Messages and lessons"), QStringLiteral("lessonsDock"), lessons_,
+       Qt::RightDockWidgetArea);
+  dock(tr("PyTorch code"), QStringLiteral("codeDock"), code_, Qt::RightDockWidgetArea);
+  dock(tr("Plan"), QStringLiteral("planDock"), plan_, Qt::RightDockWidgetArea);
+  arrangeDocks(kDefaultWindowSize.width());
 }
 
 void MainWindow::buildToolBar() {

@@ -14,6 +14,8 @@ class QAction;
 class QActionGroup;
 class QCheckBox;
 class QComboBox;
+class QDockWidget;
+class QSettings;
 class QLabel;
 class QMenu;
 class QSpinBox;
@@ -36,7 +38,10 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  explicit MainWindow(QWidget* parent = nullptr);
+  // readOnly: a render-only run (--screenshot) starts as the user's window would, but writes
+  // no settings: no Open Recent entry, no window state of a render nobody saw.
+  enum class SettingsUse { readWrite, readOnly };
+  explicit MainWindow(QWidget* parent = nullptr, SettingsUse use = SettingsUse::readWrite);
   ~MainWindow() override;
 
   // Opens a file or an embedded sample (":/samples/...").
@@ -61,6 +66,13 @@ class MainWindow : public QMainWindow {
   ThemeMode theme() const { return theme_; }
   void setTheme(ThemeMode mode);
 
+  // The default geometry and dock layout for the current screen (View ▸ Reset Layout), or in
+  // `geometry` (--size).
+  void resetLayout();
+  void applyDefaultLayout(const QRect& geometry);
+  // The docks a user reads beside the graph: docked, shown, on the left or right.
+  QList<QDockWidget*> sideDocks() const;
+
   bool exportGraph(const QString& path, QString* error = nullptr) const;
   bool exportPlot(const QString& path, QString* error = nullptr) const;
 
@@ -73,6 +85,8 @@ class MainWindow : public QMainWindow {
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
   bool eventFilter(QObject* watched, QEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void buildCentral();
@@ -82,6 +96,10 @@ class MainWindow : public QMainWindow {
   void wireSession();
   void loadSettings();
   void saveSettings() const;
+  void restoreWindowLayout(const QSettings& s);
+  void arrangeDocks(int windowWidth);
+  void repairUnreadableDocks();
+  void scaleSideDocks(double factor);
   void addRecent(const QString& path);
   void rebuildRecentMenu();
   void syncControls();
@@ -127,6 +145,10 @@ class MainWindow : public QMainWindow {
   bool syncing_ = false;
   bool firstRunOfModel_ = true;
   bool readyEmitted_ = false;
+  SettingsUse settingsUse_ = SettingsUse::readWrite;
+  // False until the first show has placed the docks: resizes before it are the layout's own.
+  bool layoutSettled_ = false;
+  QSize pendingDefaultSize_;  // the size a default layout asked for, until it arrives
 };
 
 }  // namespace ckpt::ui

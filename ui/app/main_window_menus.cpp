@@ -81,6 +81,10 @@ void MainWindow::buildMenus() {
   connect(followAction_, &QAction::toggled, graph_, &GraphView::setFollowCursor);
   viewMenu_->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
+  viewMenu_->addSeparator();
+  QAction* reset = viewMenu_->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
+  reset->setObjectName(QStringLiteral("resetLayoutAction"));
+  reset->setToolTip(tr("The default window size for this screen and the default docks"));
 
   QMenu* play = menuBar()->addMenu(tr("&Player"));
   play->addActions(playerBar_->playerActions());
@@ -216,8 +220,7 @@ void MainWindow::setTheme(ThemeMode mode) {
 
 void MainWindow::loadSettings() {
   QSettings s;
-  restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
-  if (!restoreState(s.value(QStringLiteral("window/state")).toByteArray())) resize(1440, 900);
+  restoreWindowLayout(s);
   recent_ = s.value(QStringLiteral("files/recent")).toStringList();
   rebuildRecentMenu();
   const double speed = s.value(QStringLiteral("player/speed"), 1.0).toDouble();
@@ -232,6 +235,7 @@ void MainWindow::loadSettings() {
 }
 
 void MainWindow::saveSettings() const {
+  if (settingsUse_ == SettingsUse::readOnly) return;
   QSettings s;
   s.setValue(QStringLiteral("window/geometry"), saveGeometry());
   s.setValue(QStringLiteral("window/state"), saveState());
