@@ -1,12 +1,22 @@
 #include "engine/report/state_timeline.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace ckpt {
 
 StateTimeline build_state_timeline(const Model& model, const Trace& trace) {
   StateTimeline out;
   out.tensors_per_op.assign(model.ops.size(), 0);
+  out.step_op.resize(static_cast<std::size_t>(trace.step_count()));
+  // Node names are interned by the trace: one lookup per distinct name, not per step.
+  std::unordered_map<const std::string*, std::int32_t> op_of_name;
+  for (std::int64_t k = 0; k < trace.step_count(); ++k) {
+    const std::string& node = trace.step_node(k);
+    auto [it, is_new] = op_of_name.try_emplace(&node, -1);
+    if (is_new && !node.empty()) it->second = static_cast<std::int32_t>(model.op_index(node));
+    out.step_op[static_cast<std::size_t>(k)] = it->second;
+  }
   const auto& lives = trace.tensors();
   for (std::size_t i = 0; i < model.ops.size(); ++i) {
     for (const auto& value : model.ops[i].outputs) {

@@ -23,6 +23,15 @@ struct StateChange {
 struct StateTimeline {
   std::vector<StateChange> changes;          // sorted by step, stable (trace order within a step)
   std::vector<std::int32_t> tensors_per_op;  // op outputs the trace knows, all pending at first
+  // The model op each step runs (forward, recompute) or belongs to (its backward node), -1 for
+  // none: joined once here by node name, so that views index instead of looking names up.
+  std::vector<std::int32_t> step_op;
+
+  std::int64_t op_at(std::int64_t step) const {
+    return step >= 0 && step < static_cast<std::int64_t>(step_op.size())
+               ? step_op[static_cast<std::size_t>(step)]
+               : -1;
+  }
 };
 
 StateTimeline build_state_timeline(const Model& model, const Trace& trace);

@@ -97,6 +97,11 @@ Phase Trace::step_phase(std::int64_t k) const {
   return d_->steps[static_cast<std::size_t>(k)].phase;
 }
 
+const std::string& Trace::step_node(std::int64_t k) const {
+  check_step(k, step_count(), false, "step_node");
+  return d_->label(d_->steps[static_cast<std::size_t>(k)].node);
+}
+
 CategoryBytes Trace::memory_at(std::int64_t k) const {
   check_step(k, step_count(), true, "memory_at");
   // Start from the last snapshot at or before k, then replay the few events after it.

@@ -108,6 +108,8 @@ class Trace {
   TraceStep step(std::int64_t k) const;
   // step(k).phase without copying the step's labels (drawing 300,000 steps asks for each).
   Phase step_phase(std::int64_t k) const;
+  // Step k's model node without copying its strings (equal names are the same object).
+  const std::string& step_node(std::int64_t k) const;
   // Live bytes by category after step k's events; k = -1 is the state before the first step.
   CategoryBytes memory_at(std::int64_t k) const;
   std::int64_t total_at(std::int64_t k) const;

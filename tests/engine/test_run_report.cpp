@@ -68,6 +68,15 @@ class TestRunReport : public QObject {
              r.trace.peak().bytes);
     QCOMPARE(report.summary.peak.bytes, r.trace.peak().bytes);
     QVERIFY(!report.timeline->changes.empty());
+    // Each step's op, joined once by name in the engine: the views index it.
+    QCOMPARE(static_cast<std::int64_t>(report.timeline->step_op.size()), r.trace.step_count());
+    std::int64_t with_op = 0;
+    for (std::int64_t k = 0; k < r.trace.step_count(); ++k) {
+      QCOMPARE(report.timeline->op_at(k), model->op_index(r.trace.step(k).node));
+      with_op += report.timeline->op_at(k) >= 0;
+    }
+    QVERIFY(with_op > r.trace.step_count() / 2);
+    QCOMPARE(report.timeline->op_at(-1), std::int64_t{-1});
     // Every step of the series is at least what was live after it.
     for (std::int64_t k = 0; k < r.trace.step_count(); ++k)
       QVERIFY(report.series->totals[static_cast<std::size_t>(k)] >= r.trace.total_at(k));

@@ -370,7 +370,7 @@ void MainWindow::onCursor(std::int64_t step) {
   inspector_->setCursorStep(step);
   // With nothing selected, the Inspector follows the op at the cursor.
   if (auto snap = session_->current(); snap && step >= 0 && step < snap->trace().step_count())
-    inspector_->setFollowedOp(session_->model()->op_index(snap->trace().step(step).node));
+    inspector_->setFollowedOp(snap->timeline ? snap->timeline->op_at(step) : -1);
   updateCallout();
 }
 

@@ -238,8 +238,7 @@ void GraphView::updateStates() {
   QString recomputingModule;
   if (valid && graph_) {
     const TraceStep step = trace_->step(cursor_);
-    // The model's own index (built by the loader) maps a step's node to its op.
-    if (const std::int64_t op = graph_->model()->op_index(step.node); op >= 0)
+    if (const std::int64_t op = timeline_ ? timeline_->op_at(cursor_) : -1; op >= 0)
       current = graph_->nodeOfOp(op);
     if (step.phase == Phase::recompute && !step.segment.empty()) {
       recomputingModule = QString::fromStdString(step.segment);
