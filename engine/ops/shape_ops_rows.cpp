@@ -2,6 +2,7 @@
 // fold shape arithmetic at load time, are in shape_ops_onnx.cpp.
 #include <climits>
 #include <stdexcept>
+#include <string>
 
 #include "engine/ops/schema/row_helpers.hpp"
 #include "engine/ops/shape_ops.hpp"
@@ -63,6 +64,20 @@ TensorList run_expand(const OpCall& n, const TensorList& x) {
 TensorList run_cat(const OpCall& n, const TensorList& x) {
   return {cat(x, attr_int(n, "dim", 0))};
 }
+TensorList run_constant_pad(const OpCall& n, const TensorList& x) {
+  return {constant_pad(x[0], attr_ints(n, "before"), attr_ints(n, "after"),
+                       attr_double(n, "value", 0.0))};
+}
+std::string python_constant_pad(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  // F.pad lists (before, after) pairs from the last dimension back.
+  const Shape b = attr_ints(n, "before"), e = attr_ints(n, "after");
+  std::string pads;
+  for (std::size_t d = b.size(); d-- > 0;)
+    pads += std::to_string(b[d]) + ", " + std::to_string(e[d]) + (d ? ", " : "");
+  const double value = attr_double(n, "value", 0.0);
+  return "F.pad(" + a[0] + ", (" + pads + ")" +
+         (value == 0 ? std::string() : ", value=" + std::to_string(value)) + ")";
+}
 TensorList run_identity(const OpCall&, const TensorList& x) {
   return {x[0]};
 }
@@ -102,6 +117,11 @@ void register_shape_ops_ops(OpTable& t) {
          .kernel = run_cat,
          .cost = rows::elementwise_cost,
          .onnx = {{.op_type = "Concat", .translate = translate_concat, .fold = fold_concat}}});
+  t.add({.type = "constant_pad",
+         .kernel = run_constant_pad,
+         .cost = rows::elementwise_cost,
+         .python = python_constant_pad,
+         .onnx = {{.op_type = "Pad", .translate = translate_pad}}});
   t.add(row("identity", run_identity,
             {{.op_type = "Identity", .translate = translate_identity, .fold = fold_identity},
              {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}}));

@@ -56,6 +56,12 @@ class TestGradcheck : public QObject {
     row("hardswish", [](const TensorList& x) { return hardswish(x[0]); }, {L({3, 4}, 24, -5, 5)});
     row("hardsigmoid", [](const TensorList& x) { return hardsigmoid(x[0]); },
         {L({3, 4}, 25, -5, 5)});
+    // Over [-3, 3] with 12 draws: both sides of each kink, none within the step of it.
+    row("leaky_relu", [](const TensorList& x) { return leaky_relu(x[0], 0.2); },
+        {L({3, 4}, 26, -3, 3)});
+    row("elu", [](const TensorList& x) { return elu(x[0], 1.5); }, {L({3, 4}, 27, -3, 3)});
+    row("softplus", [](const TensorList& x) { return softplus(x[0]); }, {L({3, 4}, 28, -3, 3)});
+    row("abs", [](const TensorList& x) { return abs(x[0]); }, {L({3, 4}, 29, -3, 3)});
     row("sum", [](const TensorList& x) { return sum(x[0]); }, {L({3, 4}, 22)});
     row("sum dim", [](const TensorList& x) { return sum(x[0], {1}); }, {L({3, 4, 2}, 23)});
     row("sum dims keepdim",
@@ -111,6 +117,12 @@ class TestGradcheck : public QObject {
         },
         {L({3, 2}, 50), L({1, 3}, 51)});
     row("clone", [](const TensorList& x) { return clone(transpose(x[0], 0, 1)); }, {L({3, 2}, 52)});
+    // Swin's window padding: H and W of [B, H, W, C] padded after, on a transposed view.
+    row("constant_pad",
+        [](const TensorList& x) {
+          return mul(constant_pad(transpose(x[0], 1, 2), {0, 0, 2, 0}, {1, 3, 0, 0}, 0.5), 1.5);
+        },
+        {L({2, 3, 2, 2}, 53)});
   }
 
   void ops() {

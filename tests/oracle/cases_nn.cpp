@@ -95,6 +95,28 @@ CKPTLAB_ORACLE_CASE(hardsigmoid) {
   return {hardsigmoid(c.input("x"))};
 }
 
+CKPTLAB_ORACLE_CASE(constant_pad) {
+  const Tensor y = constant_pad(c.input("x"), c.attr_ints("before"), c.attr_ints("after"),
+                                c.attr_double("value"));
+  return {mul(sigmoid(y), y)};
+}
+
+CKPTLAB_ORACLE_CASE(leaky_relu) {
+  return {leaky_relu(c.input("x"), c.attr_double("slope"))};
+}
+
+CKPTLAB_ORACLE_CASE(elu) {
+  return {elu(c.input("x"), c.attr_double("alpha"))};
+}
+
+CKPTLAB_ORACLE_CASE(softplus) {
+  return {softplus(c.input("x"))};
+}
+
+CKPTLAB_ORACLE_CASE(abs) {
+  return {abs(c.input("x"))};
+}
+
 CKPTLAB_ORACLE_CASE(erf) {
   return {erf(c.input("x"))};
 }

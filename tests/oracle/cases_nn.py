@@ -220,6 +220,40 @@ def hardsigmoid_case(c):
     return F.hardsigmoid(c.input("x", [4, 5], scale=4.0))
 
 
+@case("leaky_relu")
+def leaky_relu_case(c):
+    c.attr("slope", 0.2)
+    return F.leaky_relu(c.input("x", [4, 5]), 0.2)
+
+
+@case("elu")
+def elu_case(c):
+    c.attr("alpha", 1.5)
+    return F.elu(c.input("x", [4, 5], scale=2.0), 1.5)
+
+
+@case("softplus")
+def softplus_case(c):
+    # scale 12: a few of the 20 draws beyond PyTorch's threshold of 20, where it is linear.
+    return F.softplus(c.input("x", [4, 5], scale=12.0))
+
+
+@case("abs")
+def abs_case(c):
+    return torch.abs(c.input("x", [4, 5]))
+
+
+@case("constant_pad")
+def constant_pad_case(c):
+    # Swin's F.pad(x, (0, 0, 0, pad_r, 0, pad_b)) on [B, H, W, C], then a non-zero value; the
+    # sigmoid makes the padded tensor's gradient depend on where the input landed.
+    c.attr("before", [0, 0, 0, 1])
+    c.attr("after", [0, 2, 3, 0])
+    c.attr("value", -0.5)
+    y = F.pad(c.input("x", [2, 3, 4, 5]), (1, 0, 0, 3, 0, 2), value=-0.5)
+    return torch.sigmoid(y) * y
+
+
 @case("erf")
 def erf_case(c):
     return torch.erf(c.input("x", [4, 5]))

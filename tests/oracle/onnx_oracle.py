@@ -8,8 +8,8 @@ OUT_DIR/index.txt lists the cases. Cases: the tiny DenseNet and ResNet of sample
 exported now at several opsets (BatchNormalization's two training forms, opset 11 to 17), a
 small transformer block (decomposed GELU and LayerNorm below opset 17, LayerNormalization at 17,
 and the int64 shape arithmetic of a reshape into heads), and the committed samples/*.onnx with
-their own weights, and torchvision's ResNet-18, MobileNetV2 and DenseNet-121 when
-python3-torchvision is installed.
+their own weights, and torchvision's ResNet-18, MobileNetV2, DenseNet-121, MobileNetV3, a small
+VisionTransformer and a small Swin Transformer when python3-torchvision is installed.
 """
 import math
 import os
@@ -140,6 +140,19 @@ def main():
                                       hidden_dim=32, mlp_dim=64, num_classes=10).double()
             names.append(write_case(out_dir, f"torchvision_vit_opset{opset}", model,
                                     torch.randn(4, 3, 32, 32, dtype=torch.float64), opset=opset))
+        # torchvision's Swin Transformer, small: 40x40 makes a 10x10 patch grid, padded to 12x12
+        # for its 4x4 windows (Pad), shifted by 2 (roll: Slice and Concat) with the shifted-window
+        # mask built on known values (ScatterND, Equal, Not, Where), relative position bias
+        # gathered from its table (an embedding). Stochastic depth off: PyTorch 1.13 cannot
+        # export its bernoulli_ in training mode.
+        from torchvision.models.swin_transformer import SwinTransformer
+        for opset in (13, 17):
+            torch.manual_seed(31 + opset)
+            model = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2],
+                                    num_heads=[2, 2], window_size=[4, 4],
+                                    stochastic_depth_prob=0.0, num_classes=10).double()
+            names.append(write_case(out_dir, f"torchvision_swin_opset{opset}", model,
+                                    torch.randn(2, 3, 40, 40, dtype=torch.float64), opset=opset))
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
 
