@@ -117,6 +117,11 @@ class TestGradcheck : public QObject {
         },
         {L({3, 2}, 50), L({1, 3}, 51)});
     row("clone", [](const TensorList& x) { return clone(transpose(x[0], 0, 1)); }, {L({3, 2}, 52)});
+    row("upsample_nearest2d",
+        [](const TensorList& x) {
+          return mul(upsample_nearest2d(x[0], {6, 5}), x[1]);
+        },
+        {L({2, 2, 3, 2}, 54), L({2, 2, 6, 5}, 55)});
     // Swin's window padding: H and W of [B, H, W, C] padded after, on a transposed view.
     row("constant_pad",
         [](const TensorList& x) {

@@ -117,6 +117,11 @@ CKPTLAB_ORACLE_CASE(abs) {
   return {abs(c.input("x"))};
 }
 
+CKPTLAB_ORACLE_CASE(upsample_nearest2d) {
+  const auto size = c.attr_ints("size");
+  return {mul(upsample_nearest2d(c.input("x"), {size.at(0), size.at(1)}), c.input("w"))};
+}
+
 CKPTLAB_ORACLE_CASE(erf) {
   return {erf(c.input("x"))};
 }

@@ -243,6 +243,19 @@ def abs_case(c):
     return torch.abs(c.input("x", [4, 5]))
 
 
+def upsample_case(name, size):
+    @case(f"upsample_nearest2d@{name}")
+    def f(c):
+        # Times a random tensor, so that each copy of an input pixel has its own gradient.
+        c.attr("size", list(size))
+        x = F.interpolate(c.input("x", [2, 3, 4, 3]), size=size, mode="nearest")
+        return x * c.input("w", [2, 3, *size])
+
+
+upsample_case("x2", (8, 6))
+upsample_case("uneven", (7, 5))
+
+
 @case("constant_pad")
 def constant_pad_case(c):
     # Swin's F.pad(x, (0, 0, 0, pad_r, 0, pad_b)) on [B, H, W, C], then a non-zero value; the

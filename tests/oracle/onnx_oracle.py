@@ -7,7 +7,8 @@ For every case OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy and grad_
 OUT_DIR/index.txt lists the cases. Cases: the tiny DenseNet and ResNet of samples/export_onnx.py
 exported now at several opsets (BatchNormalization's two training forms, opset 11 to 17), a
 small transformer block (decomposed GELU and LayerNorm below opset 17, LayerNormalization at 17,
-and the int64 shape arithmetic of a reshape into heads), and the committed samples/*.onnx with
+and the int64 shape arithmetic of a reshape into heads), a tiny U-Net (Resize, Pad, LeakyRelu,
+Elu, Softplus, Abs), and the committed samples/*.onnx with
 their own weights, and torchvision's ResNet-18, MobileNetV2, DenseNet-121, MobileNetV3, a small
 VisionTransformer and a small Swin Transformer when python3-torchvision is installed.
 """
@@ -51,6 +52,26 @@ class TinyTransformer(nn.Module):
         y = (att @ v).transpose(1, 2).reshape(b, s, d)
         x = x + self.proj(y)
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class TinyUNet(nn.Module):
+    """A segmentation network's parts: an encoder, nearest upsampling, a skip concatenation,
+    an odd-sized input padded on one side, and the activations such networks use."""
+
+    def __init__(self, width=8, classes=3):
+        super().__init__()
+        self.down = nn.Conv2d(3, width, 3, padding=1)
+        self.mid = nn.Conv2d(width, 2 * width, 3, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.fuse = nn.Conv2d(3 * width, width, 3, padding=1)
+        self.head = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x):
+        x = F.pad(x, (0, 1, 0, 1))  # 15x15 -> 16x16, as a U-Net pads odd inputs
+        skip = F.leaky_relu(self.down(x), 0.1)
+        h = F.elu(self.mid(F.max_pool2d(skip, 2)))
+        h = torch.cat([self.up(h), skip], 1)
+        return self.head(F.softplus(self.fuse(h))).abs()
 
 
 def write_case(out_dir, name, model, x, onnx_path=None, opset=13):
@@ -101,6 +122,10 @@ def main():
         torch.manual_seed(100 + opset)
         names.append(write_case(out_dir, f"transformer_opset{opset}", TinyTransformer(),
                                 torch.randn(2, 5, 16), opset=opset))
+    for opset in (11, 13, 17):
+        torch.manual_seed(200 + opset)
+        names.append(write_case(out_dir, f"unet_opset{opset}", TinyUNet().double(),
+                                torch.randn(2, 3, 15, 15, dtype=torch.float64), opset=opset))
     for model_name in ("tiny_densenet", "tiny_resnet"):
         committed = os.path.join(samples, model_name + ".onnx")
         torch.manual_seed(7)
