@@ -1,5 +1,4 @@
-// Rows of the pooling ops (pool.cpp). ONNX's Pad before an AveragePool (PyTorch's AvgPool2d with
-// padding) folds into it: the Pad rule (shape_ops_onnx.cpp) leaves it pending for this one.
+// Rows of the pooling ops (pool.cpp).
 #include <algorithm>
 
 #include "engine/ops/pool.hpp"
@@ -41,14 +40,8 @@ void onnx_max_pool(OnnxNode& n) {
 
 void onnx_average_pool(OnnxNode& n) {
   auto w = onnx_rules::read_window(n, "AveragePool");
-  std::string source = n.input(0, "first").graph;
-  std::int64_t include_pad = n.attr_i("count_include_pad", 0);
-  if (const Attributes* pad = n.pending(n.input_name(0))) {
-    if (w.pads != Ints{0, 0}) n.fail("pads on both the Pad and the AveragePool are not supported");
-    source = std::get<std::string>(pad->at("source"));
-    w.pads = std::get<Ints>(pad->at("pads"));
-    include_pad = 1;
-  }
+  const std::string source = n.input(0, "first").graph;
+  const std::int64_t include_pad = n.attr_i("count_include_pad", 0);
   n.define(n.y(), n.emit_op("avg_pool2d", {source},
                             {{"kernel", w.kernel},
                              {"stride", w.strides},

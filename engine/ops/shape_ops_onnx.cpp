@@ -385,9 +385,9 @@ bool fold_slice(OnnxNode& n) {
   return n.fold_to(cur);
 }
 
-// A symmetric zero padding of H and W is what PyTorch exports before an AvgPool2d with padding:
-// it waits for that AveragePool, which takes it as its own padding (and saves its unpadded
-// input, as avg_pool2d does). Any other constant padding (Swin's windows, F.pad) is an op.
+// Constant padding (Swin's windows, F.pad, and what PyTorch exports before an AvgPool2d with
+// padding, which then pools the padded value: the same numbers, and the padded copy is what
+// the exported graph keeps).
 void translate_pad(OnnxNode& n) {
   if (n.attr_s("mode", "constant") != "constant") n.fail("only constant padding is supported");
   const auto pads = n.constant_input(1, "pads").to_vector();
@@ -399,18 +399,6 @@ void translate_pad(OnnxNode& n) {
     n.fail(std::to_string(pads.size()) + " pads for a value of rank " + std::to_string(r));
   if (std::all_of(pads.begin(), pads.end(), [](double p) { return p == 0; }))
     return n.alias(n.y(), x);
-  bool spatial = value == 0 && r == 4;
-  for (std::size_t d = 0; spatial && d < 2; ++d)
-    spatial = pads[d] == 0 && pads[d + r] == 0 && pads[2 + d] == pads[2 + d + r];
-  if (spatial) {
-    n.set_pending(
-        n.y(),
-        {{"source", x.graph},
-         {"pads", Ints{static_cast<std::int64_t>(pads[2]), static_cast<std::int64_t>(pads[3])}}});
-    return n.unavailable(0,
-                         "a symmetric zero padding of H and W is supported only as the input "
-                         "of an AveragePool");
-  }
   const Ints before(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(r)),
       after(pads.begin() + static_cast<std::ptrdiff_t>(r), pads.end());
   n.define(n.y(), n.emit_op("constant_pad", {x.graph},

@@ -8,9 +8,9 @@ OUT_DIR/index.txt lists the cases. Cases: the tiny DenseNet and ResNet of sample
 exported now at several opsets (BatchNormalization's two training forms, opset 11 to 17), a
 small transformer block (decomposed GELU and LayerNorm below opset 17, LayerNormalization at 17,
 and the int64 shape arithmetic of a reshape into heads), a tiny U-Net (Resize, Pad, LeakyRelu,
-Elu, Softplus, Abs), and the committed samples/*.onnx with
+Elu, Softplus, Abs), a causal nn.TransformerEncoder (Trilu), and the committed samples/*.onnx with
 their own weights, and torchvision's ResNet-18, MobileNetV2, DenseNet-121, MobileNetV3, a small
-VisionTransformer and a small Swin Transformer when python3-torchvision is installed.
+VisionTransformer, a small Swin Transformer and a small MaxViT (Einsum) when python3-torchvision is installed.
 """
 import math
 import os
@@ -74,6 +74,21 @@ class TinyUNet(nn.Module):
         return self.head(F.softplus(self.fuse(h))).abs()
 
 
+class CausalEncoder(nn.Module):
+    """nn.TransformerEncoder as users write a causal one: pre-LN, GELU, the mask made in the
+    forward by generate_square_subsequent_mask (torch.triu: ONNX Trilu, opset 14 on)."""
+
+    def __init__(self, dim=16, heads=2, hidden=32, layers=2):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(dim, heads, hidden, 0.0, "gelu", batch_first=True,
+                                           norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, norm=nn.LayerNorm(dim))
+
+    def forward(self, x):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1]).to(x.dtype)
+        return self.encoder(x, mask=mask)
+
+
 def write_case(out_dir, name, model, x, onnx_path=None, opset=13):
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
@@ -122,6 +137,10 @@ def main():
         torch.manual_seed(100 + opset)
         names.append(write_case(out_dir, f"transformer_opset{opset}", TinyTransformer(),
                                 torch.randn(2, 5, 16), opset=opset))
+    for opset in (14, 17):
+        torch.manual_seed(300 + opset)
+        names.append(write_case(out_dir, f"causal_encoder_opset{opset}", CausalEncoder().double(),
+                                torch.randn(2, 6, 16, dtype=torch.float64), opset=opset))
     for opset in (11, 13, 17):
         torch.manual_seed(200 + opset)
         names.append(write_case(out_dir, f"unet_opset{opset}", TinyUNet().double(),
@@ -178,6 +197,15 @@ def main():
                                     stochastic_depth_prob=0.0, num_classes=10).double()
             names.append(write_case(out_dir, f"torchvision_swin_opset{opset}", model,
                                     torch.randn(2, 3, 40, 40, dtype=torch.float64), opset=opset))
+        # torchvision's MaxViT, small: its attention is written with einsum (ONNX Einsum), its
+        # MBConv downsamples through a padded AvgPool2d, relative position bias as in Swin.
+        from torchvision.models.maxvit import MaxVit
+        torch.manual_seed(50)
+        model = MaxVit(input_size=(32, 32), stem_channels=8, partition_size=2,
+                       block_channels=[16, 32], block_layers=[1, 1], head_dim=8,
+                       stochastic_depth_prob=0.0, num_classes=10).double()
+        names.append(write_case(out_dir, "torchvision_maxvit", model,
+                                torch.randn(2, 3, 32, 32, dtype=torch.float64), opset=17))
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
 

@@ -164,6 +164,26 @@ bool fold_scatter_nd(OnnxNode& n) {
   return n.fold_to(make(out, ds, data.dtype()));
 }
 
+// Trilu on known values: nn.Transformer.generate_square_subsequent_mask's torch.triu of a -inf
+// matrix (opset 14 on). Keeps j - i >= k (upper) or j - i <= k (lower) in the last two dims.
+bool fold_trilu(OnnxNode& n) {
+  if (!all_inputs_constant(n)) return false;
+  const Tensor x = n.constant_input(0, "input");
+  if (x.dim() < 2) n.fail("Trilu needs at least 2 dimensions, got " + x.str());
+  const std::int64_t k =
+      n.has_input(1) ? static_cast<std::int64_t>(n.constant_input(1, "k").item()) : 0;
+  const bool upper = n.attr_i("upper", 1) != 0;
+  const std::int64_t rows = x.shape()[static_cast<std::size_t>(x.dim() - 2)],
+                     cols = x.shape().back();
+  auto v = x.to_vector();
+  for (std::size_t e = 0; e < v.size(); ++e) {
+    const auto at = static_cast<std::int64_t>(e) % (rows * cols);
+    const std::int64_t d = at % cols - at / cols;
+    if (upper ? d < k : d > k) v[e] = 0;
+  }
+  return n.fold_to(make(v, x.shape(), x.dtype()));
+}
+
 }  // namespace
 
 void register_onnx_constants_ops(OpTable& t) {
@@ -174,6 +194,7 @@ void register_onnx_constants_ops(OpTable& t) {
   t.add({.type = "onnx::Range", .onnx = {{.op_type = "Range", .fold = fold_range}}});
   t.add({.type = "onnx::Equal", .onnx = {{.op_type = "Equal", .fold = fold_equal}}});
   t.add({.type = "onnx::Where", .onnx = {{.op_type = "Where", .since = 9, .fold = fold_where}}});
+  t.add({.type = "onnx::Trilu", .onnx = {{.op_type = "Trilu", .since = 14, .fold = fold_trilu}}});
   t.add({.type = "onnx::Not", .onnx = {{.op_type = "Not", .fold = fold_not}}});
   t.add({.type = "onnx::ScatterND",
          .onnx = {{.op_type = "ScatterND", .since = 11, .fold = fold_scatter_nd}}});
