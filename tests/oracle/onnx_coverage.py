@@ -2,13 +2,15 @@
 """Which ONNX op types do real models need that the engine does not translate?
 
     /usr/bin/python3 tests/oracle/onnx_coverage.py [--opsets 13 17] [--all] [--only NAME ...]
+                                                   [--cli build/app/cli/ckptlab-cli]
 
 Exports every torchvision 0.14 classification model (one or two of each family by default,
 every size with --all) and a few nn.Transformer / nn.TransformerEncoder / nn.MultiheadAttention
 models with torch.onnx.export in training mode, as samples/export_onnx.py does, collects each
 graph's op types and prints those the engine's op table does not have. The engine's list is
 samples/README.md's "Supported op types" (test_engine_op_table keeps it equal to
-OpTable::onnx_types()). Nothing is written to disk: each export goes to memory.
+OpTable::onnx_types()). With --cli, each export is also loaded by `ckptlab-cli modules` (a dry
+run of one forward and backward) and the last column says whether it loads, or why not.
 
 Input sizes are the smallest that each architecture accepts in training mode (printed per model):
 most run at 32x32; AlexNet and VGG need 224x224 (their adaptive pools to 6x6 and 7x7 export only
@@ -24,7 +26,9 @@ import argparse
 import io
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import warnings
 
 import onnx
@@ -116,14 +120,26 @@ def supported_ops():
     return set(re.findall(r"\b([A-Z][A-Za-z]+)\b(?=[,. ]|$)", listed)) - {"Supported", "PyTorch"}
 
 
-def op_types(model, args, opset):
+def op_types(model, args, opset, cli):
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, args, buf, opset_version=opset,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     graph = onnx.load_from_string(buf.getvalue()).graph
-    return {n.op_type for n in graph.node}
+    return {n.op_type for n in graph.node}, loads(buf.getvalue(), cli) if cli else ""
+
+
+def loads(data, cli):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(data)
+        r = subprocess.run([cli, "modules", path], capture_output=True, text=True)
+    if r.returncode == 0:
+        return "  [loads]"
+    why = (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+    return "  [does not load: " + why.replace(path, "model.onnx")[:160] + "]"
 
 
 def main():
@@ -132,6 +148,7 @@ def main():
     parser.add_argument("--opsets", type=int, nargs="+", default=[13, 17])
     parser.add_argument("--all", action="store_true", help="every torchvision classifier")
     parser.add_argument("--only", nargs="+", help="these models only (names as printed)")
+    parser.add_argument("--cli", help="ckptlab-cli: also load each export (modules, a dry run)")
     args = parser.parse_args()
     supported = supported_ops()
     jobs = {}
@@ -153,13 +170,14 @@ def main():
             note = ""
             try:
                 try:
-                    ops = op_types(make().train(), inputs(), opset)
+                    ops, loaded = op_types(make().train(), inputs(), opset, args.cli)
                 except RuntimeError as e:
                     # StochasticDepth's bernoulli_(p) has no ONNX export in training mode: the
                     # model exports with it switched off (as export_onnx.py --torchvision does).
                     if "Bernoulli" not in str(e):
                         raise
-                    ops = op_types(without_stochastic_depth(make().train()), inputs(), opset)
+                    ops, loaded = op_types(without_stochastic_depth(make().train()), inputs(),
+                                           opset, args.cli)
                     note = " (stochastic_depth_prob=0)"
             except Exception as e:  # noqa: BLE001 - the report names any failure
                 print(f"{name:40s} {shape:22s} {opset:5d}  export failed: {str(e)[:90]}")
@@ -167,7 +185,7 @@ def main():
             missing = sorted(ops - supported)
             for op in missing:
                 missing_all.setdefault(op, set()).add(name)
-            print(f"{name:40s} {shape:22s} {opset:5d}  {', '.join(missing) or '-'}{note}",
+            print(f"{name:40s} {shape:22s} {opset:5d}  {', '.join(missing) or '-'}{note}{loaded}",
                   flush=True)
     print("\nmissing op type: models that need it")
     for op, models in sorted(missing_all.items()):
