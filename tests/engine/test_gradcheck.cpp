@@ -63,6 +63,12 @@ class TestGradcheck : public QObject {
     row("softplus", [](const TensorList& x) { return softplus(x[0]); }, {L({3, 4}, 28, -3, 3)});
     row("abs", [](const TensorList& x) { return abs(x[0]); }, {L({3, 4}, 29, -3, 3)});
     row("sum", [](const TensorList& x) { return sum(x[0]); }, {L({3, 4}, 22)});
+    // Over a transposed view, two dims of three; distinct draws, so no ties.
+    row("amax dims",
+        [](const TensorList& x) {
+          return amax(transpose(x[0], 0, 2), {0, 2});
+        },
+        {L({3, 4, 2}, 30)});
     row("sum dim", [](const TensorList& x) { return sum(x[0], {1}); }, {L({3, 4, 2}, 23)});
     row("sum dims keepdim",
         [](const TensorList& x) {

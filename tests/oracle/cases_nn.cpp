@@ -122,6 +122,10 @@ CKPTLAB_ORACLE_CASE(upsample_nearest2d) {
   return {mul(upsample_nearest2d(c.input("x"), {size.at(0), size.at(1)}), c.input("w"))};
 }
 
+CKPTLAB_ORACLE_CASE(amax) {
+  return {mul(amax(c.input("x"), c.attr_ints("dims"), c.attr_bool("keepdim")), 1.5)};
+}
+
 CKPTLAB_ORACLE_CASE(erf) {
   return {erf(c.input("x"))};
 }

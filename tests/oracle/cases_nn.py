@@ -256,6 +256,24 @@ upsample_case("x2", (8, 6))
 upsample_case("uneven", (7, 5))
 
 
+def amax_case(name, dims, keepdim, ties):
+    @case(f"amax@{name}")
+    def f(c):
+        c.attr("dims", dims)
+        c.attr("keepdim", keepdim)
+        if ties:  # values on a coarse grid: equal maxima share the gradient
+            g = torch.Generator().manual_seed(5)
+            x = c.input_from("x", torch.randint(-2, 3, [2, 3, 4, 5], generator=g) / 2.0,
+                             requires_grad=True)
+        else:
+            x = c.input("x", [2, 3, 4, 5])
+        return torch.amax(x, dims, keepdim) * 1.5
+
+
+amax_case("global_pool", [2, 3], True, False)
+amax_case("channels", [1], False, True)
+
+
 @case("constant_pad")
 def constant_pad_case(c):
     # Swin's F.pad(x, (0, 0, 0, pad_r, 0, pad_b)) on [B, H, W, C], then a non-zero value; the
