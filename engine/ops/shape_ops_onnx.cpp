@@ -385,24 +385,4 @@ bool fold_slice(OnnxNode& n) {
   return n.fold_to(cur);
 }
 
-// Constant padding (Swin's windows, F.pad, and what PyTorch exports before an AvgPool2d with
-// padding, which then pools the padded value: the same numbers, and the padded copy is what
-// the exported graph keeps).
-void translate_pad(OnnxNode& n) {
-  if (n.attr_s("mode", "constant") != "constant") n.fail("only constant padding is supported");
-  const auto pads = n.constant_input(1, "pads").to_vector();
-  const double value = n.has_input(2) ? n.constant_input(2, "value").item() : 0;
-  const OnnxValue& x = n.input(0, "first");
-  const auto r = static_cast<std::size_t>(n.rank());
-  if (n.has_input(3)) n.fail("the axes input of Pad is not supported");
-  if (pads.size() != 2 * r)
-    n.fail(std::to_string(pads.size()) + " pads for a value of rank " + std::to_string(r));
-  if (std::all_of(pads.begin(), pads.end(), [](double p) { return p == 0; }))
-    return n.alias(n.y(), x);
-  const Ints before(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(r)),
-      after(pads.begin() + static_cast<std::ptrdiff_t>(r), pads.end());
-  n.define(n.y(), n.emit_op("constant_pad", {x.graph},
-                            {{"before", before}, {"after", after}, {"value", value}}, n.y()));
-}
-
 }  // namespace ckpt::shape_onnx

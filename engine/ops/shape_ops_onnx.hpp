@@ -26,6 +26,5 @@ void translate_expand(OnnxNode& n);
 bool fold_expand(OnnxNode& n);
 void translate_slice(OnnxNode& n);
 bool fold_slice(OnnxNode& n);
-void translate_pad(OnnxNode& n);  // Pad: a constant_pad, or an AveragePool's padding
 
 }  // namespace ckpt::shape_onnx
