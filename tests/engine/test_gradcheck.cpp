@@ -40,6 +40,10 @@ class TestGradcheck : public QObject {
     row("sub scalar", [](const TensorList& x) { return sub(x[0], 2.5); }, {L({4}, 9)});
     row("mul scalar", [](const TensorList& x) { return mul(x[0], -3.0); }, {L({4}, 10)});
     row("div scalar", [](const TensorList& x) { return div(x[0], 8.0); }, {L({4}, 11)});
+    row("maximum broadcast", [](const TensorList& x) { return maximum(x[0], x[1]); },
+        {L({3, 4}, 31), L({4}, 32)});
+    row("minimum broadcast", [](const TensorList& x) { return minimum(x[0], x[1]); },
+        {L({3, 1}, 33), L({3, 4}, 34)});
     row("neg", [](const TensorList& x) { return neg(x[0]); }, {L({4}, 12)});
     row("pow 2", [](const TensorList& x) { return pow(x[0], 2.0); }, {L({4}, 13)});
     row("pow 0.5", [](const TensorList& x) { return pow(x[0], 0.5); }, {L({4}, 13, 0.5, 2)});

@@ -126,6 +126,14 @@ CKPTLAB_ORACLE_CASE(amax) {
   return {mul(amax(c.input("x"), c.attr_ints("dims"), c.attr_bool("keepdim")), 1.5)};
 }
 
+CKPTLAB_ORACLE_CASE(maximum) {
+  return {mul(maximum(c.input("a"), c.input("b")), c.input("w"))};
+}
+
+CKPTLAB_ORACLE_CASE(minimum) {
+  return {mul(minimum(c.input("a"), c.input("b")), c.input("w"))};
+}
+
 CKPTLAB_ORACLE_CASE(erf) {
   return {erf(c.input("x"))};
 }

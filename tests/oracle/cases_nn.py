@@ -274,6 +274,24 @@ amax_case("global_pool", [2, 3], True, False)
 amax_case("channels", [1], False, True)
 
 
+def extremum(c, f):
+    # On a coarse grid, broadcast: ties, where each side gets half the gradient.
+    gen = torch.Generator().manual_seed(6)
+    a = c.input_from("a", torch.randint(-2, 3, [3, 4], generator=gen) / 2.0, requires_grad=True)
+    b = c.input_from("b", torch.randint(-2, 3, [4], generator=gen) / 2.0, requires_grad=True)
+    return f(a, b) * c.input("w", [3, 4])
+
+
+@case("maximum")
+def maximum_case(c):
+    return extremum(c, torch.maximum)
+
+
+@case("minimum")
+def minimum_case(c):
+    return extremum(c, torch.minimum)
+
+
 @case("constant_pad")
 def constant_pad_case(c):
     # Swin's F.pad(x, (0, 0, 0, pad_r, 0, pad_b)) on [B, H, W, C], then a non-zero value; the
