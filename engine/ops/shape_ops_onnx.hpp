@@ -26,5 +26,6 @@ void translate_expand(OnnxNode& n);
 bool fold_expand(OnnxNode& n);
 void translate_slice(OnnxNode& n);
 bool fold_slice(OnnxNode& n);
+void translate_split(OnnxNode& n);  // Split: one slice per output
 
 }  // namespace ckpt::shape_onnx

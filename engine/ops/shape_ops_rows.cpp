@@ -121,7 +121,8 @@ void register_shape_ops_ops(OpTable& t) {
   t.add(row("permute", run_permute,
             {{.op_type = "Transpose", .translate = translate_transpose, .fold = fold_transpose}}));
   t.add(row("slice", run_slice,
-            {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice}}));
+            {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice},
+             {.op_type = "Split", .translate = translate_split}}));
   t.add(row("select", run_select,
             {{.op_type = "Gather", .translate = translate_gather, .fold = fold_gather}}));
   t.add(row("unsqueeze", run_unsqueeze,

@@ -8,7 +8,7 @@ OUT_DIR/index.txt lists the cases. Cases: the tiny DenseNet and ResNet of sample
 exported now at several opsets (BatchNormalization's two training forms, opset 11 to 17), a
 small transformer block (decomposed GELU and LayerNorm below opset 17, LayerNormalization at 17,
 and the int64 shape arithmetic of a reshape into heads), a tiny U-Net (Resize, Pad, LeakyRelu,
-Elu, Softplus, Abs, ReduceMax), a causal nn.TransformerEncoder (Trilu), and the committed samples/*.onnx with
+Elu, Softplus, Abs, ReduceMax, Split, Max), a causal nn.TransformerEncoder (Trilu), and the committed samples/*.onnx with
 their own weights, and torchvision's ResNet-18, MobileNetV2, DenseNet-121, MobileNetV3, a small
 VisionTransformer, a small Swin Transformer and a small MaxViT (Einsum) when python3-torchvision is installed.
 """
@@ -69,6 +69,8 @@ class TinyUNet(nn.Module):
     def forward(self, x):
         x = F.pad(x, (0, 1, 0, 1))  # 15x15 -> 16x16, as a U-Net pads odd inputs
         skip = F.leaky_relu(self.down(x), 0.1)
+        left, right = torch.split(skip, [3, 5], dim=1)  # ONNX Split
+        skip = torch.cat([torch.maximum(left, right[:, :3]), right], 1)  # ONNX Max
         h = F.elu(self.mid(F.max_pool2d(skip, 2)))
         h = h * torch.sigmoid(torch.amax(h, dim=(2, 3), keepdim=True))  # CBAM-like gate
         h = torch.cat([self.up(h), skip], 1)
