@@ -385,34 +385,4 @@ bool fold_slice(OnnxNode& n) {
   return n.fold_to(cur);
 }
 
-// Split (torch.split, torch.chunk): one slice of the axis per output, sizes from the split input
-// (opset 13 on) or attribute, else equal parts.
-void translate_split(OnnxNode& n) {
-  const std::int64_t axis = wrap_dim(n.attr_i("axis", 0), n.rank(), "Split");
-  const std::int64_t size = first(n).shape()[static_cast<std::size_t>(axis)];
-  Ints sizes = n.opset() >= 13 ? (n.has_input(1) ? n.constant_ints(1, "split") : Ints{})
-                               : n.attr_ints("split");
-  const auto parts = static_cast<std::int64_t>(n.output_count());
-  if (sizes.empty()) {
-    if (parts == 0 || size % parts != 0)
-      n.fail("cannot split a dimension of " + std::to_string(size) + " into " +
-             std::to_string(parts) + " equal parts");
-    sizes.assign(static_cast<std::size_t>(parts), size / parts);
-  }
-  std::int64_t total = 0;
-  for (auto v : sizes) total += v;
-  if (static_cast<std::int64_t>(sizes.size()) != parts || total != size)
-    n.fail("split sizes " + shape_str(sizes) + " do not cover a dimension of " +
-           std::to_string(size) + " with " + std::to_string(parts) + " outputs");
-  std::int64_t at = 0;
-  for (int k = 0; k < n.output_count(); ++k) {
-    const auto len = sizes[static_cast<std::size_t>(k)];
-    n.define(n.output(k),
-             n.emit_op("slice", {n.input(0, "first").graph},
-                       {{"dim", axis}, {"start", at}, {"end", at + len}, {"step", std::int64_t{1}}},
-                       n.output(k)));
-    at += len;
-  }
-}
-
 }  // namespace ckpt::shape_onnx

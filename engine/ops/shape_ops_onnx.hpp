@@ -26,6 +26,5 @@ void translate_expand(OnnxNode& n);
 bool fold_expand(OnnxNode& n);
 void translate_slice(OnnxNode& n);
 bool fold_slice(OnnxNode& n);
-void translate_split(OnnxNode& n);  // Split: one slice per output
 
 }  // namespace ckpt::shape_onnx
