@@ -285,4 +285,16 @@ Tensor abs(const Tensor& x) {
   return out;
 }
 
+Tensor sign(const Tensor& x) {
+  OpScope op("sign");
+  Tensor out = map_floating(x, "sign", [](auto v) {
+    using V = decltype(v);
+    return std::isnan(v) ? v : v > k<V>(0) ? k<V>(1) : v < k<V>(0) ? k<V>(-1) : k<V>(0);
+  });
+  record("SignBackward0", {x}, {out}, {}, [shape = x.shape()](BackwardContext& c) -> TensorList {
+    return {Tensor::zeros(shape, c.grads[0].dtype())};
+  });
+  return out;
+}
+
 }  // namespace ckpt

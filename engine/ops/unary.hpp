@@ -31,5 +31,6 @@ Tensor leaky_relu(const Tensor& x, double slope = 0.01);  // saves x
 Tensor elu(const Tensor& x, double alpha = 1.0);          // saves x (EluBackward0, not inplace)
 Tensor softplus(const Tensor& x);                         // saves x; beta 1, threshold 20
 Tensor abs(const Tensor& x);                              // saves x; gradient sign(x), 0 at 0
+Tensor sign(const Tensor& x);  // saves nothing: its gradient is 0 everywhere (SignBackward0)
 
 }  // namespace ckpt

@@ -14,7 +14,8 @@ using rows::unary;
 
 constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp",
                kLog[] = "log", kSqrt[] = "sqrt", kErf[] = "erf", kSin[] = "sin", kCos[] = "cos",
-               kHardswish[] = "hardswish", kSoftplus[] = "softplus", kAbs[] = "abs";
+               kHardswish[] = "hardswish", kSoftplus[] = "softplus", kAbs[] = "abs",
+               kSign[] = "sign";
 
 TensorList run_clamp(const OpCall& n, const TensorList& x) {
   std::optional<double> lo, hi;
@@ -144,6 +145,8 @@ void register_unary_ops(OpTable& t) {
          .cost = elementwise_cost,
          .python = python_abs,
          .onnx = {{.op_type = "Abs", .since = 6, .translate = rows::onnx_unary<kAbs>}}});
+  t.add(simple(kSign, unary<sign>,
+               {{.op_type = "Sign", .since = 9, .translate = rows::onnx_unary<kSign>}}));
   t.add(simple("hardtanh", run_hardtanh, {{.op_type = "Clip", .translate = onnx_clip}}));
 }
 

@@ -65,6 +65,8 @@ class TestGradcheck : public QObject {
         {L({3, 4}, 26, -3, 3)});
     row("elu", [](const TensorList& x) { return elu(x[0], 1.5); }, {L({3, 4}, 27, -3, 3)});
     row("softplus", [](const TensorList& x) { return softplus(x[0]); }, {L({3, 4}, 28, -3, 3)});
+    // Piecewise constant: its gradient is 0, as finite differences away from 0 agree.
+    row("sign", [](const TensorList& x) { return mul(sign(x[0]), x[0]); }, {L({3, 4}, 35, -3, 3)});
     row("abs", [](const TensorList& x) { return abs(x[0]); }, {L({3, 4}, 29, -3, 3)});
     row("sum", [](const TensorList& x) { return sum(x[0]); }, {L({3, 4}, 22)});
     // Over a transposed view, two dims of three; distinct draws, so no ties.

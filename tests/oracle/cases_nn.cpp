@@ -134,6 +134,11 @@ CKPTLAB_ORACLE_CASE(minimum) {
   return {mul(minimum(c.input("a"), c.input("b")), c.input("w"))};
 }
 
+CKPTLAB_ORACLE_CASE(sign) {
+  const Tensor x = c.input("x");
+  return {mul(sign(x), x)};
+}
+
 CKPTLAB_ORACLE_CASE(erf) {
   return {erf(c.input("x"))};
 }

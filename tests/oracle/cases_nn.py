@@ -238,6 +238,13 @@ def softplus_case(c):
     return F.softplus(c.input("x", [4, 5], scale=12.0))
 
 
+@case("sign")
+def sign_case(c):
+    # sign(x) * x: the product's gradient is sign(x), with sign's own gradient 0.
+    x = c.input("x", [4, 5])
+    return torch.sign(x) * x
+
+
 @case("abs")
 def abs_case(c):
     return torch.abs(c.input("x", [4, 5]))
