@@ -1,6 +1,8 @@
 #include "engine/ops/elementwise.hpp"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/autograd/node.hpp"
@@ -127,6 +129,46 @@ Tensor pow(const Tensor& a, double e) {
     return {mul_raw(c.grads[0], d)};
   });
   return out;
+}
+
+namespace {
+
+// max (Max = true) or min of a and b, and the backward's share of the gradient for a: 1 where a
+// wins, 1/2 on a tie, 0 where b wins (b's share is the same with a and b swapped).
+template <bool Max>
+Tensor extremum(const Tensor& a, const Tensor& b, const char* name, const char* node) {
+  OpScope op(name);
+  if (a.dtype() != b.dtype())
+    throw std::invalid_argument(std::string(name) + ": " + a.str() + " and " + b.str() +
+                                " must have the same dtype");
+  Tensor out = dispatch_floating(a.dtype(), name, [&]<typename T>() {
+    return binary_map<T>(
+        a, b,
+        [](T x, T y) { return std::isnan(x) || std::isnan(y) ? x + y : (Max == (x > y) ? x : y); },
+        name);
+  });
+  record(node, {a, b}, {out}, {a, b}, [name](BackwardContext& c) -> TensorList {
+    auto share = [&](const Tensor& x, const Tensor& y) {
+      return dispatch_floating(x.dtype(), name, [&]<typename T>() {
+        return binary_map<T>(
+            x, y, [](T p, T q) { return p == q ? T(0.5) : (Max == (p > q) ? T(1) : T(0)); }, name);
+      });
+    };
+    const Tensor &a2 = c.saved[0], &b2 = c.saved[1], &g = c.grads[0];
+    return {c.needs_input_grad[0] ? sum_to_raw(mul_raw(g, share(a2, b2)), a2.shape()) : Tensor(),
+            c.needs_input_grad[1] ? sum_to_raw(mul_raw(g, share(b2, a2)), b2.shape()) : Tensor()};
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return extremum<true>(a, b, "maximum", "MaximumBackward0");
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return extremum<false>(a, b, "minimum", "MinimumBackward0");
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) {

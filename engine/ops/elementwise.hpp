@@ -15,6 +15,10 @@ Tensor mul(const Tensor& a, double b);         // saves the scalar as a 0-d tens
 Tensor div(const Tensor& a, double b);         // saves the scalar as a 0-d tensor (8 bytes)
 Tensor neg(const Tensor& a);                   // saves nothing
 Tensor pow(const Tensor& a, double exponent);  // saves a
+// torch.maximum / torch.minimum: save a and b (MaximumBackward0); NaN propagates, and a tie
+// sends half the gradient to each side, as PyTorch 1.13.
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

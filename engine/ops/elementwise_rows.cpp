@@ -1,5 +1,6 @@
 // Rows of the elementwise arithmetic ops (elementwise.cpp).
 #include <cmath>
+#include <string>
 
 #include "engine/ops/elementwise.hpp"
 #include "engine/ops/schema/onnx_support.hpp"
@@ -38,6 +39,17 @@ Tensor mul_ts(const Tensor& a, double b) {
 }
 Tensor div_ts(const Tensor& a, double b) {
   return div(a, b);
+}
+
+// ONNX Max and Min take one or more inputs, broadcast: a chain of two-input ops.
+template <bool Max>
+void onnx_extremum(OnnxNode& n) {
+  if (n.input_count() == 1) return n.alias(n.y(), n.input(0, "first"));
+  const OnnxValue* cur = nullptr;
+  for (std::size_t i = 1; i < n.input_count(); ++i)
+    cur = &n.emit_op(Max ? "maximum" : "minimum", {cur ? cur->graph : n.operand(0), n.operand(i)},
+                     {}, i + 1 == n.input_count() ? n.y() : "");
+  n.define(n.y(), *cur);
 }
 
 TensorList run_pow(const OpCall& n, const TensorList& x) {
@@ -120,6 +132,9 @@ void register_elementwise_ops(OpTable& t) {
   t.add(row(kSub, 2, binary<sub_tt>, {arithmetic_rule<kSub>("Sub")}));
   t.add(row(kMul, 2, binary<mul_tt>, {arithmetic_rule<kMul>("Mul")}));
   t.add(row(kDiv, 2, binary<div_tt>, {arithmetic_rule<kDiv>("Div")}));
+  t.add(row("maximum", 2, binary<maximum>, {{.op_type = "Max", .translate = onnx_extremum<true>}}));
+  t.add(
+      row("minimum", 2, binary<minimum>, {{.op_type = "Min", .translate = onnx_extremum<false>}}));
   t.add(row("add_scalar", 1, with_scalar<add_ts>));
   t.add(row("sub_scalar", 1, with_scalar<sub_ts>));
   t.add(row("mul_scalar", 1, with_scalar<mul_ts>));

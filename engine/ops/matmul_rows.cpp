@@ -1,4 +1,6 @@
 // Rows of matmul and linear (matmul.cpp).
+#include <string>
+
 #include "engine/ops/matmul.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
 
@@ -48,6 +50,43 @@ void onnx_matmul(OnnxNode& n) {
   n.define(n.y(), n.emit_op("matmul", {n.operand(0), n.operand(1)}, {}, n.y()));
 }
 
+// Einsum as a batched matrix product, the two forms attention is written in (MaxViT's
+// "bghid,bghjd->bghij" and "bghij,bghjd->bghid"): the same batch letters on every operand,
+// then a product over one shared letter, the second operand transposed when the shared letter
+// is last in both. Other equations are a named error.
+std::string letters(const std::string& s) {
+  std::string out;
+  for (char ch : s)
+    if (ch != ' ') out += ch;
+  return out;
+}
+void onnx_einsum(OnnxNode& n) {
+  const std::string eq = letters(n.attr_s("equation", ""));
+  const auto comma = eq.find(','), arrow = eq.find("->");
+  if (n.input_count() != 2 || comma == std::string::npos || arrow == std::string::npos ||
+      arrow < comma)
+    n.fail("only two-operand einsum equations with an explicit output are supported, got '" + eq +
+           "'");
+  const std::string a = eq.substr(0, comma), b = eq.substr(comma + 1, arrow - comma - 1),
+                    y = eq.substr(arrow + 2);
+  const bool sizes = a.size() >= 2 && a.size() == b.size() && a.size() == y.size();
+  const std::size_t r = a.size();
+  const std::string batch = sizes ? a.substr(0, r - 2) : "";
+  const bool same_batch =
+      sizes && b.compare(0, r - 2, batch) == 0 && y.compare(0, r - 2, batch) == 0;
+  const char i = sizes ? a[r - 2] : 0, k = sizes ? a[r - 1] : 0;
+  // y = a @ b: a "..ik", b "..kj", y "..ij"; y = a @ b^T: b "..jk".
+  const bool plain = same_batch && b[r - 2] == k && y[r - 2] == i && y[r - 1] == b[r - 1];
+  const bool transposed = same_batch && b[r - 1] == k && y[r - 2] == i && y[r - 1] == b[r - 2];
+  if (!plain && !transposed)
+    n.fail("einsum '" + eq + "' is not a batched matrix product this importer translates");
+  std::string rhs = n.operand(1);
+  if (transposed)
+    rhs = n.emit_op("transpose", {rhs}, {{"dim0", std::int64_t{-2}}, {"dim1", std::int64_t{-1}}})
+              .graph;
+  n.define(n.y(), n.emit_op("matmul", {n.operand(0), rhs}, {}, n.y()));
+}
+
 }  // namespace
 
 void register_matmul_ops(OpTable& t) {
@@ -64,7 +103,8 @@ void register_matmul_ops(OpTable& t) {
          .kernel = run_matmul,
          .compute_heavy = true,
          .cost = product_cost,
-         .onnx = {{.op_type = "MatMul", .translate = onnx_matmul}}});
+         .onnx = {{.op_type = "MatMul", .translate = onnx_matmul},
+                  {.op_type = "Einsum", .since = 12, .translate = onnx_einsum}}});
 }
 
 }  // namespace ckpt

@@ -13,6 +13,7 @@
 #include "engine/ops/norm.hpp"
 #include "engine/ops/pool.hpp"
 #include "engine/ops/reduce.hpp"
+#include "engine/ops/resize.hpp"
 #include "engine/ops/shape_ops.hpp"
 #include "engine/ops/softmax.hpp"
 #include "engine/ops/unary.hpp"

@@ -1,5 +1,4 @@
-// Rows of the pooling ops (pool.cpp), and ONNX's Pad, which PyTorch exports before an
-// AvgPool2d with padding and which folds into it.
+// Rows of the pooling ops (pool.cpp).
 #include <algorithm>
 
 #include "engine/ops/pool.hpp"
@@ -39,36 +38,10 @@ void onnx_max_pool(OnnxNode& n) {
   n.unavailable(1, "the engine's max_pool2d keeps its indices for backward only");
 }
 
-// Zero padding of H and W, waiting for the AveragePool that consumes it.
-void onnx_pad(OnnxNode& n) {
-  if (n.attr_s("mode", "constant") != "constant") n.fail("only constant padding is supported");
-  const auto pads = n.constant_input(1, "pads").to_vector();
-  const double value = n.has_input(2) ? n.constant_input(2, "value").item() : 0;
-  const OnnxValue& x = n.input(0, "first");
-  if (std::all_of(pads.begin(), pads.end(), [](double p) { return p == 0; }))
-    return n.alias(n.y(), x);
-  const auto r = static_cast<std::size_t>(n.rank());
-  bool spatial = value == 0 && pads.size() == 2 * r && r == 4;
-  for (std::size_t d = 0; spatial && d < 2; ++d)
-    spatial = pads[d] == 0 && pads[d + r] == 0 && pads[2 + d] == pads[2 + d + r];
-  if (!spatial) n.fail("only zero padding of H and W, followed by an AveragePool, is supported");
-  n.set_pending(
-      n.y(),
-      {{"source", x.graph},
-       {"pads", Ints{static_cast<std::int64_t>(pads[2]), static_cast<std::int64_t>(pads[3])}}});
-  n.unavailable(0, "zero padding is supported only as the input of an AveragePool");
-}
-
 void onnx_average_pool(OnnxNode& n) {
   auto w = onnx_rules::read_window(n, "AveragePool");
-  std::string source = n.input(0, "first").graph;
-  std::int64_t include_pad = n.attr_i("count_include_pad", 0);
-  if (const Attributes* pad = n.pending(n.input_name(0))) {
-    if (w.pads != Ints{0, 0}) n.fail("pads on both the Pad and the AveragePool are not supported");
-    source = std::get<std::string>(pad->at("source"));
-    w.pads = std::get<Ints>(pad->at("pads"));
-    include_pad = 1;
-  }
+  const std::string source = n.input(0, "first").graph;
+  const std::int64_t include_pad = n.attr_i("count_include_pad", 0);
   n.define(n.y(), n.emit_op("avg_pool2d", {source},
                             {{"kernel", w.kernel},
                              {"stride", w.strides},
@@ -94,8 +67,7 @@ OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorL
 void register_pool_ops(OpTable& t) {
   t.add(row("max_pool2d", run_max_pool2d, {{.op_type = "MaxPool", .translate = onnx_max_pool}}));
   t.add(row("avg_pool2d", run_avg_pool2d,
-            {{.op_type = "AveragePool", .translate = onnx_average_pool},
-             {.op_type = "Pad", .translate = onnx_pad}}));
+            {{.op_type = "AveragePool", .translate = onnx_average_pool}}));
   t.add(row("adaptive_avg_pool2d", run_adaptive_avg_pool2d,
             {{.op_type = "GlobalAveragePool", .translate = onnx_global_average_pool}}));
 }

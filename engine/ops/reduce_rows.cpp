@@ -20,6 +20,19 @@ TensorList run_mean_dims(const OpCall& n, const TensorList& x) {
   return {mean(x[0], attr_ints(n, "dims"), attr_int(n, "keepdim", 0) != 0)};
 }
 
+TensorList run_amax(const OpCall& n, const TensorList& x) {
+  return {amax(x[0], attr_ints(n, "dims"), attr_int(n, "keepdim", 0) != 0)};
+}
+
+// ReduceMax: axes an attribute until opset 18, all dimensions when absent.
+void onnx_reduce_max(OnnxNode& n) {
+  std::vector<std::int64_t> axes = n.attr_ints("axes");
+  if (axes.empty())
+    for (std::int64_t d = 0; d < n.rank(); ++d) axes.push_back(d);
+  n.define(n.y(), n.emit_op("amax", {n.input(0, "first").graph},
+                            {{"dims", axes}, {"keepdim", n.attr_i("keepdims", 1)}}, n.y()));
+}
+
 // ReduceSum takes its axes as an input from opset 13; ReduceMean as an attribute until 18.
 template <bool IsSum>
 void onnx_reduce(OnnxNode& n) {
@@ -45,6 +58,8 @@ void register_reduce_ops(OpTable& t) {
   t.add(row("sum", run_sum));
   t.add(row("mean", run_mean));
   t.add(row("sum_dims", run_sum_dims, {{.op_type = "ReduceSum", .translate = onnx_reduce<true>}}));
+  t.add(
+      row("amax", run_amax, {{.op_type = "ReduceMax", .until = 17, .translate = onnx_reduce_max}}));
   t.add(row("mean_dims", run_mean_dims,
             {{.op_type = "ReduceMean", .translate = onnx_reduce<false>}}));
 }

@@ -274,4 +274,33 @@ Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim) {
   return out;
 }
 
+Tensor constant_pad(const Tensor& x, const Shape& before, const Shape& after, double value) {
+  OpScope op("constant_pad");
+  const auto rank = static_cast<std::size_t>(x.dim());
+  if (before.size() != rank || after.size() != rank)
+    throw std::invalid_argument("constant_pad: " + std::to_string(before.size()) + " and " +
+                                std::to_string(after.size()) + " pads for a tensor of rank " +
+                                std::to_string(rank) + " (" + x.str() + ")");
+  Shape out_shape = x.shape();
+  std::int64_t offset = 0;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (before[d] < 0 || after[d] < 0)
+      throw std::invalid_argument(
+          "constant_pad: negative padding (cropping) is not supported, got " + shape_str(before) +
+          " before and " + shape_str(after) + " after");
+    out_shape[d] += before[d] + after[d];
+  }
+  Tensor out = Tensor::full(out_shape, value, x.dtype());
+  const Strides st = out.strides();
+  for (std::size_t d = 0; d < rank; ++d) offset += before[d] * st[d];
+  Tensor middle = out.alias(x.shape(), st, offset);
+  copy_into_raw(middle, x);
+  record("ConstantPadNdBackward0", {x}, {out}, {},
+         [shape = x.shape(), offset](BackwardContext& c) -> TensorList {
+           const Tensor g = as_contiguous(c.grads[0]);
+           return {contiguous_copy(g.alias(shape, g.strides(), g.offset() + offset))};
+         });
+  return out;
+}
+
 }  // namespace ckpt

@@ -21,5 +21,8 @@ Tensor expand(const Tensor& x, const Shape& shape);
 Tensor clone(const Tensor& x);                                // a copy; saves nothing
 Tensor contiguous(const Tensor& x);                           // x itself, or a clone
 Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim);  // saves nothing
+// torch.constant_pad_nd: `before[d]` and `after[d]` elements of `value` around dimension d
+// (none negative); saves nothing, its backward is the gradient's middle.
+Tensor constant_pad(const Tensor& x, const Shape& before, const Shape& after, double value = 0);
 
 }  // namespace ckpt

@@ -330,7 +330,11 @@ std::vector<SliceAxis> slice_axes(const OnnxNode& n, const Shape& shape, bool on
         wrap_axis(axes.empty() ? static_cast<std::int64_t>(i) : static_cast<std::int64_t>(axes[i]),
                   rank, "Slice");
     const std::int64_t step = steps.empty() ? 1 : static_cast<std::int64_t>(steps[i]);
-    if (step <= 0) n.fail("a non-positive slice step is not supported");
+    // A negative step reverses (F.pad's pads list, reversed at load time); a computed value
+    // has no reversing op.
+    if (step == 0 || (step < 0 && !onnx_clamp))
+      n.fail(step == 0 ? "a slice step of 0"
+                       : "a negative slice step on a value computed at run time is not supported");
     const std::int64_t size = shape[static_cast<std::size_t>(axis)];
     if (onnx_clamp) {
       const auto [b, e] = slice_bounds(to_index(starts[i]), to_index(ends[i]), step, size);
@@ -363,15 +367,17 @@ bool fold_slice(OnnxNode& n) {
   for (const auto& a : slice_axes(n, x.shape(), true)) {
     const std::int64_t size = cur.shape()[static_cast<std::size_t>(a.axis)];
     Shape s = cur.shape();
-    s[static_cast<std::size_t>(a.axis)] =
-        a.end > a.start ? (a.end - a.start + a.step - 1) / a.step : 0;
+    const std::int64_t span = a.step > 0 ? a.end - a.start : a.start - a.end,
+                       stride = a.step > 0 ? a.step : -a.step,
+                       count = span > 0 ? (span + stride - 1) / stride : 0;
+    s[static_cast<std::size_t>(a.axis)] = count;
     std::int64_t outer = 1, inner = 1;
     for (std::int64_t d = 0; d < a.axis; ++d) outer *= s[static_cast<std::size_t>(d)];
     for (std::int64_t d = a.axis + 1; d < rank; ++d) inner *= s[static_cast<std::size_t>(d)];
     const auto v = cur.to_vector();
     std::vector<double> o;
     for (std::int64_t r = 0; r < outer; ++r)
-      for (std::int64_t j = a.start; j < a.end; j += a.step)
+      for (std::int64_t t = 0, j = a.start; t < count; ++t, j += a.step)
         o.insert(o.end(), v.begin() + (r * size + j) * inner,
                  v.begin() + (r * size + j + 1) * inner);
     cur = make(o, s, x.dtype());

@@ -1,7 +1,9 @@
 // Rows of the view, copy and layout ops (shape_ops.cpp). Their ONNX rules, most of which also
 // fold shape arithmetic at load time, are in shape_ops_onnx.cpp.
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
+#include <string>
 
 #include "engine/ops/schema/row_helpers.hpp"
 #include "engine/ops/shape_ops.hpp"
@@ -63,6 +65,70 @@ TensorList run_expand(const OpCall& n, const TensorList& x) {
 TensorList run_cat(const OpCall& n, const TensorList& x) {
   return {cat(x, attr_int(n, "dim", 0))};
 }
+TensorList run_constant_pad(const OpCall& n, const TensorList& x) {
+  return {constant_pad(x[0], attr_ints(n, "before"), attr_ints(n, "after"),
+                       attr_double(n, "value", 0.0))};
+}
+std::string python_constant_pad(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  // F.pad lists (before, after) pairs from the last dimension back.
+  const Shape b = attr_ints(n, "before"), e = attr_ints(n, "after");
+  std::string pads;
+  for (std::size_t d = b.size(); d-- > 0;)
+    pads += std::to_string(b[d]) + ", " + std::to_string(e[d]) + (d ? ", " : "");
+  const double value = attr_double(n, "value", 0.0);
+  return "F.pad(" + a[0] + ", (" + pads + ")" +
+         (value == 0 ? std::string() : ", value=" + std::to_string(value)) + ")";
+}
+// Constant padding (Swin's windows, F.pad, and what PyTorch exports before an AvgPool2d with
+// padding, which then pools the padded value: the same numbers, and the padded copy is what
+// the exported graph keeps).
+void translate_pad(OnnxNode& n) {
+  if (n.attr_s("mode", "constant") != "constant") n.fail("only constant padding is supported");
+  const auto pads = n.constant_input(1, "pads").to_vector();
+  const double value = n.has_input(2) ? n.constant_input(2, "value").item() : 0;
+  const OnnxValue& x = n.input(0, "first");
+  const auto r = static_cast<std::size_t>(n.rank());
+  if (n.has_input(3)) n.fail("the axes input of Pad is not supported");
+  if (pads.size() != 2 * r)
+    n.fail(std::to_string(pads.size()) + " pads for a value of rank " + std::to_string(r));
+  if (std::all_of(pads.begin(), pads.end(), [](double p) { return p == 0; }))
+    return n.alias(n.y(), x);
+  const Shape before(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(r)),
+      after(pads.begin() + static_cast<std::ptrdiff_t>(r), pads.end());
+  n.define(n.y(), n.emit_op("constant_pad", {x.graph},
+                            {{"before", before}, {"after", after}, {"value", value}}, n.y()));
+}
+
+// Split (torch.split, torch.chunk): one slice of the axis per output, sizes from the split input
+// (opset 13 on) or attribute, else equal parts.
+void translate_split(OnnxNode& n) {
+  const std::int64_t axis = wrap_dim(n.attr_i("axis", 0), n.rank(), "Split");
+  const std::int64_t size = n.input(0, "first").probe.shape()[static_cast<std::size_t>(axis)];
+  Shape sizes = n.opset() >= 13 ? (n.has_input(1) ? n.constant_ints(1, "split") : Shape{})
+                                : n.attr_ints("split");
+  const auto parts = static_cast<std::int64_t>(n.output_count());
+  if (sizes.empty()) {
+    if (parts == 0 || size % parts != 0)
+      n.fail("cannot split a dimension of " + std::to_string(size) + " into " +
+             std::to_string(parts) + " equal parts");
+    sizes.assign(static_cast<std::size_t>(parts), size / parts);
+  }
+  std::int64_t total = 0;
+  for (auto v : sizes) total += v;
+  if (static_cast<std::int64_t>(sizes.size()) != parts || total != size)
+    n.fail("split sizes " + shape_str(sizes) + " do not cover a dimension of " +
+           std::to_string(size) + " with " + std::to_string(parts) + " outputs");
+  std::int64_t at = 0;
+  for (int k = 0; k < n.output_count(); ++k) {
+    const auto len = sizes[static_cast<std::size_t>(k)];
+    n.define(n.output(k),
+             n.emit_op("slice", {n.input(0, "first").graph},
+                       {{"dim", axis}, {"start", at}, {"end", at + len}, {"step", std::int64_t{1}}},
+                       n.output(k)));
+    at += len;
+  }
+}
+
 TensorList run_identity(const OpCall&, const TensorList& x) {
   return {x[0]};
 }
@@ -85,7 +151,8 @@ void register_shape_ops_ops(OpTable& t) {
   t.add(row("permute", run_permute,
             {{.op_type = "Transpose", .translate = translate_transpose, .fold = fold_transpose}}));
   t.add(row("slice", run_slice,
-            {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice}}));
+            {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice},
+             {.op_type = "Split", .translate = translate_split}}));
   t.add(row("select", run_select,
             {{.op_type = "Gather", .translate = translate_gather, .fold = fold_gather}}));
   t.add(row("unsqueeze", run_unsqueeze,
@@ -102,6 +169,11 @@ void register_shape_ops_ops(OpTable& t) {
          .kernel = run_cat,
          .cost = rows::elementwise_cost,
          .onnx = {{.op_type = "Concat", .translate = translate_concat, .fold = fold_concat}}});
+  t.add({.type = "constant_pad",
+         .kernel = run_constant_pad,
+         .cost = rows::elementwise_cost,
+         .python = python_constant_pad,
+         .onnx = {{.op_type = "Pad", .translate = translate_pad}}});
   t.add(row("identity", run_identity,
             {{.op_type = "Identity", .translate = translate_identity, .fold = fold_identity},
              {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}}));

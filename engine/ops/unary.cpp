@@ -224,4 +224,77 @@ Tensor hardsigmoid(const Tensor& x) {
   return out;
 }
 
+// The activations below save their input (PyTorch 1.13's LeakyReluBackward0, EluBackward0,
+// SoftplusBackward0, AbsBackward0: `self`), and their slopes are PyTorch's at the kinks.
+Tensor leaky_relu(const Tensor& x, double slope) {
+  OpScope op("leaky_relu");
+  Tensor out = map_floating(x, "leaky_relu", [slope](auto v) {
+    using V = decltype(v);
+    return v > k<V>(0) ? v : v * k<V>(slope);
+  });
+  record("LeakyReluBackward0", {x}, {out}, {x}, [slope](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "leaky_relu", [slope](auto v) {
+      using V = decltype(v);
+      return v > k<V>(0) ? k<V>(1) : k<V>(slope);
+    })};
+  });
+  return out;
+}
+
+Tensor elu(const Tensor& x, double alpha) {
+  OpScope op("elu");
+  Tensor out = map_floating(x, "elu", [alpha](auto v) {
+    using V = decltype(v);
+    return v > k<V>(0) ? v : k<V>(alpha) * std::expm1(v);
+  });
+  record("EluBackward0", {x}, {out}, {x}, [alpha](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "elu", [alpha](auto v) {
+      using V = decltype(v);
+      return v <= k<V>(0) ? k<V>(alpha) * std::exp(v) : k<V>(1);
+    })};
+  });
+  return out;
+}
+
+// F.softplus with beta 1 and threshold 20: linear above the threshold, as PyTorch.
+Tensor softplus(const Tensor& x) {
+  OpScope op("softplus");
+  Tensor out = map_floating(x, "softplus", [](auto v) {
+    using V = decltype(v);
+    return v > k<V>(20) ? v : std::log1p(std::exp(v));
+  });
+  record("SoftplusBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "softplus", [](auto v) {
+      using V = decltype(v);
+      const V z = std::exp(v);
+      return v > k<V>(20) ? k<V>(1) : z / (z + k<V>(1));
+    })};
+  });
+  return out;
+}
+
+Tensor abs(const Tensor& x) {
+  OpScope op("abs");
+  Tensor out = map_floating(x, "abs", [](auto v) { return std::abs(v); });
+  record("AbsBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "abs", [](auto v) {
+      using V = decltype(v);
+      return v > k<V>(0) ? k<V>(1) : v < k<V>(0) ? k<V>(-1) : k<V>(0);
+    })};
+  });
+  return out;
+}
+
+Tensor sign(const Tensor& x) {
+  OpScope op("sign");
+  Tensor out = map_floating(x, "sign", [](auto v) {
+    using V = decltype(v);
+    return std::isnan(v) ? v : v > k<V>(0) ? k<V>(1) : v < k<V>(0) ? k<V>(-1) : k<V>(0);
+  });
+  record("SignBackward0", {x}, {out}, {}, [shape = x.shape()](BackwardContext& c) -> TensorList {
+    return {Tensor::zeros(shape, c.grads[0].dtype())};
+  });
+  return out;
+}
+
 }  // namespace ckpt

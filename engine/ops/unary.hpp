@@ -25,7 +25,12 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 Tensor hardtanh(const Tensor& x, double min = -1, double max = 1);
 Tensor erf(const Tensor& x);
 Tensor hardswish(const Tensor& x);    // saves x; x·relu6(x + 3)/6 (MobileNetV3)
-Tensor hardsigmoid(const Tensor& x);  // saves x; relu6(x + 3)/6  // saves x; ONNX exports GELU
-                                      // decomposed through Erf
+Tensor hardsigmoid(const Tensor& x);  // saves x; relu6(x + 3)/6
+// Common in segmentation and sequence models (GAN discriminators, U-Nets, Mish's softplus).
+Tensor leaky_relu(const Tensor& x, double slope = 0.01);  // saves x
+Tensor elu(const Tensor& x, double alpha = 1.0);          // saves x (EluBackward0, not inplace)
+Tensor softplus(const Tensor& x);                         // saves x; beta 1, threshold 20
+Tensor abs(const Tensor& x);                              // saves x; gradient sign(x), 0 at 0
+Tensor sign(const Tensor& x);  // saves nothing: its gradient is 0 everywhere (SignBackward0)
 
 }  // namespace ckpt

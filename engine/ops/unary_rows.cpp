@@ -14,7 +14,8 @@ using rows::unary;
 
 constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp",
                kLog[] = "log", kSqrt[] = "sqrt", kErf[] = "erf", kSin[] = "sin", kCos[] = "cos",
-               kHardswish[] = "hardswish";
+               kHardswish[] = "hardswish", kSoftplus[] = "softplus", kAbs[] = "abs",
+               kSign[] = "sign";
 
 TensorList run_clamp(const OpCall& n, const TensorList& x) {
   std::optional<double> lo, hi;
@@ -24,6 +25,33 @@ TensorList run_clamp(const OpCall& n, const TensorList& x) {
 }
 TensorList run_hardtanh(const OpCall& n, const TensorList& x) {
   return {hardtanh(x[0], attr_double(n, "min", -1.0), attr_double(n, "max", 1.0))};
+}
+
+TensorList run_leaky_relu(const OpCall& n, const TensorList& x) {
+  return {leaky_relu(x[0], attr_double(n, "slope", 0.01))};
+}
+TensorList run_elu(const OpCall& n, const TensorList& x) {
+  return {elu(x[0], attr_double(n, "alpha", 1.0))};
+}
+void onnx_leaky_relu(OnnxNode& n) {
+  n.define(n.y(), n.emit_op("leaky_relu", {n.input(0, "first").graph},
+                            {{"slope", n.attr_f("alpha", 0.01)}}, n.y()));
+}
+void onnx_elu(OnnxNode& n) {
+  n.define(n.y(), n.emit_op("elu", {n.input(0, "first").graph}, {{"alpha", n.attr_f("alpha", 1.0)}},
+                            n.y()));
+}
+std::string python_leaky_relu(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  return "F.leaky_relu(" + a[0] + ", " + std::to_string(attr_double(n, "slope", 0.01)) + ")";
+}
+std::string python_elu(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  return "F.elu(" + a[0] + ", " + std::to_string(attr_double(n, "alpha", 1.0)) + ")";
+}
+std::string python_softplus(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return "F.softplus(" + a[0] + ")";
+}
+std::string python_abs(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return "torch.abs(" + a[0] + ")";
 }
 
 // ONNX HardSigmoid is alpha·x + beta clipped to [0, 1]; PyTorch's is alpha 1/6, beta 1/2.
@@ -93,6 +121,32 @@ void register_unary_ops(OpTable& t) {
          .onnx = {{.op_type = "HardSigmoid", .since = 6, .translate = onnx_hardsigmoid}},
          .native_layer = "hardsigmoid",
          .module_class = "Hardsigmoid"});
+  t.add({.type = "leaky_relu",
+         .kernel = run_leaky_relu,
+         .cost = elementwise_cost,
+         .python = python_leaky_relu,
+         .onnx = {{.op_type = "LeakyRelu", .since = 6, .translate = onnx_leaky_relu}}});
+  t.add({.type = "elu",
+         .kernel = run_elu,
+         .cost = elementwise_cost,
+         .python = python_elu,
+         .onnx = {{.op_type = "Elu", .since = 6, .translate = onnx_elu}}});
+  // ONNX Softplus is log(1 + exp(x)) without PyTorch's threshold: the two differ above 20 by
+  // under exp(-20) relative.
+  t.add({.type = kSoftplus,
+         .kernel = unary<softplus>,
+         .cost = elementwise_cost,
+         .python = python_softplus,
+         .onnx = {{.op_type = "Softplus", .translate = rows::onnx_unary<kSoftplus>}},
+         .native_layer = "softplus",
+         .module_class = "Softplus"});
+  t.add({.type = kAbs,
+         .kernel = unary<abs>,
+         .cost = elementwise_cost,
+         .python = python_abs,
+         .onnx = {{.op_type = "Abs", .since = 6, .translate = rows::onnx_unary<kAbs>}}});
+  t.add(simple(kSign, unary<sign>,
+               {{.op_type = "Sign", .since = 9, .translate = rows::onnx_unary<kSign>}}));
   t.add(simple("hardtanh", run_hardtanh, {{.op_type = "Clip", .translate = onnx_clip}}));
 }
 

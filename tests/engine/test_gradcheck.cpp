@@ -40,6 +40,10 @@ class TestGradcheck : public QObject {
     row("sub scalar", [](const TensorList& x) { return sub(x[0], 2.5); }, {L({4}, 9)});
     row("mul scalar", [](const TensorList& x) { return mul(x[0], -3.0); }, {L({4}, 10)});
     row("div scalar", [](const TensorList& x) { return div(x[0], 8.0); }, {L({4}, 11)});
+    row("maximum broadcast", [](const TensorList& x) { return maximum(x[0], x[1]); },
+        {L({3, 4}, 31), L({4}, 32)});
+    row("minimum broadcast", [](const TensorList& x) { return minimum(x[0], x[1]); },
+        {L({3, 1}, 33), L({3, 4}, 34)});
     row("neg", [](const TensorList& x) { return neg(x[0]); }, {L({4}, 12)});
     row("pow 2", [](const TensorList& x) { return pow(x[0], 2.0); }, {L({4}, 13)});
     row("pow 0.5", [](const TensorList& x) { return pow(x[0], 0.5); }, {L({4}, 13, 0.5, 2)});
@@ -56,7 +60,21 @@ class TestGradcheck : public QObject {
     row("hardswish", [](const TensorList& x) { return hardswish(x[0]); }, {L({3, 4}, 24, -5, 5)});
     row("hardsigmoid", [](const TensorList& x) { return hardsigmoid(x[0]); },
         {L({3, 4}, 25, -5, 5)});
+    // Over [-3, 3] with 12 draws: both sides of each kink, none within the step of it.
+    row("leaky_relu", [](const TensorList& x) { return leaky_relu(x[0], 0.2); },
+        {L({3, 4}, 26, -3, 3)});
+    row("elu", [](const TensorList& x) { return elu(x[0], 1.5); }, {L({3, 4}, 27, -3, 3)});
+    row("softplus", [](const TensorList& x) { return softplus(x[0]); }, {L({3, 4}, 28, -3, 3)});
+    // Piecewise constant: its gradient is 0, as finite differences away from 0 agree.
+    row("sign", [](const TensorList& x) { return mul(sign(x[0]), x[0]); }, {L({3, 4}, 35, -3, 3)});
+    row("abs", [](const TensorList& x) { return abs(x[0]); }, {L({3, 4}, 29, -3, 3)});
     row("sum", [](const TensorList& x) { return sum(x[0]); }, {L({3, 4}, 22)});
+    // Over a transposed view, two dims of three; distinct draws, so no ties.
+    row("amax dims",
+        [](const TensorList& x) {
+          return amax(transpose(x[0], 0, 2), {0, 2});
+        },
+        {L({3, 4, 2}, 30)});
     row("sum dim", [](const TensorList& x) { return sum(x[0], {1}); }, {L({3, 4, 2}, 23)});
     row("sum dims keepdim",
         [](const TensorList& x) {
@@ -111,6 +129,17 @@ class TestGradcheck : public QObject {
         },
         {L({3, 2}, 50), L({1, 3}, 51)});
     row("clone", [](const TensorList& x) { return clone(transpose(x[0], 0, 1)); }, {L({3, 2}, 52)});
+    row("upsample_nearest2d",
+        [](const TensorList& x) {
+          return mul(upsample_nearest2d(x[0], {6, 5}), x[1]);
+        },
+        {L({2, 2, 3, 2}, 54), L({2, 2, 6, 5}, 55)});
+    // Swin's window padding: H and W of [B, H, W, C] padded after, on a transposed view.
+    row("constant_pad",
+        [](const TensorList& x) {
+          return mul(constant_pad(transpose(x[0], 1, 2), {0, 0, 2, 0}, {1, 3, 0, 0}, 0.5), 1.5);
+        },
+        {L({2, 3, 2, 2}, 53)});
   }
 
   void ops() {

@@ -185,10 +185,34 @@ class TestOnnxLoader : public QObject {
     m.mutable_graph()->mutable_node(1)->set_op_type("Celu");
     const QString e = error_of(m);
     QVERIFY2(e.startsWith("bad.onnx: node '/act/Relu' (Celu): op type 'Celu' is not supported "
-                          "(supported: Add, AveragePool, BatchNormalization,"),
+                          "(supported: Abs, Add, AveragePool, BatchNormalization,"),
              qPrintable(e));
     // The list is complete: it ends with the last ONNX op type of the table.
     QVERIFY(e.contains(QString::fromStdString(OpTable::instance().onnx_types().back() + ")")));
+  }
+
+  // Einsum is translated only as a batched matrix product: "ij,jk->ik" computes MatMul's
+  // numbers, anything else names the node and the equation.
+  void einsumIsAMatrixProductOrANamedError() {
+    auto m = tiny();
+    auto* node = m.mutable_graph()->mutable_node(0);
+    node->set_op_type("Einsum");
+    auto* eq = node->add_attribute();
+    eq->set_name("equation");
+    eq->set_type(onnx::AttributeProto_AttributeType_STRING);
+    eq->set_s("ij, jk -> ik");
+    CheckpointConfig c;
+    c.backward = false;
+    c.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, -1, 0, 2}, {2, 3})};
+    const auto plain = Runner(load_model_onnx_bytes(tiny().SerializeAsString(), "t.onnx")).run(c);
+    const auto einsum = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
+    QVERIFY2(plain.ok && einsum.ok, (plain.error + einsum.error).c_str());
+    QCOMPARE(einsum.outputs.at(0).to_vector(), plain.outputs.at(0).to_vector());
+    eq->set_s("ij,jk->ki");
+    const QString e = error_of(m);
+    QVERIFY2(e.startsWith("bad.onnx: node '/fc/MatMul' (Einsum): einsum 'ij,jk->ki' is not a "
+                          "batched matrix product"),
+             qPrintable(e));
   }
 
   void missingInitializer() {

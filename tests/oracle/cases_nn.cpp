@@ -95,6 +95,50 @@ CKPTLAB_ORACLE_CASE(hardsigmoid) {
   return {hardsigmoid(c.input("x"))};
 }
 
+CKPTLAB_ORACLE_CASE(constant_pad) {
+  const Tensor y = constant_pad(c.input("x"), c.attr_ints("before"), c.attr_ints("after"),
+                                c.attr_double("value"));
+  return {mul(sigmoid(y), y)};
+}
+
+CKPTLAB_ORACLE_CASE(leaky_relu) {
+  return {leaky_relu(c.input("x"), c.attr_double("slope"))};
+}
+
+CKPTLAB_ORACLE_CASE(elu) {
+  return {elu(c.input("x"), c.attr_double("alpha"))};
+}
+
+CKPTLAB_ORACLE_CASE(softplus) {
+  return {softplus(c.input("x"))};
+}
+
+CKPTLAB_ORACLE_CASE(abs) {
+  return {abs(c.input("x"))};
+}
+
+CKPTLAB_ORACLE_CASE(upsample_nearest2d) {
+  const auto size = c.attr_ints("size");
+  return {mul(upsample_nearest2d(c.input("x"), {size.at(0), size.at(1)}), c.input("w"))};
+}
+
+CKPTLAB_ORACLE_CASE(amax) {
+  return {mul(amax(c.input("x"), c.attr_ints("dims"), c.attr_bool("keepdim")), 1.5)};
+}
+
+CKPTLAB_ORACLE_CASE(maximum) {
+  return {mul(maximum(c.input("a"), c.input("b")), c.input("w"))};
+}
+
+CKPTLAB_ORACLE_CASE(minimum) {
+  return {mul(minimum(c.input("a"), c.input("b")), c.input("w"))};
+}
+
+CKPTLAB_ORACLE_CASE(sign) {
+  const Tensor x = c.input("x");
+  return {mul(sign(x), x)};
+}
+
 CKPTLAB_ORACLE_CASE(erf) {
   return {erf(c.input("x"))};
 }

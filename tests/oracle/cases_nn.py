@@ -220,6 +220,96 @@ def hardsigmoid_case(c):
     return F.hardsigmoid(c.input("x", [4, 5], scale=4.0))
 
 
+@case("leaky_relu")
+def leaky_relu_case(c):
+    c.attr("slope", 0.2)
+    return F.leaky_relu(c.input("x", [4, 5]), 0.2)
+
+
+@case("elu")
+def elu_case(c):
+    c.attr("alpha", 1.5)
+    return F.elu(c.input("x", [4, 5], scale=2.0), 1.5)
+
+
+@case("softplus")
+def softplus_case(c):
+    # scale 12: a few of the 20 draws beyond PyTorch's threshold of 20, where it is linear.
+    return F.softplus(c.input("x", [4, 5], scale=12.0))
+
+
+@case("sign")
+def sign_case(c):
+    # sign(x) * x: the product's gradient is sign(x), with sign's own gradient 0.
+    x = c.input("x", [4, 5])
+    return torch.sign(x) * x
+
+
+@case("abs")
+def abs_case(c):
+    return torch.abs(c.input("x", [4, 5]))
+
+
+def upsample_case(name, size):
+    @case(f"upsample_nearest2d@{name}")
+    def f(c):
+        # Times a random tensor, so that each copy of an input pixel has its own gradient.
+        c.attr("size", list(size))
+        x = F.interpolate(c.input("x", [2, 3, 4, 3]), size=size, mode="nearest")
+        return x * c.input("w", [2, 3, *size])
+
+
+upsample_case("x2", (8, 6))
+upsample_case("uneven", (7, 5))
+
+
+def amax_case(name, dims, keepdim, ties):
+    @case(f"amax@{name}")
+    def f(c):
+        c.attr("dims", dims)
+        c.attr("keepdim", keepdim)
+        if ties:  # values on a coarse grid: equal maxima share the gradient
+            g = torch.Generator().manual_seed(5)
+            x = c.input_from("x", torch.randint(-2, 3, [2, 3, 4, 5], generator=g) / 2.0,
+                             requires_grad=True)
+        else:
+            x = c.input("x", [2, 3, 4, 5])
+        return torch.amax(x, dims, keepdim) * 1.5
+
+
+amax_case("global_pool", [2, 3], True, False)
+amax_case("channels", [1], False, True)
+
+
+def extremum(c, f):
+    # On a coarse grid, broadcast: ties, where each side gets half the gradient.
+    gen = torch.Generator().manual_seed(6)
+    a = c.input_from("a", torch.randint(-2, 3, [3, 4], generator=gen) / 2.0, requires_grad=True)
+    b = c.input_from("b", torch.randint(-2, 3, [4], generator=gen) / 2.0, requires_grad=True)
+    return f(a, b) * c.input("w", [3, 4])
+
+
+@case("maximum")
+def maximum_case(c):
+    return extremum(c, torch.maximum)
+
+
+@case("minimum")
+def minimum_case(c):
+    return extremum(c, torch.minimum)
+
+
+@case("constant_pad")
+def constant_pad_case(c):
+    # Swin's F.pad(x, (0, 0, 0, pad_r, 0, pad_b)) on [B, H, W, C], then a non-zero value; the
+    # sigmoid makes the padded tensor's gradient depend on where the input landed.
+    c.attr("before", [0, 0, 0, 1])
+    c.attr("after", [0, 2, 3, 0])
+    c.attr("value", -0.5)
+    y = F.pad(c.input("x", [2, 3, 4, 5]), (1, 0, 0, 3, 0, 2), value=-0.5)
+    return torch.sigmoid(y) * y
+
+
 @case("erf")
 def erf_case(c):
     return torch.erf(c.input("x", [4, 5]))

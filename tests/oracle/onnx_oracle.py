@@ -7,9 +7,10 @@ For every case OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy and grad_
 OUT_DIR/index.txt lists the cases. Cases: the tiny DenseNet and ResNet of samples/export_onnx.py
 exported now at several opsets (BatchNormalization's two training forms, opset 11 to 17), a
 small transformer block (decomposed GELU and LayerNorm below opset 17, LayerNormalization at 17,
-and the int64 shape arithmetic of a reshape into heads), and the committed samples/*.onnx with
-their own weights, and torchvision's ResNet-18, MobileNetV2 and DenseNet-121 when
-python3-torchvision is installed.
+and the int64 shape arithmetic of a reshape into heads), a tiny U-Net (Resize, Pad, LeakyRelu,
+Elu, Softplus, Abs, ReduceMax, Split, Max), a causal nn.TransformerEncoder (Trilu), and the committed samples/*.onnx with
+their own weights, and torchvision's ResNet-18, MobileNetV2, DenseNet-121, MobileNetV3, a small
+VisionTransformer, a small Swin Transformer and a small MaxViT (Einsum) when python3-torchvision is installed.
 """
 import math
 import os
@@ -51,6 +52,44 @@ class TinyTransformer(nn.Module):
         y = (att @ v).transpose(1, 2).reshape(b, s, d)
         x = x + self.proj(y)
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class TinyUNet(nn.Module):
+    """A segmentation network's parts: an encoder, nearest upsampling, a skip concatenation,
+    an odd-sized input padded on one side, and the activations such networks use."""
+
+    def __init__(self, width=8, classes=3):
+        super().__init__()
+        self.down = nn.Conv2d(3, width, 3, padding=1)
+        self.mid = nn.Conv2d(width, 2 * width, 3, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.fuse = nn.Conv2d(3 * width, width, 3, padding=1)
+        self.head = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x):
+        x = F.pad(x, (0, 1, 0, 1))  # 15x15 -> 16x16, as a U-Net pads odd inputs
+        skip = F.leaky_relu(self.down(x), 0.1)
+        left, right = torch.split(skip, [3, 5], dim=1)  # ONNX Split
+        skip = torch.cat([torch.maximum(left, right[:, :3]), right], 1)  # ONNX Max
+        h = F.elu(self.mid(F.max_pool2d(skip, 2)))
+        h = h * torch.sigmoid(torch.amax(h, dim=(2, 3), keepdim=True))  # CBAM-like gate
+        h = torch.cat([self.up(h), skip], 1)
+        return self.head(F.softplus(self.fuse(h))).abs()
+
+
+class CausalEncoder(nn.Module):
+    """nn.TransformerEncoder as users write a causal one: pre-LN, GELU, the mask made in the
+    forward by generate_square_subsequent_mask (torch.triu: ONNX Trilu, opset 14 on)."""
+
+    def __init__(self, dim=16, heads=2, hidden=32, layers=2):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(dim, heads, hidden, 0.0, "gelu", batch_first=True,
+                                           norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, norm=nn.LayerNorm(dim))
+
+    def forward(self, x):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1]).to(x.dtype)
+        return self.encoder(x, mask=mask)
 
 
 def write_case(out_dir, name, model, x, onnx_path=None, opset=13):
@@ -101,6 +140,14 @@ def main():
         torch.manual_seed(100 + opset)
         names.append(write_case(out_dir, f"transformer_opset{opset}", TinyTransformer(),
                                 torch.randn(2, 5, 16), opset=opset))
+    for opset in (14, 17):
+        torch.manual_seed(300 + opset)
+        names.append(write_case(out_dir, f"causal_encoder_opset{opset}", CausalEncoder().double(),
+                                torch.randn(2, 6, 16, dtype=torch.float64), opset=opset))
+    for opset in (11, 13, 17):
+        torch.manual_seed(200 + opset)
+        names.append(write_case(out_dir, f"unet_opset{opset}", TinyUNet().double(),
+                                torch.randn(2, 3, 15, 15, dtype=torch.float64), opset=opset))
     for model_name in ("tiny_densenet", "tiny_resnet"):
         committed = os.path.join(samples, model_name + ".onnx")
         torch.manual_seed(7)
@@ -140,6 +187,28 @@ def main():
                                       hidden_dim=32, mlp_dim=64, num_classes=10).double()
             names.append(write_case(out_dir, f"torchvision_vit_opset{opset}", model,
                                     torch.randn(4, 3, 32, 32, dtype=torch.float64), opset=opset))
+        # torchvision's Swin Transformer, small: 40x40 makes a 10x10 patch grid, padded to 12x12
+        # for its 4x4 windows (Pad), shifted by 2 (roll: Slice and Concat) with the shifted-window
+        # mask built on known values (ScatterND, Equal, Not, Where), relative position bias
+        # gathered from its table (an embedding). Stochastic depth off: PyTorch 1.13 cannot
+        # export its bernoulli_ in training mode.
+        from torchvision.models.swin_transformer import SwinTransformer
+        for opset in (13, 17):
+            torch.manual_seed(31 + opset)
+            model = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2],
+                                    num_heads=[2, 2], window_size=[4, 4],
+                                    stochastic_depth_prob=0.0, num_classes=10).double()
+            names.append(write_case(out_dir, f"torchvision_swin_opset{opset}", model,
+                                    torch.randn(2, 3, 40, 40, dtype=torch.float64), opset=opset))
+        # torchvision's MaxViT, small: its attention is written with einsum (ONNX Einsum), its
+        # MBConv downsamples through a padded AvgPool2d, relative position bias as in Swin.
+        from torchvision.models.maxvit import MaxVit
+        torch.manual_seed(50)
+        model = MaxVit(input_size=(32, 32), stem_channels=8, partition_size=2,
+                       block_channels=[16, 32], block_layers=[1, 1], head_dim=8,
+                       stochastic_depth_prob=0.0, num_classes=10).double()
+        names.append(write_case(out_dir, "torchvision_maxvit", model,
+                                torch.randn(2, 3, 32, 32, dtype=torch.float64), opset=17))
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
 

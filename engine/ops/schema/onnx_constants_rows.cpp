@@ -124,6 +124,66 @@ bool fold_mod(OnnxNode& n) {
       "Mod"));
 }
 
+bool fold_not(OnnxNode& n) {
+  if (!all_inputs_constant(n)) return false;
+  const Tensor x = n.constant_input(0, "X");
+  return n.fold_to(make(fold_unary(x, [](double v) { return v == 0 ? 1.0 : 0.0; }).to_vector(),
+                        x.shape(), DType::i64));
+}
+
+// data with the slices named by indices' last dimension replaced by updates (reduction none):
+// Swin's shifted-window mask, `mask[h0:h1, w0:w1] = region`, built on known values.
+bool fold_scatter_nd(OnnxNode& n) {
+  if (!all_inputs_constant(n)) return false;
+  if (n.attr_s("reduction", "none") != "none") n.fail("only reduction 'none' is supported");
+  const Tensor data = n.constant_input(0, "data"), idx = n.constant_input(1, "indices"),
+               upd = n.constant_input(2, "updates");
+  const Shape& ds = data.shape();
+  const std::int64_t k = idx.dim() ? idx.shape().back() : 0;
+  if (idx.dim() == 0 || k > data.dim())
+    n.fail("indices " + idx.str() + " do not fit " + data.str());
+  std::int64_t inner = 1;
+  for (std::int64_t d = k; d < data.dim(); ++d) inner *= ds[static_cast<std::size_t>(d)];
+  const std::int64_t rows = idx.numel() / std::max<std::int64_t>(k, 1);
+  if (upd.numel() != rows * inner)
+    n.fail("updates " + upd.str() + " do not match indices " + idx.str() + " into " + data.str());
+  auto out = data.to_vector();
+  const auto iv = idx.to_vector(), uv = upd.to_vector();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t at = 0;
+    for (std::int64_t d = 0; d < k; ++d) {
+      const auto size = ds[static_cast<std::size_t>(d)];
+      auto i = static_cast<std::int64_t>(iv[static_cast<std::size_t>(r * k + d)]);
+      if (i < 0) i += size;
+      if (i < 0 || i >= size)
+        n.fail("index " + std::to_string(i) + " out of range for " + data.str());
+      at = at * size + i;
+    }
+    std::copy_n(uv.begin() + r * inner, inner, out.begin() + at * inner);
+  }
+  return n.fold_to(make(out, ds, data.dtype()));
+}
+
+// Trilu on known values: nn.Transformer.generate_square_subsequent_mask's torch.triu of a -inf
+// matrix (opset 14 on). Keeps j - i >= k (upper) or j - i <= k (lower) in the last two dims.
+bool fold_trilu(OnnxNode& n) {
+  if (!all_inputs_constant(n)) return false;
+  const Tensor x = n.constant_input(0, "input");
+  if (x.dim() < 2) n.fail("Trilu needs at least 2 dimensions, got " + x.str());
+  const std::int64_t k =
+      n.has_input(1) ? static_cast<std::int64_t>(n.constant_input(1, "k").item()) : 0;
+  const bool upper = n.attr_i("upper", 1) != 0;
+  const std::int64_t rows = x.shape()[static_cast<std::size_t>(x.dim() - 2)],
+                     cols = x.shape().back();
+  auto v = x.to_vector();
+  for (std::size_t e = 0; e < v.size(); ++e) {
+    const auto at = static_cast<std::int64_t>(e) % (rows * cols);
+    const std::int64_t d = at % cols - at / cols;
+    if (upper ? d < k : d > k) v[e] = 0;
+  }
+  return n.fold_to(make(v, x.shape(), x.dtype()));
+}
+
 }  // namespace
 
 void register_onnx_constants_ops(OpTable& t) {
@@ -134,6 +194,10 @@ void register_onnx_constants_ops(OpTable& t) {
   t.add({.type = "onnx::Range", .onnx = {{.op_type = "Range", .fold = fold_range}}});
   t.add({.type = "onnx::Equal", .onnx = {{.op_type = "Equal", .fold = fold_equal}}});
   t.add({.type = "onnx::Where", .onnx = {{.op_type = "Where", .since = 9, .fold = fold_where}}});
+  t.add({.type = "onnx::Trilu", .onnx = {{.op_type = "Trilu", .since = 14, .fold = fold_trilu}}});
+  t.add({.type = "onnx::Not", .onnx = {{.op_type = "Not", .fold = fold_not}}});
+  t.add({.type = "onnx::ScatterND",
+         .onnx = {{.op_type = "ScatterND", .since = 11, .fold = fold_scatter_nd}}});
   t.add({.type = "onnx::Mod", .onnx = {{.op_type = "Mod", .since = 10, .fold = fold_mod}}});
 }
 

@@ -104,6 +104,7 @@ inline const Tensor& optional_input(const TensorList& xs, std::size_t i) {
   X(conv)                      \
   X(norm)                      \
   X(pool)                      \
+  X(resize)                    \
   X(softmax)                   \
   X(loss)                      \
   X(dropout)                   \
