@@ -118,7 +118,7 @@ TensorList checkpoint_non_reentrant(const SegmentFunction& fn, const TensorList&
   segment->record.name = segment_name(options);
   segment->record.check = options.determinism_check;
   segment->record.save_ops = options.save_ops;
-  if (options.preserve_rng_state) segment->rng = stash_rng_state();
+  if (options.preserve_rng_state) segment->rng = stash_rng_state(segment->record.name);
   SegmentMark mark(false, segment->record.name);
   // The hooks hold the segment: it lives exactly as long as a saved variable packed by them.
   auto hooks = std::make_shared<SavedTensorHooks>();
