@@ -1,6 +1,7 @@
 #include "engine/ops/shape_ops.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -24,6 +25,12 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const Shape& from, con
     } else if (out[i] < 0) {
       throw std::invalid_argument(std::string(op) + ": invalid shape dimension " +
                                   std::to_string(out[i]) + " in " + shape_str(shape));
+    } else if (out[i] != 0 && known > std::numeric_limits<std::int64_t>::max() / out[i]) {
+      // No tensor has that many elements; multiplying on would overflow (found by
+      // fuzz_onnx_model: a Reshape to [2080641, 8796093022207]).
+      throw std::invalid_argument(std::string(op) + ": shape " + shape_str(shape) +
+                                  " is invalid for input of shape " + shape_str(from) + " (" +
+                                  std::to_string(numel) + " elements)");
     } else {
       known *= out[i];
     }
