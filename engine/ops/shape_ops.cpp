@@ -236,6 +236,11 @@ Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim) {
   OpScope op("cat");
   if (xs.empty()) throw std::invalid_argument("cat: expected a non-empty list of tensors");
   const auto& first = xs.front();
+  // PyTorch's words; indexing the empty shape below was undefined behaviour (found by
+  // fuzz_onnx_model: Concat of scalars).
+  if (first.dim() == 0)
+    throw std::invalid_argument(
+        "cat: zero-dimensional tensor (at position 0) cannot be concatenated");
   const auto d = static_cast<std::size_t>(wrap_dim(dim, first.dim(), "cat"));
   Shape out_shape = first.shape();
   out_shape[d] = 0;
