@@ -6,6 +6,8 @@
 #   ./run.sh sanitize   ASan+UBSan build (CUDA off) and its engine and cli tests
 #   ./run.sh screenshots  build, then regenerate the README's screenshots (docs/screenshots/)
 #   ./run.sh package    a portable build (build-package/), then its .deb (cpack -G DEB)
+#   ./run.sh fuzz [SECONDS]  libFuzzer build (clang, ASan+UBSan) of the loaders; each target runs
+#                        SECONDS (default 60), one after another, seeded from samples/ and tests
 # Extra arguments after the mode are passed to the program (or to ctest).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +23,7 @@ packages=(
   python3-torch python3-torchvision python3-numpy python3-onnx libopenblas0-openmp
   xvfb xauth clang-format
   dpkg-dev
+  clang libclang-rt-14-dev
 )
 
 install_missing() {
@@ -40,6 +43,45 @@ configure_and_build() {
   local dir=$1; shift
   cmake -S "$here" -B "$dir" -G Ninja -DPython3_EXECUTABLE=/usr/bin/python3 "$@"
   cmake --build "$dir" --parallel "$(nproc)"
+}
+
+# Each target's corpus starts from the inputs the project already has (build-fuzz/corpus/<target>,
+# kept between runs); a crash input lands in build-fuzz/findings/<target>/ and the run fails.
+fuzz() {
+  local seconds=$1 dir="$here/build-fuzz"
+  CC=clang CXX=clang++ cmake -S "$here" -B "$dir" -G Ninja -DCKPTLAB_FUZZ=ON -DCKPTLAB_CUDA=OFF \
+    -DCKPTLAB_BUILD_UI=OFF -DCKPTLAB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Fuzz \
+    -DCMAKE_CXX_FLAGS_FUZZ="-O1 -g"
+  cmake --build "$dir" --parallel "$(nproc)" --target fuzz_onnx_model fuzz_json_model fuzz_npy \
+    fuzz_dot_json
+  # Not the 100,000-op HeavyModel samples nor GPT-2 small (124M parameters drawn at load): under
+  # ASan loading one takes longer than -timeout.
+  local -A seeds=(
+    [onnx_model]="$here/samples/*.onnx $here/tests/engine/data/*.onnx"
+    [json_model]="$(ls "$here"/samples/*.json | grep -v -e heavy_model -e gpt2_small)"
+    [npy]="$here/tests/fuzz/seeds/npy/*"
+    [dot_json]="$here/tests/fuzz/seeds/dot_json/*"
+  )
+  export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  local t failed=0
+  for t in onnx_model json_model npy dot_json; do
+    mkdir -p "$dir/corpus/$t" "$dir/findings/$t"
+    # shellcheck disable=SC2086
+    cp -n ${seeds[$t]} "$dir/corpus/$t/" 2>/dev/null || true
+    cp -n "$here/tests/fuzz/regressions/$t/"* "$dir/corpus/$t/" 2>/dev/null || true
+    if [ "$t" = onnx_model ]; then
+      # ONNX's own backend node tests (libonnx-testdata): one small model per op.
+      local m
+      for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
+        [ -f "$m" ] && cp -n "$m" "$dir/corpus/$t/$(basename "$(dirname "$m")").onnx"
+      done
+    fi
+    echo "run.sh fuzz: $t for ${seconds} s" >&2
+    "$dir/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -max_len=65536 -print_final_stats=1 -artifact_prefix="$dir/findings/$t/" \
+      "$dir/corpus/$t" || failed=1
+  done
+  return $failed
 }
 
 install_missing
@@ -65,6 +107,9 @@ case "$mode" in
     # Two at a time: the sanitized HeavyModel tests are long and mostly single-threaded.
     QT_QPA_PLATFORM=offscreen ctest --output-on-failure --parallel "$(nproc)" -L 'engine|cli|stress' "$@"
     ;;
+  fuzz)
+    fuzz "${1:-60}"
+    ;;
   screenshots)
     configure_and_build "$here/build"
     "$here/docs/screenshots/regenerate.sh" "$here/build/app/gui/ckptlab"
@@ -77,7 +122,7 @@ case "$mode" in
     echo "run.sh: install it with: sudo apt install $here/build-package/$(ls -t ckptlab_*.deb | head -1)"
     ;;
   *)
-    echo "usage: ./run.sh [gui|test|build|sanitize|screenshots|package] [args...]" >&2
+    echo "usage: ./run.sh [gui|test|build|sanitize|fuzz|screenshots|package] [args...]" >&2
     exit 2
     ;;
 esac

@@ -3,10 +3,15 @@ add_library(ckptlab_warnings INTERFACE)
 add_library(ckptlab::warnings ALIAS ckptlab_warnings)
 target_compile_options(ckptlab_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror -Wno-error=deprecated-declarations>)
+# The gate is gcc's (every other build); clang's own extra findings in the fuzz build are shown,
+# not fatal, so that fuzzing never waits on them.
+if(CKPTLAB_FUZZ)
+  target_compile_options(ckptlab_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-error>)
+endif()
 
 add_library(ckptlab_optimise INTERFACE)
 add_library(ckptlab::optimise ALIAS ckptlab_optimise)
-if(CKPTLAB_NATIVE AND NOT CKPTLAB_SANITIZE)
+if(CKPTLAB_NATIVE AND NOT CKPTLAB_SANITIZE AND NOT CKPTLAB_FUZZ)
   target_compile_options(ckptlab_optimise INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()
 target_compile_options(ckptlab_optimise INTERFACE
@@ -14,5 +19,16 @@ target_compile_options(ckptlab_optimise INTERFACE
 
 if(CKPTLAB_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# The fuzz build: coverage instrumentation everywhere (fuzzer-no-link), the fuzzer's main only
+# in the targets (tests/fuzz).
+if(CKPTLAB_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "CKPTLAB_FUZZ needs clang (CC=clang CXX=clang++), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+    -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()

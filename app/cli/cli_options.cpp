@@ -115,6 +115,11 @@ RunOptions parse_run_options(const std::vector<std::string>& args,
       if (o.max_memory < 1) throw UsageError("--max-memory must be a positive number of bytes");
     } else if (a == "--dry-run") {
       o.dry_run = true;
+    } else if (a == "--detect-anomaly") {
+      o.detect_anomaly = true;
+    } else if (a == "--fail-allocation") {
+      o.fail_allocation = parse_number<std::int64_t>(a, value());
+      if (o.fail_allocation < 1) throw UsageError("--fail-allocation must be at least 1");
     } else if (a == "--device") {
       const auto& v = value();
       if (v == "auto") {
@@ -279,6 +284,8 @@ CheckpointConfig make_config(const Model& model, const RunOptions& o) {
   c.threads = o.threads;
   c.max_memory = o.max_memory;
   c.dry_run = o.dry_run;
+  c.detect_anomaly = o.detect_anomaly;
+  c.fail_allocation_at = o.fail_allocation;
   if (!o.input_files.empty()) {
     if (o.input_files.size() != model.inputs.size())
       throw UsageError("the model takes " + std::to_string(model.inputs.size()) + " input(s), " +

@@ -34,8 +34,10 @@ struct RunOptions {
   std::optional<std::int64_t> batch;
   std::optional<std::uint64_t> seed;
   int threads = 0;
-  std::int64_t max_memory = 0;  // --max-memory: the guard's limit and the ledger's cap
-  bool dry_run = false;         // --dry-run: on the meta device (exact bytes, estimated times)
+  std::int64_t max_memory = 0;       // --max-memory: the guard's limit and the ledger's cap
+  bool dry_run = false;              // --dry-run: on the meta device (exact bytes, estimated times)
+  bool detect_anomaly = false;       // --detect-anomaly: NaN/Inf in any op's output fails the run
+  std::int64_t fail_allocation = 0;  // --fail-allocation K: fault injection (0: off)
   DeviceChoice device = DeviceChoice::auto_select;
   bool input_requires_grad = false;
   std::vector<std::string> input_files;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli_options.hpp"
+#include "engine/autograd/anomaly.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
 #include "engine/report/lessons.hpp"
@@ -85,6 +86,9 @@ run options:
   --input-requires-grad      make every model input require grad
   --input FILE.npy           an input (repeatable, in the model's input order)
   --loss sum|mean|model      default: the model's own loss where it declares one, else sum
+  --detect-anomaly           fail the run at the first forward, recomputed or backward op whose
+                             output holds NaN or Inf, naming it (PyTorch's anomaly mode)
+  --fail-allocation K        fault injection: the run's K-th allocation fails (tests)
 )";
 
 const char* kRunHelp = R"(usage: ckptlab-cli run MODEL [options]
@@ -200,6 +204,15 @@ bool plot(int argc, char** argv, const std::string& path, const Trace& trace, co
   return true;
 }
 
+// A loss of NaN or Inf is a wrong answer, never a figure to print quietly.
+void warn_non_finite_loss(const RunResult& r) {
+  if (!r.ok || r.dry_run || !r.loss.defined()) return;
+  if (const std::string kind = non_finite_kind(r.loss); !kind.empty())
+    std::cerr << "ckptlab-cli: warning: the loss is " << kind
+              << ": the gradients are not meaningful; rerun with --detect-anomaly to name the "
+                 "op that first made a non-finite value\n";
+}
+
 bool has_help(const std::vector<std::string>& args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") return true;
@@ -252,6 +265,7 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   bool with_baseline = !o.no_baseline;
   if (with_baseline) {
     CheckpointConfig plain = config;
+    plain.fail_allocation_at = 0;  // the fault is the checkpointed run's
     plain.modules.clear();
     plain.ranges.clear();
     plain.segments = 0;
@@ -306,6 +320,7 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   if (!o.plot_file.empty() &&
       !plot(argc, argv, o.plot_file, r.trace, with_baseline && base.ok ? &base.trace : nullptr))
     return kExitRun;
+  warn_non_finite_loss(r);
   if (!r.ok) {
     std::cerr << "ckptlab-cli: run failed: " << r.error << "\n";
     if (!s.failure.fix.empty()) std::cerr << "ckptlab-cli: to fix it: " << s.failure.fix << "\n";
@@ -352,6 +367,7 @@ int cmd_modules(const std::vector<std::string>& args) {
   CheckpointConfig measure;
   measure.dry_run = true;
   const RunResult r = with_progress("measuring", [&] { return Runner(model).run(measure); });
+  warn_non_finite_loss(r);
   if (!r.ok) {
     std::cerr << "ckptlab-cli: run failed: " << r.error << "\n";
     return kExitRun;

@@ -1,4 +1,5 @@
 #include "engine/autograd/engine.hpp"
+#include "engine/autograd/anomaly.hpp"
 
 #include <map>
 #include <optional>
@@ -129,6 +130,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
     if (!g.defined()) {
       if (r.numel() != 1)
         throw std::runtime_error("grad can be implicitly created only for scalar outputs");
+      AllocationPurpose purpose("the gradient of 1 that backward starts from");
       g = Tensor::ones(r.shape(), r.dtype());
     } else if (g.shape() != r.shape()) {
       throw std::runtime_error("Mismatch in shape: grad_output[" + std::to_string(i) +
@@ -192,8 +194,11 @@ void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
     }
     auto& meta = n->output_meta();
     if (inputs.size() < meta.size()) inputs.resize(meta.size());
-    for (std::size_t k = 0; k < meta.size(); ++k)
-      if (!inputs[k].defined()) inputs[k] = Tensor::zeros(meta[k].shape, meta[k].dtype);
+    for (std::size_t k = 0; k < meta.size(); ++k) {
+      if (inputs[k].defined()) continue;
+      AllocationPurpose purpose("the zero gradient " + n->name() + " receives");
+      inputs[k] = Tensor::zeros(meta[k].shape, meta[k].dtype);
+    }
 
     TensorList outputs;
     n->prepare();
@@ -202,6 +207,8 @@ void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
       if (n->opens_step()) step.emplace(*n->context(), n->name(), n->node_label());
       outputs = n->apply(std::move(inputs));
       if (!task.retain_graph) n->release_saved_tensors();
+      if (n->context() && n->context()->detect_anomaly())
+        check_anomaly(outputs, n->name(), n->context()->label(n->node_label()));
     }
     const auto& edges = n->next_edges();
     for (std::size_t k = 0; k < edges.size(); ++k) {

@@ -100,6 +100,10 @@ class ExecutionContext final : public AllocationListener {
   const std::vector<std::pair<Severity, std::string>>& messages() const { return messages_; }
   // "conv2d (features.conv0)": the op and node of the open step, for error messages.
   std::string location() const;
+  // PyTorch's anomaly mode (engine/autograd/anomaly.hpp): every forward op's and backward
+  // node's outputs are checked for NaN and Inf.
+  bool detect_anomaly() const { return detect_anomaly_; }
+  void set_detect_anomaly(bool on) { detect_anomaly_ = on; }
 
   void add_listener(RunListener* listener);
   void remove_listener(RunListener* listener);
@@ -113,6 +117,7 @@ class ExecutionContext final : public AllocationListener {
   std::shared_ptr<MemoryLedger> ledger_;
   Phase phase_ = Phase::setup;
   bool step_open_ = false;
+  bool detect_anomaly_ = false;
   std::int64_t next_step_ = 0;
   LabelId step_op_ = 0;
   LabelId step_node_ = 0;

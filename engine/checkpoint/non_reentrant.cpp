@@ -120,7 +120,7 @@ TensorList checkpoint_non_reentrant(const SegmentFunction& fn, const TensorList&
   segment->record.save_ops = options.save_ops;
   // Marked before the stash, as the reentrant variant does: the stash is the segment's own.
   SegmentMark mark(false, segment->record.name);
-  if (options.preserve_rng_state) segment->rng = stash_rng_state();
+  if (options.preserve_rng_state) segment->rng = stash_rng_state(segment->record.name);
   // The hooks hold the segment: it lives exactly as long as a saved variable packed by them.
   auto hooks = std::make_shared<SavedTensorHooks>();
   std::weak_ptr<Segment> weak = segment;

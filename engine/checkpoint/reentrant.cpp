@@ -113,7 +113,7 @@ TensorList checkpoint_reentrant(const SegmentFunction& fn, const TensorList& inp
   rec.name = name;
   rec.check = options.determinism_check;
   rec.save_ops = options.save_ops;
-  if (options.preserve_rng_state) node->set_rng(stash_rng_state());
+  if (options.preserve_rng_state) node->set_rng(stash_rng_state(name));
   if (record) {
     node->save_inputs(inputs);
     mark_checkpoint_inputs(inputs);

@@ -11,9 +11,10 @@
 
 namespace ckpt::detail {
 
-Tensor stash_rng_state() {
+Tensor stash_rng_state(const std::string& segment) {
   const auto bytes = Generator::current().get_state();
   CategoryScope as_rng(MemoryCategory::rng_state);
+  AllocationPurpose purpose("the RNG state of checkpoint '" + segment + "'");
   const auto words = static_cast<std::int64_t>((bytes.size() + 7) / 8);
   Tensor t = Tensor::zeros({words}, DType::i64);
   if (!t.is_meta()) std::memcpy(t.data<std::int64_t>(), bytes.data(), bytes.size());

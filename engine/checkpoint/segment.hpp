@@ -15,7 +15,7 @@ namespace ckpt::detail {
 
 // torch.get_rng_state(): the current generator's state as a real tensor (5,056 bytes, int64
 // storage) in category `rng state`.
-Tensor stash_rng_state();
+Tensor stash_rng_state(const std::string& segment);
 
 // torch.random.fork_rng + set_rng_state: the generator runs from `stash` in this scope and
 // gets its own state back afterwards. An undefined stash does nothing (preserve_rng_state off).

@@ -202,6 +202,10 @@ std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::
     if (colon != std::string::npos) what = what.substr(colon + 2);
     throw std::invalid_argument(source + ":" + line_col(text, e.byte) +
                                 ": JSON syntax error: " + what);
+  } catch (const json::exception& e) {
+    // Not a syntax error but a value nlohmann cannot hold, such as a number beyond a double
+    // (found by fuzz_json_model: 33333E33333333333).
+    throw std::invalid_argument(source + ": " + e.what());
   }
   try {
     return build(doc, source);

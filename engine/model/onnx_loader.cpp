@@ -460,8 +460,16 @@ std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std
     LedgerScope ledger(std::make_shared<MemoryLedger>());
     NoGradGuard no_grad;
     onnx_import::Importer importer(*m, proto, source, bind, batch);
-    importer.run();
-    finalize_model(*m);
+    try {
+      importer.run();
+      finalize_model(*m);
+    } catch (const std::invalid_argument& e) {
+      // Every load error names the file: a shape check deep in the engine (a graph dimension
+      // of 25767706622 x ... elements, found by fuzz_onnx_model) does not know it.
+      const std::string what = e.what();
+      if (what.rfind(source + ":", 0) == 0) throw;
+      throw std::invalid_argument(source + ": " + what);
+    }
     if (importer.dynamic_batch()) {
       m->scenario.batch_fixed = false;  // any batch runs, through at_batch
       auto shared_bytes = std::make_shared<const std::string>(bytes);

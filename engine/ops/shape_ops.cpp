@@ -1,6 +1,7 @@
 #include "engine/ops/shape_ops.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -24,6 +25,12 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const Shape& from, con
     } else if (out[i] < 0) {
       throw std::invalid_argument(std::string(op) + ": invalid shape dimension " +
                                   std::to_string(out[i]) + " in " + shape_str(shape));
+    } else if (out[i] != 0 && known > std::numeric_limits<std::int64_t>::max() / out[i]) {
+      // No tensor has that many elements; multiplying on would overflow (found by
+      // fuzz_onnx_model: a Reshape to [2080641, 8796093022207]).
+      throw std::invalid_argument(std::string(op) + ": shape " + shape_str(shape) +
+                                  " is invalid for input of shape " + shape_str(from) + " (" +
+                                  std::to_string(numel) + " elements)");
     } else {
       known *= out[i];
     }
@@ -229,6 +236,11 @@ Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim) {
   OpScope op("cat");
   if (xs.empty()) throw std::invalid_argument("cat: expected a non-empty list of tensors");
   const auto& first = xs.front();
+  // PyTorch's words; indexing the empty shape below was undefined behaviour (found by
+  // fuzz_onnx_model: Concat of scalars).
+  if (first.dim() == 0)
+    throw std::invalid_argument(
+        "cat: zero-dimensional tensor (at position 0) cannot be concatenated");
   const auto d = static_cast<std::size_t>(wrap_dim(dim, first.dim(), "cat"));
   Shape out_shape = first.shape();
   out_shape[d] = 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/autograd/anomaly.hpp"
 #include "engine/run/module_range.hpp"
 #include "engine/run/segment_call.hpp"
 
@@ -145,6 +146,7 @@ void Executor::run_op(Frame& f, std::int64_t k) {
   for (int id : op.inputs) xs.push_back(id < 0 ? Tensor() : f.get(id));
   NodeScope node(op.node->name);
   TensorList ys = run_op_node(*op.kind, *op.node, xs);
+  if (config_.detect_anomaly) check_anomaly(ys, op.node->op_type, op.node->name);
   if (costs_ && op.kind->cost && ExecutionContext::current()->phase() == Phase::forward)
     (*costs_)[op.node->name] = op.kind->cost(op_call(*op.node), xs, ys);
   if (ys.size() != op.outputs.size())

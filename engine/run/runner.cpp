@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "engine/autograd/anomaly.hpp"
 #include "engine/autograd/engine.hpp"
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/kernels/kernels.hpp"
@@ -151,11 +152,14 @@ Runner::Runner(std::shared_ptr<const Model> model)
 RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* cancel) const {
   const Model& model = *model_;
   RunResult result;
-  auto ledger = std::make_shared<MemoryLedger>();
+  auto ledger = config.ledger ? config.ledger : std::make_shared<MemoryLedger>();
   if (config.max_memory > 0 && !config.dry_run) ledger->set_cap(config.max_memory);
+  if (config.fail_allocation_at > 0 && !config.dry_run)
+    ledger->fail_allocation_at(config.fail_allocation_at);
   result.dry_run = config.dry_run;
   std::unordered_map<std::string, OpCost> node_costs;
   auto context = std::make_shared<ExecutionContext>(ledger);
+  context->set_detect_anomaly(config.detect_anomaly && !config.dry_run);
   Recorder recorder(*context);
   const auto t0 = Clock::now();
   if (const std::int64_t b = config.batch; b > 0 && b != model.scenario.batch && model.at_batch) {
@@ -209,6 +213,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
       if (config.backward || floating || loss_kind == LossKind::model)
         result.loss = make_loss(model, loss_kind, result.outputs,
                                 compiled_->loss_id() >= 0 ? values.back() : Tensor());
+      if (result.loss.defined()) check_anomaly({result.loss}, "loss", "");
       result.times.forward_ms = ms_since(tf);
     }
     values.clear();

@@ -56,6 +56,17 @@ struct CheckpointConfig {
   // and the recompute check's value comparison are not available) and the step times are
   // estimates (run/time_estimate.hpp). The ledger's cap (max_memory) does not apply.
   bool dry_run = false;
+  // Fault injection: the run's k-th allocation (1-based, counted from its first parameter's)
+  // fails with a named error, as MemoryLedger::fail_allocation_at says; 0 for none. Real runs
+  // only, like the cap: the memory guard's dry run before a real run must not trip it.
+  std::int64_t fail_allocation_at = 0;
+  // The ledger the run draws from; null: a fresh one. A test passes its own to count the run's
+  // allocations and to see that a failed run leaves nothing behind.
+  std::shared_ptr<MemoryLedger> ledger;
+  // PyTorch's anomaly mode: a NaN or Inf in any forward, recomputed or backward op's output
+  // (or the loss) fails the run naming the op and phase (engine/autograd/anomaly.hpp). A dry
+  // run has no values to check.
+  bool detect_anomaly = false;
 
   // Every field: what the app's kept results, its ghost and the planner's cache are keyed by.
   bool operator==(const CheckpointConfig&) const = default;

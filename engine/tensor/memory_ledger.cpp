@@ -69,20 +69,52 @@ void MemoryLedger::set_locator(std::function<std::string()> locator) {
   locator_ = std::move(locator);
 }
 
+void MemoryLedger::fail_allocation_at(std::int64_t k) {
+  std::lock_guard lock(mutex_);
+  fail_at_ = k;
+}
+
+std::int64_t MemoryLedger::allocation_count() const {
+  std::lock_guard lock(mutex_);
+  return requests_;
+}
+
+void MemoryLedger::push_purpose(std::string purpose) {
+  std::lock_guard lock(mutex_);
+  purposes_.push_back(std::move(purpose));
+}
+
+void MemoryLedger::pop_purpose() {
+  std::lock_guard lock(mutex_);
+  purposes_.pop_back();
+}
+
+// " in conv2d (features.conv0)", " for the RNG state of checkpoint 'block'", or "" when
+// nothing is known (a caller's own tensors, outside any run).
+std::string MemoryLedger::where() const {
+  const std::string op = locator_ ? locator_() : std::string();
+  if (!op.empty()) return " in " + op;
+  if (!purposes_.empty()) return " for " + purposes_.back();
+  return {};
+}
+
 AllocationId MemoryLedger::record_alloc(std::int64_t bytes) {
   std::lock_guard lock(mutex_);
   const auto category = default_category();
+  if (++requests_ == fail_at_) {
+    const std::string at = where();
+    throw std::runtime_error(
+        "injected allocation failure: allocation #" + std::to_string(requests_) + " (" +
+        human_bytes(bytes) + " of " + category_name(category) + " memory)" +
+        (at.empty() ? " outside any op" : at) + " failed on purpose (fault injection)");
+  }
   if (bytes >= kMaxAllocationBytes) {
-    const std::string where = locator_ ? locator_() : std::string();
-    throw std::runtime_error("a tensor of " + human_bytes(bytes) +
-                             (where.empty() ? "" : " in " + where) +
+    throw std::runtime_error("a tensor of " + human_bytes(bytes) + where() +
                              " is beyond the 256 TiB one allocation may have (a smaller batch or "
                              "sequence brings it back)");
   }
   if (cap_ > 0 && live_total_ + bytes > cap_) {
-    const std::string where = locator_ ? locator_() : std::string();
-    throw std::runtime_error("memory cap exceeded: allocating " + human_bytes(bytes) +
-                             (where.empty() ? "" : " in " + where) +
+    throw std::runtime_error("memory cap exceeded: allocating " + human_bytes(bytes) + where() +
                              " would bring live memory to " + human_bytes(live_total_ + bytes) +
                              ", above the cap of " + human_bytes(cap_));
   }
@@ -196,6 +228,14 @@ LedgerScope::LedgerScope(std::shared_ptr<MemoryLedger> ledger) : previous_(std::
 
 LedgerScope::~LedgerScope() {
   t_current = std::move(previous_);
+}
+
+AllocationPurpose::AllocationPurpose(std::string purpose) : ledger_(MemoryLedger::current()) {
+  ledger_->push_purpose(std::move(purpose));
+}
+
+AllocationPurpose::~AllocationPurpose() {
+  ledger_->pop_purpose();
 }
 
 CategoryScope::CategoryScope(MemoryCategory c) : ledger_(MemoryLedger::current()) {

@@ -92,6 +92,18 @@ class MemoryLedger {
   // Names the place of an allocation in a cap error ("in conv2d (features.conv0)"); set by
   // whoever knows (the execution context), cleared with an empty function.
   void set_locator(std::function<std::string()> locator);
+  // What allocations made outside any op are for ("the RNG state of checkpoint 'block'"), named
+  // in errors where the locator names no op; innermost AllocationPurpose first.
+  void push_purpose(std::string purpose);
+  void pop_purpose();
+
+  // Fault injection (tests, `ckptlab-cli run --fail-allocation`): the k-th allocation counted
+  // from the ledger's first (1-based, as allocation_count() numbers them) throws the same kind
+  // of error as the cap, naming the op, so that every error path of a run can be reached on
+  // purpose. 0 turns it off.
+  void fail_allocation_at(std::int64_t k);
+  // Allocations requested so far, a failed (injected or capped) one included.
+  std::int64_t allocation_count() const;
 
   // The category of new allocations: the innermost CategoryScope's, else the base one (which
   // the phase of a run sets: inputs at setup, temporaries in forward and backward, recomputed
@@ -112,6 +124,7 @@ class MemoryLedger {
     MemoryCategory category;
   };
   void publish(const AllocationEvent& e);
+  std::string where() const;
 
   mutable std::recursive_mutex mutex_;
   std::unordered_map<AllocationId, Live> live_;
@@ -119,8 +132,11 @@ class MemoryLedger {
   std::int64_t live_total_ = 0;
   std::int64_t peak_ = 0;
   std::int64_t cap_ = 0;
+  std::int64_t requests_ = 0;
+  std::int64_t fail_at_ = 0;
   AllocationId next_id_ = 1;
   std::function<std::string()> locator_;
+  std::vector<std::string> purposes_;
   std::vector<MemoryCategory> category_stack_;
   MemoryCategory base_category_ = MemoryCategory::input;
   std::vector<AllocationListener*> listeners_;
@@ -136,6 +152,18 @@ class LedgerScope {
 
  private:
   std::shared_ptr<MemoryLedger> previous_;
+};
+
+// Names what the current ledger's allocations in this scope are for (see push_purpose).
+class AllocationPurpose {
+ public:
+  explicit AllocationPurpose(std::string purpose);
+  ~AllocationPurpose();
+  AllocationPurpose(const AllocationPurpose&) = delete;
+  AllocationPurpose& operator=(const AllocationPurpose&) = delete;
+
+ private:
+  std::shared_ptr<MemoryLedger> ledger_;
 };
 
 // New allocations in this scope get category `c` (parameters, inputs, gradients, RNG state).

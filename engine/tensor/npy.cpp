@@ -26,11 +26,45 @@ std::string descr_of(DType d) {
   return "?";
 }
 
+// The bytes left in `in`: what the shape may claim, checked before anything is allocated (a
+// corrupt header must not ask for terabytes).
+std::int64_t remaining(std::istream& in) {
+  const auto here = in.tellg();
+  in.seekg(0, std::ios::end);
+  const auto end = in.tellg();
+  in.seekg(here);
+  return static_cast<std::int64_t>(end - here);
+}
+
+void check_payload(const std::string& path, const Shape& shape, DType dtype, std::int64_t left) {
+  std::int64_t bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  for (const std::int64_t d : shape) {
+    if (d < 0) fail(path, "negative dimension in shape " + shape_str(shape));
+    if (d > 0 && bytes > left / d)
+      fail(path, "file is shorter than its shape " + shape_str(shape) + " needs");
+    bytes *= d;
+  }
+  if (bytes > left) fail(path, "file is shorter than its shape " + shape_str(shape) + " needs");
+}
+
+Tensor read_npy(std::istream& in, const std::string& path);
+
 }  // namespace
 
 Tensor load_npy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open file");
+  return read_npy(in, path);
+}
+
+Tensor load_npy_bytes(std::string_view bytes, const std::string& source) {
+  std::istringstream in{std::string(bytes), std::ios::binary};
+  return read_npy(in, source);
+}
+
+namespace {
+
+Tensor read_npy(std::istream& in, const std::string& path) {
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
     fail(path, "not a .npy file (bad magic)");
@@ -79,6 +113,7 @@ Tensor load_npy(const std::string& path) {
       fail(path, "bad shape entry '" + item + "'");
     }
   }
+  check_payload(path, shape, dtype, remaining(in));
   Tensor t;
   try {
     t = Tensor::empty(shape, dtype);
@@ -89,6 +124,8 @@ Tensor load_npy(const std::string& path) {
     fail(path, "file is shorter than its shape " + shape_str(shape) + " needs");
   return t;
 }
+
+}  // namespace
 
 void save_npy(const std::string& path, const Tensor& t) {
   std::ofstream out(path, std::ios::binary);

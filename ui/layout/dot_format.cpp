@@ -200,6 +200,10 @@ LayoutResult parseDotJson(std::string_view json, const LayoutGraph& graph) {
 
   LayoutResult result;
   result.bounds = {bb[0], flipY - bb[3], bb[2] - bb[0], bb[3] - bb[1]};
+  // An index is an integer: a float cast to size_t out of its range is undefined behaviour
+  // (found by fuzz_dot_json).
+  if (doc.contains("_subgraph_cnt") && !doc["_subgraph_cnt"].is_number_unsigned())
+    throw std::runtime_error("dot -Tjson0: bad _subgraph_cnt");
   const std::size_t subgraphs =
       doc.contains("_subgraph_cnt") ? doc["_subgraph_cnt"].get<std::size_t>() : 0;
   const auto& objects = doc.contains("objects") ? doc["objects"] : nlohmann::json::array();
@@ -208,9 +212,11 @@ LayoutResult parseDotJson(std::string_view json, const LayoutGraph& graph) {
     const std::string name = stringField(obj, "name");
     if (i < subgraphs) {
       if (!name.starts_with("cluster_")) continue;
-      std::size_t index =
-          static_cast<std::size_t>(parseDouble(std::string_view(name).substr(8), "cluster name"));
-      if (index >= graph.clusters.size())
+      const std::string_view digits = std::string_view(name).substr(8);
+      std::size_t index = 0;
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+      if (ec != std::errc() || end != digits.data() + digits.size() ||
+          index >= graph.clusters.size())
         throw std::runtime_error("dot -Tjson0: unknown cluster '" + name + "'");
       auto r = parseList(stringField(obj, "bb"), "cluster bb");
       if (r.size() != 4) throw std::runtime_error("dot -Tjson0: bad bb for " + name);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <stdexcept>
+#include <string>
 
 namespace ckpt::onnx_rules {
 
@@ -13,7 +15,14 @@ Tensor make(const std::vector<double>& v, const Shape& shape, DType d) {
       return Tensor::from_vector(v, shape);
     case DType::i64: {
       std::vector<std::int64_t> w(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) w[i] = static_cast<std::int64_t>(v[i]);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        // A double outside int64's range (or NaN) has no int64 value: casting it is undefined
+        // behaviour (found by fuzz_onnx_model: Equal on a float constant of 9.2e18).
+        if (!(v[i] >= -0x1p63 && v[i] < 0x1p63))
+          throw std::invalid_argument("the constant value " + std::to_string(v[i]) +
+                                      " does not fit an int64");
+        w[i] = static_cast<std::int64_t>(v[i]);
+      }
       return Tensor::from_vector(w, shape);
     }
   }

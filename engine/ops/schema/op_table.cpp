@@ -82,6 +82,13 @@ TensorList run_op(const OpSchema& row, const OpCall& op, const TensorList& input
              : " to " + (row.max_inputs < 0 ? std::string("any number of")
                                             : std::to_string(row.max_inputs))) +
         " inputs, got " + std::to_string(n));
+  // Optional inputs come after the required ones; an absent required one would reach the
+  // kernel as an undefined tensor (found by fuzz_onnx_model: a MatMul node with no inputs).
+  for (int i = 0; i < std::min(n, row.min_inputs); ++i)
+    if (!inputs[static_cast<std::size_t>(i)].defined())
+      throw std::invalid_argument("node '" + op.name + "' (" + op.type + "): input " +
+                                  std::to_string(i) + " is missing, and it takes at least " +
+                                  std::to_string(row.min_inputs));
   try {
     return row.kernel(op, inputs);
   } catch (const std::invalid_argument& e) {

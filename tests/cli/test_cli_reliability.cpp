@@ -1,0 +1,88 @@
+// ckptlab-cli's reliability options (issue 17): a NaN loss is never printed quietly,
+// --detect-anomaly names the op that made it, --fail-allocation fails a run on purpose.
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+// log of a linear layer's output: NaN wherever that output is negative.
+const char* kLogOfNegative = R"({
+  "format": "checkpoint-lab-model", "version": 1,
+  "name": "log-of-negative", "seed": 3, "batch": 4,
+  "inputs": [{"name": "x", "shape": ["batch", 4], "requires_grad": true}],
+  "model": {"type": "sequential", "layers": [
+    {"type": "linear", "name": "fc", "in": 4, "out": 8},
+    {"type": "sequential", "name": "block", "layers": [{"type": "log", "name": "log"}]},
+    {"type": "linear", "name": "head", "in": 8, "out": 2}
+  ]}
+})";
+
+struct Result {
+  int code = -1;
+  QString out;
+  QString err;
+};
+
+Result cli(const QStringList& args) {
+  QProcess p;
+  p.start(qEnvironmentVariable("CKPTLAB_CLI"), args);
+  Result r;
+  if (!p.waitForFinished(120000)) return r;
+  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+}  // namespace
+
+class TestCliReliability : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString model_;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    model_ = dir_.filePath("log_of_negative.json");
+    QFile f(model_);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(kLogOfNegative);
+  }
+  void aNanLossIsAWarning() {
+    const Result r = cli({"run", model_, "--no-baseline"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("warning: the loss is nan") && r.err.contains("--detect-anomaly"),
+             qPrintable(r.err));
+  }
+  void detectAnomalyNamesTheOp() {
+    const Result r = cli({"run", model_, "--no-baseline", "--detect-anomaly"});
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains("Function 'log' returned nan values in its 0th output (forward of "
+                            "'block.log'"),
+             qPrintable(r.err));
+  }
+  void detectAnomalyPassesAFiniteRun() {
+    const QString sample = qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/mlp.json";
+    const Result r =
+        cli({"run", sample, "--detect-anomaly", "--checkpoint-all", "--variant", "non-reentrant"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(!r.err.contains("warning: the loss"), qPrintable(r.err));
+  }
+  void failAllocationFailsTheRunNamingTheOp() {
+    const QString sample = qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/mlp.json";
+    Result r = cli({"run", sample, "--checkpoint-all", "--variant", "non-reentrant",
+                    "--fail-allocation", "40"});
+    QCOMPARE(r.code, 4);
+    QVERIFY2(
+        r.err.contains("injected allocation failure: allocation #40") && r.err.contains(" in "),
+        qPrintable(r.err));
+    r = cli({"run", sample, "--fail-allocation", "0"});
+    QCOMPARE(r.code, 2);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCliReliability)
+#include "test_cli_reliability.moc"

@@ -1,0 +1,81 @@
+#include "tests/fuzz/fuzz_entries.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string_view>
+
+#include "engine/model/loader.hpp"
+#include "engine/tensor/npy.hpp"
+#include "ui/layout/dot_format.hpp"
+
+namespace ckpt::fuzz {
+
+namespace {
+
+std::string text(const std::uint8_t* data, std::size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+// A rejection must say what it rejected: the loaders promise messages that start with the
+// source's name (engine/model/loader.hpp, engine/tensor/npy.hpp).
+[[noreturn]] void finding(const char* target, const std::string& what) {
+  std::fprintf(stderr, "fuzz %s: %s\n", target, what.c_str());
+  std::abort();
+}
+
+template <typename F>
+void expect_named_error(const char* target, const std::string& source, F&& read) {
+  try {
+    read();
+  } catch (const std::exception& e) {
+    const std::string_view msg = e.what();
+    if (!source.empty() && msg.find(source) == std::string_view::npos)
+      finding(target, "an error that does not name '" + source + "': " + std::string(msg));
+  }
+}
+
+// A small graph of the shape the graph view lays out: two clusters, one nested, and edges
+// within and across them.
+const ui::LayoutGraph& layout_graph() {
+  static const ui::LayoutGraph g = [] {
+    ui::LayoutGraph graph;
+    graph.clusters = {{"c0", "features", ""}, {"c1", "block", "c0"}};
+    graph.nodes = {
+        {"n0", 80, 30, ""}, {"n1", 72, 36, "c0"}, {"n2", 72, 36, "c1"}, {"n3", 60, 20, "c1"}};
+    graph.edges = {{"n0", "n1"}, {"n1", "n2"}, {"n2", "n3"}, {"n1", "n3"}};
+    return graph;
+  }();
+  return g;
+}
+
+}  // namespace
+
+void onnx_model(const std::uint8_t* data, std::size_t size) {
+  expect_named_error("onnx_model", "fuzz.onnx",
+                     [&] { load_model_onnx_bytes(text(data, size), "fuzz.onnx"); });
+}
+
+void json_model(const std::uint8_t* data, std::size_t size) {
+  expect_named_error("json_model", "fuzz.json",
+                     [&] { load_model_json_text(text(data, size), "fuzz.json"); });
+}
+
+void npy(const std::uint8_t* data, std::size_t size) {
+  expect_named_error("npy", "fuzz.npy", [&] {
+    load_npy_bytes(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy");
+  });
+}
+
+void dot_json(const std::uint8_t* data, std::size_t size) {
+  // dot's output names no file; any std::exception with a message is the named error.
+  expect_named_error("dot_json", "", [&] { ui::parseDotJson(text(data, size), layout_graph()); });
+}
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = {
+      {"onnx_model", onnx_model}, {"json_model", json_model}, {"npy", npy}, {"dot_json", dot_json}};
+  return all;
+}
+
+}  // namespace ckpt::fuzz
