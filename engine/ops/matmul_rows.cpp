@@ -24,10 +24,36 @@ OpCost product_cost(const OpCall& op, const TensorList& in, const TensorList& ou
 }
 
 // PyTorch's nn.Linear exports as Gemm(x, W, b) with transB=1; anything else is matmul and add.
+// Gemm's operands are matrices whose inner dimensions agree, and C broadcasts to the product
+// one way: checked here, where the node can be named, not deep inside a kernel.
+void check_gemm_shapes(OnnxNode& n, bool ta, bool tb, bool has_c) {
+  const Shape& a = n.input(0, "A").probe.shape();
+  const Shape& b = n.input(1, "B").probe.shape();
+  if (a.size() != 2 || b.size() != 2)
+    n.fail("Gemm multiplies matrices; A is " + shape_str(a) + " and B " + shape_str(b));
+  const std::int64_t m = a[ta ? 1 : 0], k = a[ta ? 0 : 1];
+  const std::int64_t kb = b[tb ? 1 : 0], cols = b[tb ? 0 : 1];
+  if (k != kb)
+    n.fail("Gemm's A" + std::string(ta ? "^T " : " ") + shape_str(a) + " and B" +
+           (tb ? "^T " : " ") + shape_str(b) + " do not multiply (inner dimensions " +
+           std::to_string(k) + " and " + std::to_string(kb) + ")");
+  if (!has_c) return;
+  const Shape& c = n.input(2, "C").probe.shape();
+  const Shape product{m, cols};
+  bool fits = c.size() <= 2;
+  for (std::size_t i = 0; fits && i < c.size(); ++i) {
+    const std::int64_t want = product[2 - c.size() + i];
+    fits = c[i] == want || c[i] == 1;
+  }
+  if (!fits)
+    n.fail("Gemm's C " + shape_str(c) + " does not broadcast to the product " + shape_str(product));
+}
+
 void onnx_gemm(OnnxNode& n) {
   const std::int64_t ta = n.attr_i("transA", 0), tb = n.attr_i("transB", 0);
   const double alpha = n.attr_f("alpha", 1.0), beta = n.attr_f("beta", 1.0);
   const bool has_c = n.has_input(2);
+  check_gemm_shapes(n, ta != 0, tb != 0, has_c);
   const std::string& y = n.y();
   if (!ta && tb && alpha == 1.0 && (!has_c || (beta == 1.0 && n.input(2, "C").probe.dim() == 1)))
     return n.define(y, n.emit_op("linear", {n.operand(0), n.operand(1), n.operand(2)}, {}, y));
