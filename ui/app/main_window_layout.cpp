@@ -43,8 +43,9 @@ void MainWindow::arrangeDocks(int windowWidth) {
   };
   QDockWidget *modules = dock("modulesDock"), *notes = dock("notesDock"),
               *summary = dock("summaryDock"), *inspector = dock("inspectorDock"),
-              *lessons = dock("lessonsDock"), *code = dock("codeDock"), *plan = dock("planDock");
-  for (QDockWidget* d : {modules, notes, summary, inspector, lessons, code, plan}) {
+              *lessons = dock("lessonsDock"), *code = dock("codeDock"), *plan = dock("planDock"),
+              *pins = dock("pinsDock");
+  for (QDockWidget* d : {modules, notes, summary, inspector, lessons, code, plan, pins}) {
     d->setFloating(false);
     addDockWidget(d == modules || d == notes ? Qt::LeftDockWidgetArea : Qt::RightDockWidgetArea, d);
     d->setMinimumWidth(kMinSideDockWidth);
@@ -55,6 +56,8 @@ void MainWindow::arrangeDocks(int windowWidth) {
   tabifyDockWidget(summary, code);
   tabifyDockWidget(summary, plan);
   tabifyDockWidget(inspector, lessons);
+  // Beside the plot (the lower right column), where a comparison is read against the curves.
+  tabifyDockWidget(inspector, pins);
   summary->raise();
   inspector->raise();
   const SideDockWidths w = defaultSideDockWidths(windowWidth);
