@@ -84,7 +84,8 @@ PinsView::PinsView(QWidget* parent)
   buttons->addStretch(1);
   buttons->addWidget(clear_);
   auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
+  layout->setContentsMargins(2, 2, 2, 2);
+  layout->setSpacing(2);
   layout->addWidget(table_, 1);
   layout->addLayout(buttons);
 
@@ -102,6 +103,10 @@ PinsView::PinsView(QWidget* parent)
   connect(unpinKey, &QAction::triggered, unpin_, &QPushButton::click);
   table_->addAction(unpinKey);
   rebuild();
+  // Tabbed with the Inspector, this dock's minimum becomes the right column's: the table's and
+  // buttons' own would make the window too tall for a 768-pixel screen. Squeezed that far, the
+  // table scrolls and the buttons are clipped; the right-click menu still does everything.
+  setMinimumSize(1, 1);
 }
 
 void PinsView::setPins(const PinList* pins) {
