@@ -5,6 +5,7 @@
 // pinned_comparisons.png (the README's picture).
 
 #include <QDir>
+#include <QDockWidget>
 #include <QHeaderView>
 #include <QImage>
 #include <QPainter>
@@ -83,8 +84,12 @@ class TestPins : public QObject {
     QVERIFY(waitIdle(w));
     Session* s = w.session();
     QVERIFY(w.pinAction() && w.pinAction()->shortcut() == QKeySequence(Qt::CTRL | Qt::Key_P));
+    // The Pinned dock waits for a pin; the first one shows it.
+    auto* dock = w.findChild<QDockWidget*>(QStringLiteral("pinsDock"));
+    QVERIFY(dock && !dock->isVisible());
     w.pinAction()->trigger();
     QCOMPARE(s->pins()->pins().size(), std::size_t(1));
+    QVERIFY(dock->isVisible());
     const CheckpointConfig plain = s->config();
     QVERIFY(plain.modules.empty());
 
@@ -189,6 +194,11 @@ class TestPins : public QObject {
     QCOMPARE(plot.model().pins.size(), std::size_t(2));
     QCOMPARE(t->item(w.pinsView()->rowOf(first.id), PinsView::colourColumn)->checkState(),
              Qt::Checked);
+
+    // Editing a name renames the pin; the plot's legend takes the new name.
+    t->item(w.pinsView()->rowOf(first.id), PinsView::nameColumn)->setText(QStringLiteral("plain"));
+    QCOMPARE(list->find(first.id)->name, QStringLiteral("plain"));
+    QCOMPARE(plot.model().pins[0].name, QStringLiteral("plain"));
 
     // Unpin and pin back: the table and the plot follow the list.
     emit w.pinsView()->unpinRequested(second.id);
