@@ -36,3 +36,8 @@ for screen in 1366x768 1440x900 1920x1080; do
   xvfb-run -a -s "-screen 0 ${screen}x24" env -u QT_QPA_PLATFORM \
     "$app" --screenshot "$here/first_window_$screen.png"
 done
+# Pinned comparisons: test_ui_pins pins two configurations of the DenseNet sample, switches the
+# variant and grabs the window (through ctest, which gives it its screen and sample paths).
+echo "screenshot: pinned_comparisons (test_ui_pins)" >&2
+CKPTLAB_SCREENSHOT_DIR=$here ctest --test-dir "$(dirname "$app")/../.." -R '^test_ui_pins$' \
+  --output-on-failure >&2

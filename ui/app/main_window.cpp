@@ -20,6 +20,7 @@
 #include "ui/panels/inspector.hpp"
 #include "ui/panels/lessons_view.hpp"
 #include "ui/panels/module_tree.hpp"
+#include "ui/panels/pins_view.hpp"
 #include "ui/panels/plan_view.hpp"
 #include "ui/panels/summary_view.hpp"
 #include "ui/player/player.hpp"
@@ -39,6 +40,7 @@ MainWindow::MainWindow(QWidget* parent, SettingsUse use)
   buildDocks();
   buildToolBar();
   buildMenus();
+  buildPins();
   wireSession();
   loadSettings();
   applyPalette();
@@ -116,6 +118,7 @@ void MainWindow::buildDocks() {
   lessons_ = new LessonsView;
   code_ = new CodeView;
   plan_ = new PlanView;
+  pinsView_ = new PinsView;
   dock(tr("Modules"), QStringLiteral("modulesDock"), modules_, Qt::LeftDockWidgetArea);
   dock(tr("Notes"), QStringLiteral("notesDock"), notes_, Qt::LeftDockWidgetArea);
   dock(tr("Run summary"), QStringLiteral("summaryDock"), summary_, Qt::RightDockWidgetArea);
@@ -124,6 +127,7 @@ void MainWindow::buildDocks() {
        Qt::RightDockWidgetArea);
   dock(tr("PyTorch code"), QStringLiteral("codeDock"), code_, Qt::RightDockWidgetArea);
   dock(tr("Plan"), QStringLiteral("planDock"), plan_, Qt::RightDockWidgetArea);
+  dock(tr("Pinned"), QStringLiteral("pinsDock"), pinsView_, Qt::RightDockWidgetArea);
   arrangeDocks(kDefaultWindowSize.width());
 }
 
@@ -161,6 +165,7 @@ void MainWindow::buildToolBar() {
   bar->addWidget(batch_);
   bar->addSeparator();
   QAction* rerun = bar->addAction(QIcon(QStringLiteral(":/icons/rerun.svg")), tr("Run again"));
+  rerun->setObjectName(QStringLiteral("rerunAction"));
   rerun->setShortcut(QKeySequence(Qt::Key_F5));
   connect(rerun, &QAction::triggered, session_, &Session::rerun);
   bar->addSeparator();

@@ -25,6 +25,7 @@ namespace ckpt::ui {
 
 class CodeView;
 class PlanView;
+class PinsView;
 class GraphView;
 class Inspector;
 class LessonsView;
@@ -61,6 +62,8 @@ class MainWindow : public QMainWindow {
   LessonsView* lessonsView() const { return lessons_; }
   CodeView* codeView() const { return code_; }
   PlanView* planView() const { return plan_; }
+  PinsView* pinsView() const { return pinsView_; }
+  QAction* pinAction() const { return pinAction_; }
   QLabel* banner() const { return banner_; }
   QStringList recentFiles() const { return recent_; }
   ThemeMode theme() const { return theme_; }
@@ -94,6 +97,9 @@ class MainWindow : public QMainWindow {
   void buildToolBar();
   void buildMenus();
   void wireSession();
+  // main_window_pins.cpp: the Pin action, the Pinned dock's wiring and the plot's pinned curves.
+  void buildPins();
+  void updatePlotPins();
   void loadSettings();
   void saveSettings() const;
   void restoreWindowLayout(const QSettings& s);
@@ -126,6 +132,7 @@ class MainWindow : public QMainWindow {
   QTextBrowser* notes_ = nullptr;
   CodeView* code_ = nullptr;
   PlanView* plan_ = nullptr;
+  PinsView* pinsView_ = nullptr;
   QLabel* banner_ = nullptr;
   QLabel* callout_ = nullptr;
   QLabel* runState_ = nullptr;
@@ -139,6 +146,8 @@ class MainWindow : public QMainWindow {
   QMenu* viewMenu_ = nullptr;
   QActionGroup* themeGroup_ = nullptr;
   QAction* followAction_ = nullptr;
+  QAction* pinAction_ = nullptr;
+  QMenu* runMenu_ = nullptr;
 
   QStringList recent_;
   ThemeMode theme_ = ThemeMode::system;

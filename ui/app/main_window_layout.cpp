@@ -43,7 +43,8 @@ void MainWindow::arrangeDocks(int windowWidth) {
   };
   QDockWidget *modules = dock("modulesDock"), *notes = dock("notesDock"),
               *summary = dock("summaryDock"), *inspector = dock("inspectorDock"),
-              *lessons = dock("lessonsDock"), *code = dock("codeDock"), *plan = dock("planDock");
+              *lessons = dock("lessonsDock"), *code = dock("codeDock"), *plan = dock("planDock"),
+              *pins = dock("pinsDock");
   for (QDockWidget* d : {modules, notes, summary, inspector, lessons, code, plan}) {
     d->setFloating(false);
     addDockWidget(d == modules || d == notes ? Qt::LeftDockWidgetArea : Qt::RightDockWidgetArea, d);
@@ -55,6 +56,13 @@ void MainWindow::arrangeDocks(int windowWidth) {
   tabifyDockWidget(summary, code);
   tabifyDockWidget(summary, plan);
   tabifyDockWidget(inspector, lessons);
+  // Beside the plot (the lower right column), where a comparison is read against the curves;
+  // shown once there is a pin (the Pin action raises it). Shown among the defaults, it made a
+  // reset window on a 768-pixel screen 16 px taller than the default (test_ui_first_window).
+  pins->setFloating(false);
+  pins->setMinimumWidth(kMinSideDockWidth);
+  tabifyDockWidget(inspector, pins);
+  pins->setVisible(!session_->pins()->pins().empty());
   summary->raise();
   inspector->raise();
   const SideDockWidths w = defaultSideDockWidths(windowWidth);

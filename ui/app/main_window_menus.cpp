@@ -90,6 +90,7 @@ void MainWindow::buildMenus() {
   play->addActions(playerBar_->playerActions());
 
   QMenu* run = menuBar()->addMenu(tr("&Run"));
+  runMenu_ = run;
   run->addAction(tr("&Memory Limit for Real Runs…"), this, [this] {
     // Every click is a dry run first; the real run follows only when its predicted memory
     // fits this limit (0: three quarters of the memory available when it starts).

@@ -26,6 +26,11 @@ void MemoryPlot::setSeries(MemorySeriesPtr series, MemorySeriesPtr ghost,
   invalidate();
 }
 
+void MemoryPlot::setPins(std::vector<PlotPin> pins) {
+  model_.pins = std::move(pins);
+  invalidate();
+}
+
 void MemoryPlot::setCursorStep(std::int64_t step) {
   if (model_.cursor == step) return;
   model_.cursor = step;
@@ -93,6 +98,11 @@ QString MemoryPlot::describeStep(std::int64_t k) const {
   if (model_.ghost && k < model_.ghost->steps())
     text += tr("<br>previous configuration: %1")
                 .arg(QString::fromStdString(formatBytes(model_.ghost->totals[i])));
+  for (const PlotPin& pin : model_.pins)
+    if (pin.series && k < pin.series->steps())
+      text += QStringLiteral("<br><span style='color:%1'>◆</span> %2: %3")
+                  .arg(pin.colour.name(), pin.name.toHtmlEscaped(),
+                       QString::fromStdString(formatBytes(pin.series->totals[i])));
   return text;
 }
 

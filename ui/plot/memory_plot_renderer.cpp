@@ -62,12 +62,16 @@ MemoryPlotRenderer::MemoryPlotRenderer() : palette_(Palette::light()) {
 std::int64_t MemoryPlotRenderer::stepCount(const MemoryPlotModel& m) const {
   std::int64_t n = m.series ? m.series->steps() : 0;
   if (m.ghost) n = std::max(n, m.ghost->steps());
+  for (const PlotPin& pin : m.pins)
+    if (pin.series) n = std::max(n, pin.series->steps());
   return n;
 }
 
 std::int64_t MemoryPlotRenderer::yMax(const MemoryPlotModel& m) const {
   std::int64_t top = m.series ? m.series->max_total() : 0;
   if (m.ghost) top = std::max(top, m.ghost->max_total());
+  for (const PlotPin& pin : m.pins)
+    if (pin.series) top = std::max(top, pin.series->max_total());
   // Headroom for the peak's label.
   return std::max<std::int64_t>(16, static_cast<std::int64_t>(static_cast<double>(top) * 1.16));
 }
@@ -79,7 +83,8 @@ QRectF MemoryPlotRenderer::plotArea(const QRectF& rect, const MemoryPlotModel& m
                              .arg(static_cast<double>(yMax(m)) / unit, 0, 'f', 1)
                              .arg(QLatin1String(unitName(unit)));
   const double left = fm.horizontalAdvance(widest) + 14;
-  const double top = kLegendHeight + (m.title.isEmpty() ? 0 : kTitleHeight) + 6;
+  const double top =
+      kLegendHeight + (m.title.isEmpty() ? 0 : kTitleHeight) + pinLegendHeight(rect, m) + 6;
   return rect.adjusted(left, top, -kRightMargin, -kBottomMargin);
 }
 
@@ -137,9 +142,12 @@ void MemoryPlotRenderer::renderStatic(QPainter& p, const QRectF& rect,
   drawAxes(p, area, m);
   drawStack(p, area, m);
   drawGhost(p, area, m);
+  drawPins(p, area, m);
   drawBandLabels(p, area, m);
   drawPeak(p, area, m);
+  drawPinPeaks(p, area, m);
   drawRunKind(p, area, m);
+  drawPinLegend(p, rect, m);
   drawLegend(p, rect, m);
   p.restore();
 }

@@ -5,12 +5,14 @@
 // a dashed ghost, and the player's cursor. Used by the MemoryPlot widget and, headless, by
 // exportMemoryPlot() (the CLI's --plot). No Qt Charts: it is deprecated upstream.
 
+#include <QColor>
 #include <QFont>
 #include <QRectF>
 #include <QSize>
 #include <QString>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "ui/core/memory_series.hpp"
 #include "ui/style/palette.hpp"
@@ -19,12 +21,20 @@ class QPainter;
 
 namespace ckpt::ui {
 
+// A pinned run as the plot draws it: its total bytes as a line in its colour, its peak marked.
+struct PlotPin {
+  MemorySeriesPtr series;
+  QColor colour;
+  QString name;
+};
+
 struct MemoryPlotModel {
-  MemorySeriesPtr series;    // the current run
-  MemorySeriesPtr ghost;     // the previous configuration's run, may be null
-  QString ghostLabel;        // what the ghost was ("no checkpoints"), may be empty
-  std::int64_t cursor = -1;  // the player's step, -1 for none
-  QString title;             // drawn above the legend when not empty
+  MemorySeriesPtr series;     // the current run
+  MemorySeriesPtr ghost;      // the previous configuration's run, may be null
+  QString ghostLabel;         // what the ghost was ("no checkpoints"), may be empty
+  std::vector<PlotPin> pins;  // the visible pinned runs only
+  std::int64_t cursor = -1;   // the player's step, -1 for none
+  QString title;              // drawn above the legend when not empty
   // Names a step ("conv2d · features.conv0"), for the peak's label; may be empty.
   std::function<QString(std::int64_t step)> stepLabel;
 };
@@ -62,6 +72,20 @@ class MemoryPlotRenderer {
   void drawBandLabels(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawStack(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawGhost(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  // memory_plot_pins.cpp
+  void drawPins(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  // Over the current run's peak label, which would hide a pinned peak near it.
+  void drawPinPeaks(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawPinLegend(QPainter& p, const QRectF& rect, const MemoryPlotModel& m) const;
+  // The pins' legend entries, flowed in rows under the category legend: names as long as a
+  // configuration's need room of their own, which the plot area gives up.
+  struct PinLegendEntry {
+    QRectF box;
+    QString text;
+    std::size_t pin = 0;
+  };
+  std::vector<PinLegendEntry> pinLegend(const QRectF& rect, const MemoryPlotModel& m) const;
+  double pinLegendHeight(const QRectF& rect, const MemoryPlotModel& m) const;
   void drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawRunKind(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
 

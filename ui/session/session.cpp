@@ -61,7 +61,10 @@ std::string parentPath(const std::string& path) {
 }  // namespace
 
 Session::Session(QObject* parent)
-    : QObject(parent), runs_(new RunController(this)), layouts_(new LayoutEngine(this)) {
+    : QObject(parent),
+      runs_(new RunController(this)),
+      layouts_(new LayoutEngine(this)),
+      pins_(new PinList(this)) {
   const QString cache = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
   if (!cache.isEmpty())
     layouts_->setCacheDirectory(QDir(cache).filePath(QStringLiteral("layouts")));
@@ -128,6 +131,7 @@ void Session::adopt(std::shared_ptr<const Model> model, const QString& source) {
   current_.reset();
   ghost_.reset();
   ghostLabel_.clear();
+  pins_->clear();
   graph_.reset();
   layout_.reset();
   config_ = scenario_config(*model_);
@@ -259,6 +263,23 @@ void Session::relayout() {
         return std::make_shared<const ModelGraph>(std::move(model), std::move(expanded));
       },
       model_, expanded_));
+}
+
+quint64 Session::pinCurrent() {
+  if (!current_ || !current_->series) {
+    emit message(tr("Nothing to pin yet: no run has finished."));
+    return 0;
+  }
+  // A preview's times are estimates that its real run is about to replace.
+  if (current_->realRunFollows) {
+    emit message(tr("The run is still under way: pin it when it is done."));
+    return 0;
+  }
+  if (const Pin* same = pins_->findConfig(current_->config)) {
+    emit message(tr("Already pinned as \"%1\".").arg(same->name));
+    return same->id;
+  }
+  return pins_->add(*current_, runName(*current_));
 }
 
 void Session::onRunFinished(RunSnapshotPtr snapshot) {

@@ -12,6 +12,7 @@
 
 #include "ui/core/model_graph.hpp"
 #include "ui/layout/layout_engine.hpp"
+#include "ui/session/pins.hpp"
 #include "ui/session/run_controller.hpp"
 
 namespace ckpt::ui {
@@ -60,6 +61,11 @@ class Session : public QObject {
   MemorySeriesPtr ghost() const { return ghost_; }
   QString ghostLabel() const { return ghostLabel_; }
   RunController* runs() const { return runs_; }
+  // Pinned comparisons: kept across configuration changes, cleared when another model opens.
+  PinList* pins() const { return pins_; }
+  // Pins the current run; returns its pin's id, or 0 (saying why through message()) when
+  // there is nothing complete to pin. A configuration pinned already answers with its pin.
+  quint64 pinCurrent();
   LayoutEngine* layouts() const { return layouts_; }
 
  signals:
@@ -101,6 +107,7 @@ class Session : public QObject {
 
   RunController* runs_;
   LayoutEngine* layouts_;
+  PinList* pins_;
 };
 
 }  // namespace ckpt::ui

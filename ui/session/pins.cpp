@@ -1,0 +1,117 @@
+#include "ui/session/pins.hpp"
+
+#include <QCoreApplication>
+#include <algorithm>
+
+#include "engine/report/config_text.hpp"
+
+namespace ckpt::ui {
+
+PinFigures pinFigures(const RunSummary& s) {
+  PinFigures f;
+  f.ok = s.ok;
+  f.dryRun = s.dry_run;
+  f.peakBytes = s.peak.bytes;
+  f.savedBytes = s.end_of_forward[static_cast<std::size_t>(MemoryCategory::activation)] +
+                 s.end_of_forward[static_cast<std::size_t>(MemoryCategory::checkpoint_input)];
+  f.recomputeExecutions = s.executions.recompute;
+  f.totalMs = s.times.total_ms;
+  return f;
+}
+
+QString runName(const RunSnapshot& snap) {
+  QString name = QString::fromStdString(describe_config(snap.config));
+  const std::int64_t batch =
+      snap.config.batch > 0 ? snap.config.batch : (snap.model ? snap.model->scenario.batch : 0);
+  if (batch > 0) name += QCoreApplication::translate("Pins", ", batch %1").arg(batch);
+  if (snap.dryRun()) name += QCoreApplication::translate("Pins", " (dry run)");
+  if (snap.result && !snap.result->ok) name += QCoreApplication::translate("Pins", " (failed)");
+  return name;
+}
+
+// Distinct from the category fills and the grey ghost, and from each other in both themes.
+const std::vector<QColor>& PinList::palette() {
+  static const std::vector<QColor> colours = {QColor(0xd6, 0x27, 0x28), QColor(0x1f, 0x77, 0xb4),
+                                              QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
+                                              QColor(0x94, 0x67, 0xbd), QColor(0x17, 0xbe, 0xcf),
+                                              QColor(0xe3, 0x77, 0xc2), QColor(0x8c, 0x56, 0x4b)};
+  return colours;
+}
+
+const Pin* PinList::find(quint64 id) const {
+  for (const Pin& p : pins_)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+Pin* PinList::findMutable(quint64 id) {
+  for (Pin& p : pins_)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+const Pin* PinList::findConfig(const CheckpointConfig& config) const {
+  for (const Pin& p : pins_)
+    if (p.config == config) return &p;
+  return nullptr;
+}
+
+// Beyond the palette's size colours repeat, least used first, so two pins share one only when
+// every colour is taken.
+QColor PinList::nextColour() const {
+  const auto& colours = palette();
+  std::size_t best = 0, bestUses = SIZE_MAX;
+  for (std::size_t i = 0; i < colours.size(); ++i) {
+    const auto uses = static_cast<std::size_t>(std::count_if(
+        pins_.begin(), pins_.end(), [&](const Pin& p) { return p.colour == colours[i]; }));
+    if (uses < bestUses) {
+      best = i;
+      bestUses = uses;
+    }
+  }
+  return colours[best];
+}
+
+quint64 PinList::add(const RunSnapshot& snapshot, const QString& name) {
+  Pin p;
+  p.id = nextId_++;
+  p.name = name;
+  p.colour = nextColour();
+  p.config = snapshot.config;
+  p.series = snapshot.series;
+  p.summary = snapshot.summary;
+  p.figures = pinFigures(snapshot.summary);
+  pins_.push_back(std::move(p));
+  emit changed();
+  return pins_.back().id;
+}
+
+bool PinList::remove(quint64 id) {
+  const auto n = std::erase_if(pins_, [id](const Pin& p) { return p.id == id; });
+  if (n > 0) emit changed();
+  return n > 0;
+}
+
+bool PinList::setVisible(quint64 id, bool visible) {
+  Pin* p = findMutable(id);
+  if (!p || p->visible == visible) return false;
+  p->visible = visible;
+  emit changed();
+  return true;
+}
+
+bool PinList::rename(quint64 id, const QString& name) {
+  Pin* p = findMutable(id);
+  if (!p || p->name == name || name.trimmed().isEmpty()) return false;
+  p->name = name.trimmed();
+  emit changed();
+  return true;
+}
+
+void PinList::clear() {
+  if (pins_.empty()) return;
+  pins_.clear();
+  emit changed();
+}
+
+}  // namespace ckpt::ui
