@@ -8,12 +8,16 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "cli_process.hpp"
+
 #include "engine/model/loader.hpp"
 #include "engine/run/run_summary.hpp"
 #include "engine/run/runner.hpp"
 #include "engine/tensor/npy.hpp"
 
 using namespace ckpt;
+
+using ckpt::test::json_object;
 
 namespace {
 
@@ -33,28 +37,10 @@ const char* kModel = R"({
   ]}
 })";
 
-struct Result {
-  int code = -1;
-  QString out;
-  QString err;
-};
+using Result = ckpt::test::CliResult;
 
 Result cli(const QStringList& args) {
-  QProcess p;
-  p.start(qEnvironmentVariable("CKPTLAB_CLI"), args);
-  Result r;
-  if (!p.waitForFinished(120000)) return r;
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
-}
-
-QJsonObject json_object(const QString& text) {
-  QJsonParseError e;
-  const auto doc = QJsonDocument::fromJson(text.toUtf8(), &e);
-  if (e.error != QJsonParseError::NoError) qWarning() << e.errorString() << text.left(400);
-  return doc.object();
+  return ckpt::test::run_cli(args);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "cli_process.hpp"
+
 #include "engine/model/loader.hpp"
 #include "engine/plan/planner.hpp"
 
@@ -16,21 +18,10 @@ using namespace ckpt;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  QString out;
-  QString err;
-};
+using Result = ckpt::test::CliResult;
 
 Result cli(const QStringList& args) {
-  QProcess p;
-  p.start(qEnvironmentVariable("CKPTLAB_CLI"), args);
-  Result r;
-  if (!p.waitForFinished(300000)) return r;
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
+  return ckpt::test::run_cli(args);
 }
 
 QString data(const char* name) {

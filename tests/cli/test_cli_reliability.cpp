@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "cli_process.hpp"
+
 namespace {
 
 // log of a linear layer's output: NaN wherever that output is negative.
@@ -19,21 +21,10 @@ const char* kLogOfNegative = R"({
   ]}
 })";
 
-struct Result {
-  int code = -1;
-  QString out;
-  QString err;
-};
+using Result = ckpt::test::CliResult;
 
 Result cli(const QStringList& args) {
-  QProcess p;
-  p.start(qEnvironmentVariable("CKPTLAB_CLI"), args);
-  Result r;
-  if (!p.waitForFinished(120000)) return r;
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
+  return ckpt::test::run_cli(args);
 }
 
 }  // namespace
