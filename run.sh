@@ -6,7 +6,7 @@
 #   ./run.sh sanitize   ASan+UBSan build (CUDA off) and its engine and cli tests
 #   ./run.sh screenshots  build, then regenerate the README's screenshots (docs/screenshots/)
 #   ./run.sh package    a portable build (build-package/), then its .deb (cpack -G DEB)
-#   ./run.sh fuzz [SECONDS]  libFuzzer build (clang, ASan+UBSan) of the loaders; each target runs
+#   ./run.sh fuzz [SECONDS | --runs N]  libFuzzer build (clang, ASan+UBSan) of the loaders; each target runs
 #                        SECONDS (default 60), one after another, seeded from samples/ and tests
 # Extra arguments after the mode are passed to the program (or to ctest).
 set -euo pipefail
@@ -47,8 +47,17 @@ configure_and_build() {
 
 # Each target's corpus starts from the inputs the project already has (build-fuzz/corpus/<target>,
 # kept between runs); a crash input lands in build-fuzz/findings/<target>/ and the run fails.
+# `fuzz SECONDS` runs each target that long; `fuzz --runs N` runs N inputs from seed 1, the same
+# inputs every time (CI: a finding there is one a person can replay, never a roll of the dice).
 fuzz() {
-  local seconds=$1 dir="$here/build-fuzz"
+  local dir="$here/build-fuzz" limit what
+  if [ "${1:-}" = --runs ]; then
+    limit=(-runs="$2" -seed=1)
+    what="$2 inputs from seed 1"
+  else
+    limit=(-max_total_time="${1:-60}")
+    what="${1:-60} s"
+  fi
   CC=clang CXX=clang++ cmake -S "$here" -B "$dir" -G Ninja -DCKPTLAB_FUZZ=ON -DCKPTLAB_CUDA=OFF \
     -DCKPTLAB_BUILD_UI=OFF -DCKPTLAB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Fuzz \
     -DCMAKE_CXX_FLAGS_FUZZ="-O1 -g"
@@ -76,8 +85,8 @@ fuzz() {
         [ -f "$m" ] && cp -n "$m" "$dir/corpus/$t/$(basename "$(dirname "$m")").onnx"
       done
     fi
-    echo "run.sh fuzz: $t for ${seconds} s" >&2
-    "$dir/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    echo "run.sh fuzz: $t, $what" >&2
+    "$dir/tests/fuzz/fuzz_$t" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$dir/findings/$t/" \
       "$dir/corpus/$t" || failed=1
   done
@@ -108,7 +117,7 @@ case "$mode" in
     QT_QPA_PLATFORM=offscreen ctest --output-on-failure --parallel "$(nproc)" -L 'engine|cli|stress' "$@"
     ;;
   fuzz)
-    fuzz "${1:-60}"
+    fuzz "$@"
     ;;
   screenshots)
     configure_and_build "$here/build"

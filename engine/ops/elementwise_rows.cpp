@@ -44,6 +44,7 @@ Tensor div_ts(const Tensor& a, double b) {
 // ONNX Max and Min take one or more inputs, broadcast: a chain of two-input ops.
 template <bool Max>
 void onnx_extremum(OnnxNode& n) {
+  if (n.input_count() == 0) n.fail(std::string(Max ? "Max" : "Min") + " needs at least one input");
   if (n.input_count() == 1) return n.alias(n.y(), n.input(0, "first"));
   const OnnxValue* cur = nullptr;
   for (std::size_t i = 1; i < n.input_count(); ++i)
