@@ -11,9 +11,9 @@
 #include <set>
 #include <unordered_map>
 
+#include "engine/report/state_timeline.hpp"
 #include "engine/trace/trace.hpp"
 #include "ui/core/model_graph.hpp"
-#include "engine/report/state_timeline.hpp"
 #include "ui/graph/graph_items.hpp"
 #include "ui/layout/layout_engine.hpp"
 
