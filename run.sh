@@ -72,7 +72,8 @@ fuzz() {
     [dot_json]="$here/tests/fuzz/seeds/dot_json/*"
   )
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  local t failed=0
+  local t failed=0 summary=()
+  mkdir -p "$dir/logs"
   for t in onnx_model json_model npy dot_json; do
     mkdir -p "$dir/corpus/$t" "$dir/findings/$t"
     # shellcheck disable=SC2086
@@ -85,11 +86,20 @@ fuzz() {
         [ -f "$m" ] && cp -n "$m" "$dir/corpus/$t/$(basename "$(dirname "$m")").onnx"
       done
     fi
-    echo "run.sh fuzz: $t, $what" >&2
-    "$dir/tests/fuzz/fuzz_$t" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
+    echo "run.sh fuzz: $t, $what (log: $dir/logs/$t.log)" >&2
+    # libFuzzer's progress lines go to the log; a finding's report is printed below, so that
+    # the end of CI's output says which target failed and on what input (libFuzzer's Base64).
+    if "$dir/tests/fuzz/fuzz_$t" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$dir/findings/$t/" \
-      "$dir/corpus/$t" || failed=1
+      "$dir/corpus/$t" >"$dir/logs/$t.log" 2>&1; then
+      summary+=("$t: ok, $(grep -m1 -o 'number_of_executed_units: [0-9]*' "$dir/logs/$t.log")")
+    else
+      failed=1
+      summary+=("$t: FINDING, in $dir/findings/$t/ (its report is above)")
+      grep -v -e '^#[0-9]' -e '# Uses:' "$dir/logs/$t.log" | tail -n 60 >&2
+    fi
   done
+  printf 'run.sh fuzz: %s\n' "${summary[@]}" >&2
   return $failed
 }
 

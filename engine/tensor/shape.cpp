@@ -1,5 +1,6 @@
 #include "engine/tensor/shape.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -8,10 +9,15 @@ namespace ckpt {
 
 std::int64_t shape_numel(const Shape& shape) {
   std::int64_t n = 1;
+  // The product of the non-zero sizes bounds the contiguous strides: an empty tensor of shape
+  // [0, 1e13, 1e6] has no element, yet its first stride would overflow int64.
+  std::int64_t extent = 1;
   for (auto d : shape) {
     if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_str(shape));
-    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / 16 / d)
+    const std::int64_t size = std::max<std::int64_t>(d, 1);
+    if (extent > std::numeric_limits<std::int64_t>::max() / 16 / size)
       throw std::invalid_argument("shape " + shape_str(shape) + " has too many elements");
+    extent *= size;
     n *= d;
   }
   return n;

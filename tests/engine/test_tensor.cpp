@@ -48,6 +48,10 @@ class TestTensor : public QObject {
   void absurdShapesAreClearErrors() {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Tensor::zeros({-1, 3}));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Tensor::zeros({1LL << 40, 1LL << 40}));
+    // No element, but strides beyond int64 (PyTorch 1.13's torch.empty crashes on this one).
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             Tensor::empty({0, 10'000'000'000'000LL, 1'000'000}));
+    QCOMPARE(Tensor::empty({0, 1'000'000, 1'000}).numel(), std::int64_t(0));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, reshape(Tensor::zeros({2, 3}), {4, 2}));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, add(Tensor::zeros({2, 3}), Tensor::zeros({4})));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
