@@ -2,24 +2,11 @@
 // --detect-anomaly names the op that made it, --fail-allocation fails a run on purpose.
 
 #include <QProcess>
-#include <QTemporaryDir>
 #include <QtTest>
 
 #include "cli_process.hpp"
 
 namespace {
-
-// log of a linear layer's output: NaN wherever that output is negative.
-const char* kLogOfNegative = R"({
-  "format": "checkpoint-lab-model", "version": 1,
-  "name": "log-of-negative", "seed": 3, "batch": 4,
-  "inputs": [{"name": "x", "shape": ["batch", 4], "requires_grad": true}],
-  "model": {"type": "sequential", "layers": [
-    {"type": "linear", "name": "fc", "in": 4, "out": 8},
-    {"type": "sequential", "name": "block", "layers": [{"type": "log", "name": "log"}]},
-    {"type": "linear", "name": "head", "in": 8, "out": 2}
-  ]}
-})";
 
 using Result = ckpt::test::CliResult;
 
@@ -31,16 +18,13 @@ Result cli(const QStringList& args) {
 
 class TestCliReliability : public QObject {
   Q_OBJECT
-  QTemporaryDir dir_;
   QString model_;
 
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    model_ = dir_.filePath("log_of_negative.json");
-    QFile f(model_);
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(kLogOfNegative);
+    // log of a linear layer's output: NaN wherever that output is negative.
+    model_ = qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/tests/engine/data/log_of_negative.json";
+    QVERIFY2(QFile::exists(model_), qPrintable(model_));
   }
   void aNanLossIsAWarning() {
     const Result r = cli({"run", model_, "--no-baseline"});

@@ -13,18 +13,6 @@ using namespace ckpt;
 
 namespace {
 
-// log of a linear layer's output: about half its values are negative, so log makes NaN in the
-// forward (PyTorch: tensor([nan, 0.6931], grad_fn=<LogBackward0>)).
-const char* kLogOfNegative = R"({
-  "name": "log_of_negative", "seed": 3, "batch": 4,
-  "inputs": [{"name": "x", "shape": ["batch", 4], "requires_grad": true}],
-  "model": {"type": "sequential", "layers": [
-    {"type": "linear", "name": "fc", "in": 4, "out": 8},
-    {"type": "sequential", "name": "block", "layers": [{"type": "log", "name": "log"}]},
-    {"type": "linear", "name": "head", "in": 8, "out": 2}
-  ]}
-})";
-
 // sqrt(relu(x)): finite forward (sqrt(0) = 0), and SqrtBackward0 divides by sqrt(0) = 0, the
 // first backward node to return a non-finite gradient. PyTorch 1.13 under anomaly mode:
 // "Function 'SqrtBackward0' returned nan values in its 0th output." for sqrt(x) * 0 at x = 0.
@@ -39,8 +27,18 @@ const char* kSqrtAtZero = R"({
   ]}
 })";
 
-RunResult run(const char* json, bool detect, bool reentrant_checkpoint = false) {
-  Runner runner(load_model_json_text(json, "anomaly.json"));
+// log of a linear layer's output: NaN in the forward wherever that output is negative.
+std::shared_ptr<Model> log_of_negative() {
+  return load_model(qEnvironmentVariable("CKPTLAB_SOURCE_DIR").toStdString() +
+                    "/tests/engine/data/log_of_negative.json");
+}
+
+std::shared_ptr<Model> sqrt_at_zero() {
+  return load_model_json_text(kSqrtAtZero, "sqrt_at_zero.json");
+}
+
+RunResult run(std::shared_ptr<Model> model, bool detect, bool reentrant_checkpoint = false) {
+  Runner runner(std::move(model));
   CheckpointConfig c = scenario_config(runner.model());
   c.detect_anomaly = detect;
   if (reentrant_checkpoint) c.modules.insert("block");
@@ -57,13 +55,13 @@ class TestAnomaly : public QObject {
   Q_OBJECT
  private slots:
   void withoutDetectionTheRunGoesOnAndTheLossIsNan() {
-    const RunResult r = run(kLogOfNegative, false);
+    const RunResult r = run(log_of_negative(), false);
     QVERIFY2(r.ok, r.error.c_str());
     QVERIFY(std::isnan(r.loss.item()));
     QCOMPARE(std::string(non_finite_kind(r.loss)), std::string("nan"));
   }
   void forwardNanNamesTheOpAndNode() {
-    const RunResult r = run(kLogOfNegative, true);
+    const RunResult r = run(log_of_negative(), true);
     QVERIFY(!r.ok);
     QVERIFY2(contains(r.error,
                       "Function 'log' returned nan values in its 0th output (forward of "
@@ -71,14 +69,14 @@ class TestAnomaly : public QObject {
              r.error.c_str());
   }
   void checkpointedForwardNanIsCaughtBeforeTheRecompute() {
-    const RunResult r = run(kLogOfNegative, true, true);
+    const RunResult r = run(log_of_negative(), true, true);
     QVERIFY(!r.ok);
     QVERIFY2(contains(r.error, "'log' returned nan") && contains(r.error, "forward of"),
              r.error.c_str());
   }
   void backwardInfNamesTheBackwardNode() {
-    QVERIFY2(run(kSqrtAtZero, false).ok, "the forward of sqrt(relu(x)) is finite");
-    const RunResult r = run(kSqrtAtZero, true);
+    QVERIFY2(run(sqrt_at_zero(), false).ok, "the forward of sqrt(relu(x)) is finite");
+    const RunResult r = run(sqrt_at_zero(), true);
     QVERIFY(!r.ok);
     QVERIFY2(contains(r.error,
                       "Function 'SqrtBackward0' returned inf values in its 0th output "
@@ -86,7 +84,7 @@ class TestAnomaly : public QObject {
              r.error.c_str());
   }
   void dryRunsHaveNoValuesToCheck() {
-    Runner runner(load_model_json_text(kLogOfNegative, "anomaly.json"));
+    Runner runner(log_of_negative());
     CheckpointConfig c = scenario_config(runner.model());
     c.detect_anomaly = true;
     c.dry_run = true;

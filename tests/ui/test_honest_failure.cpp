@@ -5,6 +5,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/panels/lessons_view.hpp"
 #include "ui/panels/summary_view.hpp"
@@ -12,10 +13,14 @@
 
 using namespace ckpt;
 using namespace ckpt::ui;
+using test::waitFor;
+using test::waitIdle;
+using test::waitReady;
+using test::waitRunOf;
 
 namespace {
 
-constexpr int kTimeout = 120000;
+constexpr int kTimeout = test::kWaitTimeoutMs;
 
 // Every module checkpointed (reentrant) and no input requiring grad: PyTorch's backward fails.
 const char* kModel = R"({
@@ -26,16 +31,6 @@ const char* kModel = R"({
       {"type": "linear", "name": "fc", "in": 16, "out": 32}, {"type": "tanh"},
       {"type": "linear", "name": "head", "in": 32, "out": 2}]}]}
 })";
-
-bool waitFor(const std::function<bool()>& done) {
-  QElapsedTimer t;
-  t.start();
-  while (t.elapsed() < kTimeout) {
-    if (done()) return true;
-    QTest::qWait(20);
-  }
-  return false;
-}
 
 }  // namespace
 

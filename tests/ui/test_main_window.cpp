@@ -12,6 +12,7 @@
 
 #include "engine/run/runner.hpp"
 #include "support/test_models.hpp"
+#include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/graph/graph_view.hpp"
 #include "ui/panels/module_tree.hpp"
@@ -20,31 +21,14 @@
 
 using namespace ckpt;
 using namespace ckpt::ui;
+using test::waitFor;
+using test::waitIdle;
+using test::waitReady;
+using test::waitRunOf;
 
 namespace {
 
-constexpr int kTimeout = 120000;
-
-bool waitReady(MainWindow& w) {
-  QElapsedTimer t;
-  t.start();
-  while (t.elapsed() < kTimeout) {
-    if (w.isReady() && !w.session()->runs()->busy() && !w.session()->layingOut()) return true;
-    QTest::qWait(20);
-  }
-  return false;
-}
-
-bool waitRunOf(MainWindow& w, const std::set<std::string>& modules) {
-  QElapsedTimer t;
-  t.start();
-  while (t.elapsed() < kTimeout) {
-    auto snap = w.session()->current();
-    if (snap && snap->config.modules == modules && !w.session()->runs()->busy()) return true;
-    QTest::qWait(20);
-  }
-  return false;
-}
+constexpr int kTimeout = test::kWaitTimeoutMs;
 
 // The first checkpointable module in the graph, drawn as a cluster (expanded) or as a node
 // (collapsed), and where to click it: a cluster's title bar, a node's middle.

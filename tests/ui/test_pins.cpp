@@ -16,29 +16,21 @@
 
 #include "engine/run/runner.hpp"
 #include "support/test_models.hpp"
+#include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/panels/pins_view.hpp"
 #include "ui/plot/memory_plot.hpp"
 
 using namespace ckpt;
 using namespace ckpt::ui;
+using test::waitFor;
+using test::waitIdle;
+using test::waitReady;
+using test::waitRunOf;
 
 namespace {
 
-constexpr int kTimeout = 120000;
-
-bool waitIdle(MainWindow& w) {
-  QElapsedTimer t;
-  t.start();
-  while (t.elapsed() < kTimeout) {
-    auto snap = w.session()->current();
-    if (w.isReady() && snap && !snap->realRunFollows && !w.session()->runs()->busy() &&
-        !w.session()->layingOut() && snap->config == w.session()->config())
-      return true;
-    QTest::qWait(20);
-  }
-  return false;
-}
+constexpr int kTimeout = test::kWaitTimeoutMs;
 
 // Pixels of exactly `colour` in the plot as the renderer draws its model: the pinned peak
 // diamonds and legend swatches are filled with it, nothing else in the plot is.
