@@ -242,7 +242,10 @@ void MainWindow::wireSession() {
       graph_->setOverlayText(QString());
   });
   connect(session_, &Session::layoutFailed, this, [this](const QString& m) {
-    graph_->setOverlayText(tr("The graph could not be laid out: %1").arg(m), true);
+    graph_->setOverlayText(tr("The graph could not be laid out: %1\nThe memory plot, the player "
+                              "and the Modules list (tick a module to checkpoint it) still work.")
+                               .arg(m),
+                           true);
     showMessage(m, true);
   });
   connect(session_, &Session::runBusyChanged, this, [this](bool busy) {

@@ -311,15 +311,22 @@ QString GraphView::overlayText() const {
 }
 
 void GraphView::placeOverlay() {
-  const int w = std::min(viewport()->width() - 20, 520);
-  overlay_->setFixedWidth(std::max(120, w));
-  overlay_->adjustSize();
-  overlay_->move((width() - overlay_->width()) / 2, 14);
-  overlay_->raise();
   const int scrollbar = verticalScrollBar()->isVisible() ? verticalScrollBar()->width() : 0;
   legend_->resize(legend_->sizeHint());
-  legend_->move(width() - legend_->width() - scrollbar - 10, 10);
+  const int legendLeft = width() - legend_->width() - scrollbar - 10;
+  legend_->move(legendLeft, 10);
   legend_->raise();
+  // The message goes left of the legend, never under it; below it where the view is too narrow.
+  const int beside = legendLeft - 20;
+  const bool fitsBeside = beside >= 240;
+  const int room = fitsBeside ? beside : viewport()->width() - 20;
+  overlay_->setFixedWidth(std::max(120, std::min(room, 520)));
+  overlay_->adjustSize();
+  if (fitsBeside)
+    overlay_->move(10 + (beside - overlay_->width()) / 2, 14);
+  else
+    overlay_->move((width() - overlay_->width()) / 2, legend_->y() + legend_->height() + 10);
+  overlay_->raise();
 }
 
 void GraphView::resizeEvent(QResizeEvent* event) {

@@ -77,7 +77,8 @@ void Player::toEnd() {
 }
 
 void Player::setSpeed(double multiplier) {
-  speed_ = std::clamp(multiplier, 0.05, 1000.0);
+  // NaN passes std::clamp untouched (a corrupt settings file can hold "nan").
+  speed_ = std::isfinite(multiplier) ? std::clamp(multiplier, 0.05, 1000.0) : 1.0;
 }
 
 // Advances by wall time, not by ticks, so a slow frame does not slow the replay down.

@@ -3,6 +3,7 @@
 #include <QCoreApplication>
 #include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 
 #include "engine/run/memory_guard.hpp"
 #include "ui/util/work_pool.hpp"
@@ -190,7 +191,7 @@ void RunController::onJobFinished() {
 }
 
 void RunController::setMemoryLimit(std::int64_t bytes) {
-  memoryLimit_ = bytes;
+  memoryLimit_ = std::max<std::int64_t>(bytes, 0);  // 0: the default; below 0 means nothing
   // What the guard refused under the old limit may run now (and the other way round).
   std::erase_if(kept_, [](const RunSnapshotPtr& k) { return !k->notComputed.empty(); });
 }
