@@ -102,6 +102,7 @@ void translate_pad(OnnxNode& n) {
 // Split (torch.split, torch.chunk): one slice of the axis per output, sizes from the split input
 // (opset 13 on) or attribute, else equal parts.
 void translate_split(OnnxNode& n) {
+  if (n.rank() == 0) n.fail("cannot split a 0-d value");
   const std::int64_t axis = wrap_dim(n.attr_i("axis", 0), n.rank(), "Split");
   const std::int64_t size = n.input(0, "first").probe.shape()[static_cast<std::size_t>(axis)];
   Shape sizes = n.opset() >= 13 ? (n.has_input(1) ? n.constant_ints(1, "split") : Shape{})
@@ -114,7 +115,10 @@ void translate_split(OnnxNode& n) {
     sizes.assign(static_cast<std::size_t>(parts), size / parts);
   }
   std::int64_t total = 0;
-  for (auto v : sizes) total += v;
+  for (auto v : sizes) {
+    if (v < 0 || v > size) n.fail("split size " + std::to_string(v) + " out of range");
+    total += v;
+  }
   if (static_cast<std::int64_t>(sizes.size()) != parts || total != size)
     n.fail("split sizes " + shape_str(sizes) + " do not cover a dimension of " +
            std::to_string(size) + " with " + std::to_string(parts) + " outputs");
