@@ -41,6 +41,7 @@ MainWindow::MainWindow(QWidget* parent, SettingsUse use)
   buildToolBar();
   buildMenus();
   buildPins();
+  buildTours();
   wireSession();
   loadSettings();
   applyPalette();
@@ -306,7 +307,8 @@ void MainWindow::onModelChanged() {
   lessons_->setLessons({});
   notes_->setMarkdown(QString::fromStdString(model->scenario.notes.empty()
                                                  ? "*This model has no teaching notes.*"
-                                                 : model->scenario.notes));
+                                                 : model->scenario.notes) +
+                      tourLinksFor(session_->source()));
   // Markdown headings come out at poster size in a narrow dock: bring them down.
   for (QTextBlock b = notes_->document()->begin(); b.isValid(); b = b.next()) {
     const int level = b.blockFormat().headingLevel();

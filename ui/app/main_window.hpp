@@ -34,6 +34,8 @@ class ModuleTree;
 class Player;
 class PlayerBar;
 class SummaryView;
+class TourRunner;
+class TourView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -64,6 +66,10 @@ class MainWindow : public QMainWindow {
   PlanView* planView() const { return plan_; }
   PinsView* pinsView() const { return pinsView_; }
   QAction* pinAction() const { return pinAction_; }
+  TourRunner* tourRunner() const { return tours_; }
+  TourView* tourView() const { return tourView_; }
+  // Starts bundled lesson `index` (Help ▸ Lessons) and shows the Lesson dock.
+  void startTour(int index);
   QLabel* banner() const { return banner_; }
   QStringList recentFiles() const { return recent_; }
   ThemeMode theme() const { return theme_; }
@@ -99,6 +105,9 @@ class MainWindow : public QMainWindow {
   void wireSession();
   // main_window_pins.cpp: the Pin action, the Pinned dock's wiring and the plot's pinned curves.
   void buildPins();
+  // main_window_tours.cpp: Help ▸ Lessons, the Lesson dock, the Notes' lesson links.
+  void buildTours();
+  QString tourLinksFor(const QString& source) const;
   void updatePlotPins();
   void loadSettings();
   void saveSettings() const;
@@ -148,6 +157,9 @@ class MainWindow : public QMainWindow {
   QAction* followAction_ = nullptr;
   QAction* pinAction_ = nullptr;
   QMenu* runMenu_ = nullptr;
+  QMenu* helpMenu_ = nullptr;
+  TourRunner* tours_ = nullptr;
+  TourView* tourView_ = nullptr;
 
   QStringList recent_;
   ThemeMode theme_ = ThemeMode::system;

@@ -14,6 +14,7 @@
 
 #include "ui/app/main_window.hpp"
 #include "ui/app/window_layout.hpp"
+#include "ui/tours/tour_runner.hpp"
 
 namespace ckpt::ui {
 
@@ -63,6 +64,14 @@ void MainWindow::arrangeDocks(int windowWidth) {
   pins->setMinimumWidth(kMinSideDockWidth);
   tabifyDockWidget(inspector, pins);
   pins->setVisible(!session_->pins()->pins().empty());
+  // The Lesson dock shares the Notes' place while a lesson runs (main_window_tours.cpp).
+  if (QDockWidget* tour = dock("tourDock")) {
+    tour->setFloating(false);
+    tour->setMinimumWidth(kMinSideDockWidth);
+    tabifyDockWidget(notes, tour);
+    tour->setVisible(tours_ && tours_->active());
+    if (tour->isVisible()) tour->raise();
+  }
   summary->raise();
   inspector->raise();
   const SideDockWidths w = defaultSideDockWidths(windowWidth);

@@ -109,6 +109,7 @@ void MainWindow::buildMenus() {
     session_->rerun();
   });
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  helpMenu_ = help;
   help->addAction(tr("&About Checkpoint Lab"), this, [this] {
     QMessageBox::about(
         this, tr("About Checkpoint Lab"),

@@ -186,16 +186,13 @@ QString Inspector::moduleHtml() const {
                  recomputes.isEmpty()
                      ? tr("<b>never</b> (no tensor of the segment was needed by the backward)")
                      : recomputes.join(QStringLiteral(", ")));
-      // The RNG state the segment stashed: the rise of that category over its forward.
-      const auto rng = static_cast<std::size_t>(MemoryCategory::rng_state);
+      // The RNG state the segment stashed itself (the trace records it per checkpoint).
       for (const auto& c : trace.checkpoints()) {
         if (c.segment != m->path) continue;
-        const std::int64_t before = trace.memory_at(c.begin_step - 1)[rng];
-        const std::int64_t after = trace.memory_at(std::max(c.begin_step, c.end_step - 1))[rng];
         out += row(tr("RNG state stashed"),
-                   after > before ? bytes(after - before) +
-                                        tr(" (the generator's state, kept until the recompute)")
-                                  : tr("none (preserve_rng_state off)"));
+                   c.rng_bytes > 0 ? bytes(c.rng_bytes) +
+                                         tr(" (the generator's state, kept until the recompute)")
+                                   : tr("none (preserve_rng_state off)"));
         break;
       }
     }

@@ -194,6 +194,12 @@ void Session::setPlan(const std::set<std::string>& modules,
   configure();
 }
 
+void Session::setConfig(const CheckpointConfig& config) {
+  if (config == config_) return;
+  config_ = config;
+  configure();
+}
+
 void Session::setReentrant(bool reentrant) {
   if (config_.use_reentrant == reentrant) return;
   config_.use_reentrant = reentrant;

@@ -40,6 +40,8 @@ class Session : public QObject {
   // Returns false (and says why through message()) when the module cannot be checkpointed.
   bool toggleModule(const QString& module);
   void setModules(const std::set<std::string>& modules);
+  // Several settings at once, in one run (a lesson step states them together).
+  void setConfig(const CheckpointConfig& config);
   // A plan from the Plan dock: its modules and ranges of siblings, as one change.
   void setPlan(const std::set<std::string>& modules,
                const std::vector<std::pair<std::string, std::string>>& ranges);

@@ -1,0 +1,215 @@
+#include "ui/tours/tour.hpp"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QRegularExpression>
+#include <stdexcept>
+
+#include "ui/core/memory_series.hpp"
+#include "ui/session/run_controller.hpp"
+
+namespace ckpt::ui {
+
+namespace {
+
+[[noreturn]] void fail(const QString& source, const QString& where, const QString& what) {
+  throw std::runtime_error(QStringLiteral("%1: %2: %3").arg(source, where, what).toStdString());
+}
+
+const QStringList& cursorNames() {
+  static const QStringList names{QString(),
+                                 QStringLiteral("start"),
+                                 QStringLiteral("end"),
+                                 QStringLiteral("peak"),
+                                 QStringLiteral("first-recompute"),
+                                 QStringLiteral("end-of-forward")};
+  return names;
+}
+
+// One step: what it states overrides `previous`; the rest is inherited.
+TourStep parseStep(const QJsonObject& o, const TourStep& previous, const QString& source,
+                   const QString& where) {
+  static const QStringList known{QStringLiteral("caption"),      QStringLiteral("sample"),
+                                 QStringLiteral("modules"),      QStringLiteral("reentrant"),
+                                 QStringLiteral("preserve_rng"), QStringLiteral("policy"),
+                                 QStringLiteral("cursor"),       QStringLiteral("highlight")};
+  for (const QString& key : o.keys())
+    if (!known.contains(key)) fail(source, where, QStringLiteral("unknown field '%1'").arg(key));
+  TourStep s = previous;
+  s.caption = o.value(QStringLiteral("caption")).toString();
+  if (s.caption.trimmed().isEmpty()) fail(source, where, QStringLiteral("no caption"));
+  if (o.contains(QStringLiteral("sample"))) {
+    s.sample = o.value(QStringLiteral("sample")).toString();
+    // A new sample starts from its own settings, unless the step states them.
+    s.modules = std::set<std::string>{};
+    s.reentrant.reset();
+    s.preserveRng.reset();
+    s.policy = SelectivePolicy::none;
+  }
+  if (s.sample.isEmpty())
+    fail(source, where, QStringLiteral("no sample (the first step names one)"));
+  if (o.contains(QStringLiteral("modules"))) {
+    const QJsonValue v = o.value(QStringLiteral("modules"));
+    if (!v.isArray()) fail(source, where, QStringLiteral("'modules' is not a list of names"));
+    std::set<std::string> modules;
+    for (const QJsonValue& m : v.toArray()) {
+      if (!m.isString()) fail(source, where, QStringLiteral("'modules' holds a non-string"));
+      modules.insert(m.toString().toStdString());
+    }
+    s.modules = std::move(modules);
+  }
+  const auto flag = [&](const char* key, std::optional<bool>& into) {
+    const QJsonValue v = o.value(QLatin1String(key));
+    if (v.isUndefined()) return;
+    if (!v.isBool()) fail(source, where, QStringLiteral("'%1' is not true or false").arg(key));
+    into = v.toBool();
+  };
+  flag("reentrant", s.reentrant);
+  flag("preserve_rng", s.preserveRng);
+  if (o.contains(QStringLiteral("policy"))) {
+    const QString p = o.value(QStringLiteral("policy")).toString();
+    if (p == QStringLiteral("none"))
+      s.policy = SelectivePolicy::none;
+    else if (p == QStringLiteral("save-matmul"))
+      s.policy = SelectivePolicy::save_matmul;
+    else
+      fail(source, where, QStringLiteral("policy '%1' (none or save-matmul)").arg(p));
+  }
+  s.cursor = o.value(QStringLiteral("cursor")).toString();
+  if (!cursorNames().contains(s.cursor))
+    fail(source, where,
+         QStringLiteral("cursor '%1' (one of: %2)")
+             .arg(s.cursor, cursorNames().mid(1).join(QStringLiteral(", "))));
+  s.highlight = o.value(QStringLiteral("highlight")).toString();
+  static const QRegularExpression placeholder(QStringLiteral("\\{([a-z_]+)\\}"));
+  for (auto it = placeholder.globalMatch(s.caption); it.hasNext();) {
+    const QString name = it.next().captured(1);
+    if (!tourPlaceholders().contains(name))
+      fail(source, where, QStringLiteral("unknown placeholder {%1}").arg(name));
+  }
+  return s;
+}
+
+QString bytes(std::int64_t b) {
+  return QString::fromStdString(formatBytes(b));
+}
+
+}  // namespace
+
+QList<Tour> parseTours(const QByteArray& json, const QString& source) {
+  QJsonParseError error{};
+  const QJsonDocument doc = QJsonDocument::fromJson(json, &error);
+  if (doc.isNull())
+    fail(source, QStringLiteral("offset %1").arg(error.offset), error.errorString());
+  const QJsonObject root = doc.object();
+  if (root.value(QStringLiteral("format")).toString() != QStringLiteral("checkpoint-lab-tours"))
+    fail(source, QStringLiteral("format"), QStringLiteral("not a checkpoint-lab-tours file"));
+  QList<Tour> tours;
+  for (const QJsonValue& v : root.value(QStringLiteral("tours")).toArray()) {
+    const QJsonObject o = v.toObject();
+    Tour tour;
+    tour.id = o.value(QStringLiteral("id")).toString();
+    tour.title = o.value(QStringLiteral("title")).toString();
+    tour.question = o.value(QStringLiteral("question")).toString();
+    const QString where = QStringLiteral("lesson '%1'").arg(tour.id);
+    if (tour.id.isEmpty() || tour.title.isEmpty())
+      fail(source, where, QStringLiteral("a lesson needs an id and a title"));
+    TourStep previous;
+    const QJsonArray steps = o.value(QStringLiteral("steps")).toArray();
+    for (int k = 0; k < steps.size(); ++k) {
+      previous = parseStep(steps[k].toObject(), previous, source,
+                           QStringLiteral("%1, step %2").arg(where).arg(k + 1));
+      tour.steps.append(previous);
+    }
+    if (tour.steps.isEmpty()) fail(source, where, QStringLiteral("no steps"));
+    tours.append(tour);
+  }
+  if (tours.isEmpty()) fail(source, QStringLiteral("tours"), QStringLiteral("no lesson"));
+  return tours;
+}
+
+const QList<Tour>& bundledTours() {
+  static const QList<Tour> tours = [] {
+    QFile f(QStringLiteral(":/tours.json"));
+    if (!f.open(QIODevice::ReadOnly)) return QList<Tour>{};
+    return parseTours(f.readAll(), QStringLiteral("tours.json"));
+  }();
+  return tours;
+}
+
+QStringList tourPlaceholders() {
+  return {QStringLiteral("peak"),
+          QStringLiteral("baseline_peak"),
+          QStringLiteral("peak_change"),
+          QStringLiteral("recompute"),
+          QStringLiteral("forward"),
+          QStringLiteral("backward"),
+          QStringLiteral("checkpoint_inputs"),
+          QStringLiteral("rng"),
+          QStringLiteral("saved"),
+          QStringLiteral("status"),
+          QStringLiteral("messages"),
+          QStringLiteral("peak_at")};
+}
+
+QString fillCaption(const QString& caption, const RunSnapshot& run) {
+  const RunSummary& s = run.summary;
+  const auto at_end = [&](MemoryCategory c) {
+    return bytes(s.end_of_forward[static_cast<std::size_t>(c)]);
+  };
+  QString change = QStringLiteral("—");
+  if (s.baseline && s.baseline->peak_bytes > 0) {
+    const std::int64_t delta = s.peak.bytes - s.baseline->peak_bytes;
+    const double pct =
+        100.0 * static_cast<double>(delta) / static_cast<double>(s.baseline->peak_bytes);
+    change = delta < 0   ? QStringLiteral("%1 less (%2 %)").arg(bytes(-delta)).arg(pct, 0, 'f', 1)
+             : delta > 0 ? QStringLiteral("%1 more (+%2 %)").arg(bytes(delta)).arg(pct, 0, 'f', 1)
+                         : QStringLiteral("no change");
+  }
+  QStringList messages;
+  for (const TraceMessage& m : s.messages)
+    messages << QString::fromStdString(m.text).toHtmlEscaped();
+  messages.removeDuplicates();
+  const QString status = s.ok ? QStringLiteral("the run succeeded")
+                              : QStringLiteral("the run failed: %1")
+                                    .arg(QString::fromStdString(s.error).toHtmlEscaped());
+  const QList<std::pair<QString, QString>> values{
+      {QStringLiteral("peak"), bytes(s.peak.bytes)},
+      {QStringLiteral("baseline_peak"),
+       s.baseline ? bytes(s.baseline->peak_bytes) : QStringLiteral("—")},
+      {QStringLiteral("peak_change"), change},
+      {QStringLiteral("recompute"), QString::number(s.executions.recompute)},
+      {QStringLiteral("forward"), QString::number(s.executions.forward)},
+      {QStringLiteral("backward"), QString::number(s.executions.backward)},
+      {QStringLiteral("checkpoint_inputs"), at_end(MemoryCategory::checkpoint_input)},
+      {QStringLiteral("rng"), at_end(MemoryCategory::rng_state)},
+      {QStringLiteral("saved"), at_end(MemoryCategory::activation)},
+      {QStringLiteral("status"), status},
+      {QStringLiteral("messages"),
+       messages.isEmpty() ? QStringLiteral("none") : messages.join(QStringLiteral("<br>"))},
+      {QStringLiteral("peak_at"),
+       QStringLiteral("%1 (%2)").arg(QString::fromStdString(s.peak_op),
+                                     QString::fromStdString(s.peak_node))},
+  };
+  QString out = caption;
+  for (const auto& [name, value] : values)
+    out.replace(QLatin1Char('{') + name + QLatin1Char('}'), value);
+  return out;
+}
+
+std::int64_t tourCursorStep(const QString& cursor, const RunSnapshot& run) {
+  const Trace& trace = run.trace();
+  const std::int64_t steps = trace.step_count();
+  if (steps == 0 || cursor.isEmpty()) return -1;
+  if (cursor == QStringLiteral("start")) return 0;
+  if (cursor == QStringLiteral("end")) return steps - 1;
+  if (cursor == QStringLiteral("peak")) return run.summary.peak.step;
+  if (cursor == QStringLiteral("end-of-forward")) return trace.forward_end();
+  if (cursor == QStringLiteral("first-recompute"))
+    return trace.recomputes().empty() ? -1 : trace.recomputes().front().begin_step;
+  return -1;
+}
+
+}  // namespace ckpt::ui
