@@ -9,6 +9,7 @@
 #include <QHeaderView>
 #include <QImage>
 #include <QPainter>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -67,6 +68,9 @@ class TestPins : public QObject {
     QCoreApplication::setApplicationName(QStringLiteral("test_ui_pins"));
     QVERIFY2(QFileInfo::exists(densenetPath()), qPrintable(densenetPath()));
   }
+
+  // Each test starts without saved pins (they are saved per model file, in the settings).
+  void init() { QSettings().remove(QStringLiteral("pins")); }
 
   void pinsSurviveAVariantChangeWithTheEnginesPeaks() {
     MainWindow w;
@@ -138,6 +142,79 @@ class TestPins : public QObject {
     QVERIFY(changed.count() >= 1);
     QVERIFY(w.memoryPlot()->model().pins.empty());
     QCOMPARE(w.pinsView()->table()->rowCount(), 2);  // the current run alone
+  }
+
+  // Pins are saved with the model file and come back, run again, when it is opened: names,
+  // visibility, configurations and the engine's figures. Another model's opening does not
+  // erase them; unpinning does; a corrupt saved list is ignored.
+  void pinsAreSavedWithTheModelAndRestored() {
+    QSettings().remove(QStringLiteral("pins"));
+    const QString blocks = models_.path(QStringLiteral("blocks.json"));
+    std::vector<Pin> before;
+    {
+      MainWindow w;
+      w.resize(1440, 900);
+      w.show();
+      w.openPath(blocks);
+      QVERIFY(waitIdle(w));
+      Session* s = w.session();
+      w.pinAction()->trigger();
+      QVERIFY(s->toggleModule(QStringLiteral("block")));
+      s->setReentrant(false);
+      QVERIFY(waitIdle(w));
+      w.pinAction()->trigger();
+      QCOMPARE(s->pins()->pins().size(), std::size_t(2));
+      QVERIFY(s->pins()->setVisible(s->pins()->pins()[0].id, false));
+      QVERIFY(s->pins()->rename(s->pins()->pins()[1].id, QStringLiteral("my block")));
+      before = s->pins()->pins();
+    }
+    // Opens `path` and waits until its saved pins are back.
+    const auto reopen = [](MainWindow& w, const QString& path) {
+      w.openPath(path);
+      return waitFor([&] { return w.session()->source() == path; }) &&
+             waitFor([&] { return !w.session()->restoringPins() && waitIdle(w); });
+    };
+    MainWindow w;
+    w.resize(1440, 900);
+    w.show();
+    QVERIFY(reopen(w, blocks));
+    auto& after = w.session()->pins()->pins();
+    QCOMPARE(after.size(), before.size());
+    for (std::size_t i = 0; i < before.size(); ++i) {
+      // Runs finish in any order: match by configuration.
+      const Pin* p = w.session()->pins()->findConfig(before[i].config);
+      QVERIFY2(p, qPrintable(before[i].name));
+      QCOMPARE(p->name, before[i].name);
+      QCOMPARE(p->visible, before[i].visible);
+      QCOMPARE(p->figures.peakBytes, before[i].figures.peakBytes);
+      QCOMPARE(p->figures.recomputeExecutions, before[i].figures.recomputeExecutions);
+      QCOMPARE(p->series->steps(), before[i].series->steps());
+    }
+    QCOMPARE(w.memoryPlot()->model().pins.size(), std::size_t(1));  // the visible one
+
+    // Opening another model clears the list, not what is saved.
+    QVERIFY(reopen(w, densenetPath()));
+    QVERIFY(w.session()->pins()->pins().empty());
+    QVERIFY(reopen(w, blocks));
+    QCOMPARE(w.session()->pins()->pins().size(), before.size());
+
+    // Unpinning is saved too.
+    w.session()->pins()->clear();
+    QVERIFY(reopen(w, densenetPath()));
+    QVERIFY(reopen(w, blocks));
+    QVERIFY(w.session()->pins()->pins().empty());
+
+    // A corrupt saved list restores nothing and breaks nothing.
+    w.pinAction()->trigger();
+    QCOMPARE(w.session()->pins()->pins().size(), std::size_t(1));
+    QSettings settings;
+    settings.beginGroup(QStringLiteral("pins"));
+    for (const QString& key : settings.childKeys())
+      settings.setValue(key, QByteArray("[{\"batch\": -3}, 7, {\"modules\": [1"));
+    settings.endGroup();
+    QVERIFY(reopen(w, densenetPath()));
+    QVERIFY(reopen(w, blocks));
+    QVERIFY(w.session()->pins()->pins().empty());
   }
 
  private:

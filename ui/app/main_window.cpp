@@ -32,6 +32,7 @@ namespace ckpt::ui {
 MainWindow::MainWindow(QWidget* parent, SettingsUse use)
     : QMainWindow(parent), session_(new Session(this)), player_(new Player(this)) {
   settingsUse_ = use;
+  session_->setPinsPersistent(use == SettingsUse::readWrite);
   setWindowTitle(tr("Checkpoint Lab"));
   setWindowIcon(QIcon(QStringLiteral(":/icons/ckptlab.svg")));
   setAcceptDrops(true);

@@ -1,6 +1,9 @@
 #include "ui/session/pins.hpp"
 
 #include <QCoreApplication>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <algorithm>
 
 #include "engine/report/config_text.hpp"
@@ -112,6 +115,62 @@ void PinList::clear() {
   if (pins_.empty()) return;
   pins_.clear();
   emit changed();
+}
+
+QByteArray savedPinsJson(const std::vector<Pin>& pins) {
+  QJsonArray out;
+  for (const Pin& p : pins) {
+    QJsonArray modules, ranges;
+    for (const std::string& m : p.config.modules) modules.append(QString::fromStdString(m));
+    for (const auto& [first, last] : p.config.ranges)
+      ranges.append(QJsonArray{QString::fromStdString(first), QString::fromStdString(last)});
+    out.append(QJsonObject{
+        {QStringLiteral("name"), p.name},
+        {QStringLiteral("visible"), p.visible},
+        {QStringLiteral("modules"), modules},
+        {QStringLiteral("ranges"), ranges},
+        {QStringLiteral("segments"), p.config.segments},
+        {QStringLiteral("reentrant"), p.config.use_reentrant},
+        {QStringLiteral("preserve_rng"), p.config.preserve_rng_state},
+        {QStringLiteral("save_matmul"), p.config.policy == SelectivePolicy::save_matmul},
+        {QStringLiteral("batch"), static_cast<qint64>(p.config.batch)},
+    });
+  }
+  return QJsonDocument(out).toJson(QJsonDocument::Compact);
+}
+
+std::vector<SavedPin> savedPinsFromJson(const QByteArray& json, const CheckpointConfig& base) {
+  std::vector<SavedPin> out;
+  for (const QJsonValue& v : QJsonDocument::fromJson(json).array()) {
+    const QJsonObject o = v.toObject();
+    const qint64 batch = o.value(QStringLiteral("batch")).toInteger(-1);
+    const int segments = o.value(QStringLiteral("segments")).toInt(-1);
+    if (o.isEmpty() || batch < 0 || batch > (qint64{1} << 40) || segments < 0) continue;
+    SavedPin p;
+    p.config = base;
+    p.config.modules.clear();
+    p.config.ranges.clear();
+    p.name = o.value(QStringLiteral("name")).toString().left(200);
+    p.visible = o.value(QStringLiteral("visible")).toBool(true);
+    for (const QJsonValue& m : o.value(QStringLiteral("modules")).toArray())
+      p.config.modules.insert(m.toString().toStdString());
+    for (const QJsonValue& r : o.value(QStringLiteral("ranges")).toArray()) {
+      const QJsonArray pair = r.toArray();
+      if (pair.size() == 2)
+        p.config.ranges.emplace_back(pair[0].toString().toStdString(),
+                                     pair[1].toString().toStdString());
+    }
+    p.config.segments = segments;
+    p.config.use_reentrant = o.value(QStringLiteral("reentrant")).toBool(base.use_reentrant);
+    p.config.preserve_rng_state =
+        o.value(QStringLiteral("preserve_rng")).toBool(base.preserve_rng_state);
+    p.config.policy = o.value(QStringLiteral("save_matmul")).toBool(false)
+                          ? SelectivePolicy::save_matmul
+                          : SelectivePolicy::none;
+    p.config.batch = batch;
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 }  // namespace ckpt::ui

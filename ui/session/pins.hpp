@@ -41,6 +41,18 @@ struct Pin {
   PinFigures figures;
 };
 
+// What is saved of a pin between sessions: its name, whether it is shown, and the configuration
+// that is run again to restore its curve and figures (a run is not saved, it is recomputed).
+struct SavedPin {
+  QString name;
+  bool visible = true;
+  CheckpointConfig config;
+};
+QByteArray savedPinsJson(const std::vector<Pin>& pins);
+// The pins in `json`, each configuration `base` (the model's own) with the saved settings
+// applied; what cannot be read is left out (a settings file is outside input).
+std::vector<SavedPin> savedPinsFromJson(const QByteArray& json, const CheckpointConfig& base);
+
 class PinList : public QObject {
   Q_OBJECT
 

@@ -86,6 +86,7 @@ RunController::RunController(QObject* parent) : QObject(parent) {
 }
 
 RunController::~RunController() {
+  detachedCancel_->store(true);
   for (auto& f : previews_) f.waitForFinished();
   pending_.reset();
   if (running_) {
@@ -96,6 +97,9 @@ RunController::~RunController() {
 
 void RunController::setModel(std::shared_ptr<const Model> model) {
   cancelAll();
+  // The old model's detached runs stop at their next op; new ones get a flag of their own.
+  detachedCancel_->store(true);
+  detachedCancel_ = std::make_shared<std::atomic<bool>>(false);
   kept_.clear();
   model_ = std::move(model);
   runner_ = model_ ? std::make_shared<SharedRunner>(model_) : nullptr;
@@ -137,6 +141,25 @@ quint64 RunController::request(const CheckpointConfig& config) {
     start(std::move(job));
   }
   return id;
+}
+
+void RunController::computeDetached(const CheckpointConfig& config,
+                                    std::function<void(RunSnapshotPtr)> done) {
+  if (!model_) return;
+  std::erase_if(previews_, [](const QFuture<void>& f) { return f.isFinished(); });
+  ++detachedRunning_;
+  previews_.push_back(
+      QtConcurrent::run(workPool(), [this, shared = runner_, config, limit = memoryLimit_,
+                                     cancel = detachedCancel_, done = std::move(done)] {
+        auto snap = runOnWorker(shared, config, 0, cancel, limit, [](const RunSnapshotPtr&) {});
+        QMetaObject::invokeMethod(
+            this,
+            [this, snap, cancel, done] {
+              --detachedRunning_;
+              done(cancel->load() ? nullptr : snap);
+            },
+            Qt::QueuedConnection);
+      }));
 }
 
 void RunController::cancelAll() {

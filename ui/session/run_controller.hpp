@@ -16,6 +16,7 @@
 #include <QObject>
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -84,6 +85,10 @@ class RunController : public QObject {
   quint64 latestRequest() const { return latest_; }
   // Blocks until nothing runs (tests, shutdown).
   void waitForIdle();
+  // A run of `config` beside the requested ones (restoring a saved pin): it never becomes the
+  // current run; `done` gets it on this object's thread, or null when the model changed first.
+  void computeDetached(const CheckpointConfig& config, std::function<void(RunSnapshotPtr)> done);
+  int detachedRunning() const { return detachedRunning_; }
 
  signals:
   void busyChanged(bool busy);
@@ -120,6 +125,8 @@ class RunController : public QObject {
   std::int64_t memoryLimit_ = 0;
   quint64 previewedGeneration_ = 0;      // the newest request whose dry run was shown
   std::vector<QFuture<void>> previews_;  // startPreview's, waited for by the destructor
+  std::shared_ptr<std::atomic<bool>> detachedCancel_ = std::make_shared<std::atomic<bool>>(false);
+  int detachedRunning_ = 0;
 };
 
 }  // namespace ckpt::ui

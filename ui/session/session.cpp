@@ -1,5 +1,9 @@
 #include "ui/session/session.hpp"
 
+#include <QCryptographicHash>
+
+#include <QSettings>
+
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -65,6 +69,7 @@ Session::Session(QObject* parent)
       runs_(new RunController(this)),
       layouts_(new LayoutEngine(this)),
       pins_(new PinList(this)) {
+  connect(pins_, &PinList::changed, this, &Session::savePins);
   const QString cache = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
   if (!cache.isEmpty())
     layouts_->setCacheDirectory(QDir(cache).filePath(QStringLiteral("layouts")));
@@ -131,6 +136,7 @@ void Session::adopt(std::shared_ptr<const Model> model, const QString& source) {
   current_.reset();
   ghost_.reset();
   ghostLabel_.clear();
+  pinsSource_.clear();  // the old model's pins stay saved: clearing the list is no edit
   pins_->clear();
   graph_.reset();
   layout_.reset();
@@ -140,9 +146,47 @@ void Session::adopt(std::shared_ptr<const Model> model, const QString& source) {
   // The first run starts before the views take in the new model (HeavyModel's module tree
   // takes tens of milliseconds), so that both proceed at once.
   runs_->request(config_);
+  pinsSource_ = source;
+  restorePins();
   emit modelChanged();
   emit configChanged();
   relayout();
+}
+
+namespace {
+QString pinsKey(const QString& source) {
+  const QString path =
+      source.startsWith(QLatin1Char(':')) ? source : QFileInfo(source).absoluteFilePath();
+  return QStringLiteral("pins/") +
+         QString::fromLatin1(
+             QCryptographicHash::hash(path.toUtf8(), QCryptographicHash::Sha1).toHex());
+}
+}  // namespace
+
+void Session::savePins() {
+  if (!pinsPersistent_ || restoring_ > 0 || pinsSource_.isEmpty()) return;
+  QSettings settings;
+  if (pins_->pins().empty())
+    settings.remove(pinsKey(pinsSource_));
+  else
+    settings.setValue(pinsKey(pinsSource_), savedPinsJson(pins_->pins()));
+}
+
+// Each saved pin is run again beside the current run; it joins the list when its run is done.
+void Session::restorePins() {
+  if (!pinsPersistent_ || !model_) return;
+  const QByteArray json = QSettings().value(pinsKey(pinsSource_)).toByteArray();
+  for (SavedPin& saved : savedPinsFromJson(json, scenario_config(*model_))) {
+    ++restoring_;
+    runs_->computeDetached(saved.config, [this, model = model_, saved](RunSnapshotPtr snap) {
+      --restoring_;
+      if (model == model_ && snap && snap->series && !pins_->findConfig(snap->config)) {
+        const quint64 id = pins_->add(*snap, saved.name.isEmpty() ? runName(*snap) : saved.name);
+        pins_->setVisible(id, saved.visible);
+      }
+      if (restoring_ == 0) emit pinsRestored();
+    });
+  }
 }
 
 std::int64_t Session::effectiveBatch() const {

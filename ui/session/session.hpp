@@ -65,6 +65,12 @@ class Session : public QObject {
   RunController* runs() const { return runs_; }
   // Pinned comparisons: kept across configuration changes, cleared when another model opens.
   PinList* pins() const { return pins_; }
+  // Pins are saved per model file (QSettings "pins/…") and restored, run again, when it is
+  // opened; off for a render-only window (--screenshot) and by default, so that a Session in
+  // a test leaves the settings alone.
+  void setPinsPersistent(bool on) { pinsPersistent_ = on; }
+  // Saved pins of the open model still being run again.
+  bool restoringPins() const { return restoring_ > 0; }
   // Pins the current run; returns its pin's id, or 0 (saying why through message()) when
   // there is nothing complete to pin. A configuration pinned already answers with its pin.
   quint64 pinCurrent();
@@ -81,6 +87,8 @@ class Session : public QObject {
   void graphChanged();
   void layoutBusyChanged(bool busy);
   void layoutFailed(const QString& message);
+  // Every saved pin of the model just opened has been run again and added.
+  void pinsRestored();
   void message(const QString& text);
 
  private:
@@ -110,6 +118,11 @@ class Session : public QObject {
   RunController* runs_;
   LayoutEngine* layouts_;
   PinList* pins_;
+  bool pinsPersistent_ = false;
+  QString pinsSource_;  // the model file whose pins the list holds ("" while it changes)
+  int restoring_ = 0;
+  void savePins();
+  void restorePins();
 };
 
 }  // namespace ckpt::ui
