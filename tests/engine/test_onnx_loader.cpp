@@ -65,6 +65,50 @@ onnx::ModelProto tiny() {
   return m;
 }
 
+// x [1, 1, 2, 2] -> Resize by scales [1, 1, 2, 2] (roi empty) with `mode` and `coordinates`
+// -> y, as PyTorch exports F.interpolate(scale_factor=2).
+onnx::ModelProto resize_model(const std::string& mode, const std::string& coordinates) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("resize");
+  auto* x = g->add_input();
+  x->set_name("x");
+  auto* tt = x->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  for (int d : {1, 1, 2, 2}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  // Constant nodes, as PyTorch writes them (float initializers are parameters).
+  for (const auto& [name, values] :
+       {std::pair<std::string, std::vector<float>>{"roi", {}}, {"scales", {1, 1, 2, 2}}}) {
+    auto* k = g->add_node();
+    k->set_op_type("Constant");
+    k->set_name("/up/" + name);
+    k->add_output(name);
+    auto* a = k->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    a->mutable_t()->add_dims(static_cast<std::int64_t>(values.size()));
+    for (float v : values) a->mutable_t()->add_float_data(v);
+  }
+  auto* node = g->add_node();
+  node->set_name("/up/Resize");
+  node->set_op_type("Resize");
+  for (const char* in : {"x", "roi", "scales"}) node->add_input(in);
+  node->add_output("y");
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"mode", mode},
+                                   {"coordinate_transformation_mode", coordinates},
+                                   {"nearest_mode", "floor"}}) {
+    auto* a = node->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto_AttributeType_STRING);
+    a->set_s(value);
+  }
+  g->add_output()->set_name("y");
+  return m;
+}
+
 QString error_of(const onnx::ModelProto& m) {
   try {
     load_model_onnx_bytes(m.SerializeAsString(), "bad.onnx");
@@ -212,6 +256,37 @@ class TestOnnxLoader : public QObject {
     const QString e = error_of(m);
     QVERIFY2(e.startsWith("bad.onnx: node '/fc/MatMul' (Einsum): einsum 'ij,jk->ki' is not a "
                           "batched matrix product"),
+             qPrintable(e));
+  }
+
+  // Resize: nearest as PyTorch writes it, linear (bilinear) with half_pixel and align_corners;
+  // any other mode or coordinate mode names the node.
+  void resizeModesOrANamedError() {
+    CheckpointConfig c;
+    c.backward = false;
+    c.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 1, 2, 2})};
+    auto first_row = [&](const onnx::ModelProto& m) {
+      const auto r = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
+      if (!r.ok) return std::vector<double>{};
+      const auto v = r.outputs.at(0).to_vector();
+      return std::vector<double>(v.begin(), v.begin() + 4);
+    };
+    QCOMPARE(first_row(resize_model("nearest", "asymmetric")), (std::vector<double>{1, 1, 2, 2}));
+    // F.interpolate(scale_factor=2, mode="bilinear"): source x = (o + 0.5) / 2 - 0.5, clamped.
+    QCOMPARE(first_row(resize_model("linear", "half_pixel")),
+             (std::vector<double>{1, 1.25, 1.75, 2}));
+    QCOMPARE(first_row(resize_model("linear", "pytorch_half_pixel")),
+             (std::vector<double>{1, 1.25, 1.75, 2}));
+    // align_corners=True: source x = o * (2 - 1) / (4 - 1).
+    const auto aligned = first_row(resize_model("linear", "align_corners"));
+    QCOMPARE(aligned.size(), std::size_t{4});
+    QVERIFY(std::abs(aligned[1] - (1 + 1.0 / 3)) < 1e-6 && aligned[3] == 2);
+    QString e = error_of(resize_model("cubic", "half_pixel"));
+    QVERIFY2(e.startsWith("bad.onnx: node '/up/Resize' (Resize): mode 'cubic' is not supported"),
+             qPrintable(e));
+    e = error_of(resize_model("linear", "asymmetric"));
+    QVERIFY2(e.startsWith("bad.onnx: node '/up/Resize' (Resize): linear with "
+                          "coordinate_transformation_mode 'asymmetric' is not supported"),
              qPrintable(e));
   }
 
