@@ -109,6 +109,47 @@ onnx::ModelProto resize_model(const std::string& mode, const std::string& coordi
   return m;
 }
 
+// x [1, 2, 3, 3] -> one node of `op_type` on x and int64 constant `ints` (Tile's repeats), or on
+// x and a float initializer w [2, 1, 2, 2] (ConvTranspose's weight) when ints is empty -> y.
+onnx::ModelProto one_node(const std::string& op_type, const std::vector<std::int64_t>& ints) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("one");
+  auto* x = g->add_input();
+  x->set_name("x");
+  auto* tt = x->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  for (int d : {1, 2, 3, 3}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  if (ints.empty()) {
+    auto* w = g->add_initializer();
+    w->set_name("up.weight");
+    w->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    for (int d : {2, 1, 2, 2}) w->add_dims(d);
+    for (int i = 0; i < 8; ++i) w->add_float_data(0.5f);
+  } else {
+    auto* k = g->add_node();
+    k->set_op_type("Constant");
+    k->set_name("/up/Constant");
+    k->add_output("up.weight");
+    auto* a = k->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto_DataType_INT64);
+    a->mutable_t()->add_dims(static_cast<std::int64_t>(ints.size()));
+    for (auto v : ints) a->mutable_t()->add_int64_data(v);
+  }
+  auto* node = g->add_node();
+  node->set_name("/up/" + op_type);
+  node->set_op_type(op_type);
+  node->add_input("x");
+  node->add_input("up.weight");
+  node->add_output("y");
+  g->add_output()->set_name("y");
+  return m;
+}
+
 QString error_of(const onnx::ModelProto& m) {
   try {
     load_model_onnx_bytes(m.SerializeAsString(), "bad.onnx");
@@ -287,6 +328,40 @@ class TestOnnxLoader : public QObject {
     e = error_of(resize_model("linear", "asymmetric"));
     QVERIFY2(e.startsWith("bad.onnx: node '/up/Resize' (Resize): linear with "
                           "coordinate_transformation_mode 'asymmetric' is not supported"),
+             qPrintable(e));
+  }
+
+  // Tile's repeats: one per input dimension. ConvTranspose's output_shape: only the shape that
+  // pads and output_padding give.
+  void tileAndConvTransposeNamedErrors() {
+    CheckpointConfig c;
+    c.backward = false;
+    c.inputs = {Tensor::ones({1, 2, 3, 3})};
+    auto shape_of = [&](const onnx::ModelProto& m) {
+      const auto r = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
+      return r.ok ? r.outputs.at(0).shape() : Shape{};
+    };
+    QCOMPARE(shape_of(one_node("Tile", {2, 1, 1, 3})), (Shape{2, 2, 3, 9}));
+    QString e = error_of(one_node("Tile", {2, 3}));
+    QVERIFY2(e.startsWith("bad.onnx: node '/up/Tile' (Tile): repeats [2, 3] must have one entry "
+                          "per dimension of the input"),
+             qPrintable(e));
+    auto m = one_node("ConvTranspose", {});
+    auto* node = m.mutable_graph()->mutable_node(0);
+    auto* strides = node->add_attribute();
+    strides->set_name("strides");
+    strides->set_type(onnx::AttributeProto_AttributeType_INTS);
+    strides->add_ints(2);
+    strides->add_ints(2);
+    QCOMPARE(shape_of(m), (Shape{1, 1, 6, 6}));  // (3 - 1) * 2 + 2
+    auto* out = node->add_attribute();
+    out->set_name("output_shape");
+    out->set_type(onnx::AttributeProto_AttributeType_INTS);
+    out->add_ints(7);
+    out->add_ints(7);
+    e = error_of(m);
+    QVERIFY2(e.startsWith("bad.onnx: node '/up/ConvTranspose' (ConvTranspose): output_shape "
+                          "[7, 7] differs from [6, 6]"),
              qPrintable(e));
   }
 
