@@ -3,6 +3,7 @@
 
     /usr/bin/python3 samples/export_onnx.py [--opset N] [--out DIR] [--weights]
     /usr/bin/python3 samples/export_onnx.py --torchvision resnet18 [--batch N] [--size S] --out DIR
+    /usr/bin/python3 samples/export_onnx.py --torchvision deeplabv3_resnet50 --classes 21 --out DIR
 
 Training mode (`training=torch.onnx.TrainingMode.TRAINING`) with `do_constant_folding=False` is
 what keeps BatchNorm as BatchNormalization and every parameter as an initializer under its
@@ -164,14 +165,38 @@ MIN_SIZES = {"alexnet": 224, "vgg": 224, "googlenet": 64, "inception": 299, "vit
              "maxvit": 224, "swin": 64}
 
 
-def export_torchvision(name, path, opset, batch, size, num_classes):
-    """Any torchvision classification model, as a user would export their own network."""
+def segmentation_model(name, num_classes):
+    """torchvision.models.segmentation.NAME (fcn_resnet50, deeplabv3_resnet50,
+    deeplabv3_mobilenet_v3_large, lraspp_mobilenet_v3_large, ...), untrained, without the
+    auxiliary head, its forward returning the 'out' tensor of the dict torchvision returns (the
+    export's one output). The forward is replaced on the instance, so parameters keep
+    torchvision's names (backbone.conv1.weight, classifier.4.weight)."""
+    import inspect
+    import types
     import torchvision
-    factory = getattr(torchvision.models, name, None)
+    factory = getattr(torchvision.models.segmentation, name, None)
     if factory is None or not callable(factory):
-        raise SystemExit(f"export_onnx.py: torchvision.models has no model '{name}'")
+        return None
+    kwargs = {"weights": None, "weights_backbone": None, "num_classes": num_classes}
+    if "aux_loss" in inspect.signature(factory).parameters:
+        kwargs["aux_loss"] = False
+    model = factory(**kwargs)
+    forward = type(model).forward
+    model.forward = types.MethodType(lambda self, x: forward(self, x)["out"], model)
+    return model
+
+
+def export_torchvision(name, path, opset, batch, size, num_classes):
+    """Any torchvision classification or segmentation model, as a user would export their own
+    network."""
+    import torchvision
     torch.manual_seed(0)
-    model = factory(num_classes=num_classes)
+    model = segmentation_model(name, num_classes)
+    if model is None:
+        factory = getattr(torchvision.models, name, None)
+        if factory is None or not callable(factory):
+            raise SystemExit(f"export_onnx.py: torchvision.models has no model '{name}'")
+        model = factory(num_classes=num_classes)
     model.train()
     # StochasticDepth's bernoulli_ has no ONNX form in PyTorch 1.13's training-mode export.
     dropped = [m for m in model.modules() if isinstance(m, torchvision.ops.StochasticDepth)]
@@ -200,7 +225,9 @@ def main():
     parser.add_argument("--only", choices=sorted(MODELS))
     parser.add_argument("--torchvision", metavar="NAME",
                         help="export torchvision.models.NAME instead (resnet18, densenet121, "
-                             "mobilenet_v2, ...) to OUT/NAME.onnx")
+                             "mobilenet_v2, ..., or a segmentation model: fcn_resnet50, "
+                             "deeplabv3_resnet50, deeplabv3_mobilenet_v3_large, "
+                             "lraspp_mobilenet_v3_large) to OUT/NAME.onnx")
     parser.add_argument("--batch", type=int, default=2, help="with --torchvision (default 2)")
     parser.add_argument("--size", type=int, default=64,
                         help="with --torchvision: input height and width (default 64; AlexNet "

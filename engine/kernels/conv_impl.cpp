@@ -297,8 +297,8 @@ void per_image_backward(const Tensor& gy, const Tensor& x, const Tensor& w, cons
   Tensor partial =
       dw.defined() && threads > 1 ? Tensor::empty({threads - 1, wsize}, w.dtype()) : Tensor();
   std::vector<char> wrote(static_cast<std::size_t>(threads), 0);
-  Tensor ws = g.pointwise() ? Tensor() : Tensor::empty({threads, g.k_rows(), hw}, x.dtype());
-  Tensor scratch = g.pointwise() ? Tensor() : im2col_scratch(g, x.dtype());
+  Tensor ws = g.pointwise() ? Tensor() : Tensor::empty({threads, g.k_rows(), hw}, gy.dtype());
+  Tensor scratch = g.pointwise() ? Tensor() : im2col_scratch(g, gy.dtype());
   if (!live) return;
   T* wsp = ws.defined() ? ws.data<T>() : nullptr;
   T* sp = scratch.defined() ? scratch.data<T>() : nullptr;
@@ -363,19 +363,19 @@ void batched_backward(const Tensor& gy, const Tensor& x, const Tensor& w, const 
         grouped_input_gemm<T>(g, w.data<T>(), gm, g.cols(), g.cols(), dx.data<T>(), g.cols());
     } else if (g.k_rows() >= g.cols()) {
       // Few pixels, a large weight: dcol^T = dY^T W (per group, into its block of columns).
-      Tensor dcol_t = Tensor::empty({g.cols(), g.k_rows()}, x.dtype());
+      Tensor dcol_t = Tensor::empty({g.cols(), g.k_rows()}, gy.dtype());
       const std::int64_t kg = g.k_group();
       for (std::int64_t grp = 0; live && grp < g.groups; ++grp)
         gemm_rm<T>(true, false, g.cols(), kg, g.og(), T(1), gm + grp * g.og() * g.cols(), g.cols(),
                    w.data<T>() + grp * g.og() * kg, kg, T(0), dcol_t.data<T>() + grp * kg,
                    g.k_rows());
-      Tensor scratch = im2col_scratch(g, x.dtype());
+      Tensor scratch = im2col_scratch(g, gy.dtype());
       if (live) col2im_t<T>(dcol_t.data<T>(), g, g.n, dx.data<T>(), scratch.data<T>());
     } else {
-      Tensor dcol = Tensor::empty({g.k_rows(), g.cols()}, x.dtype());
+      Tensor dcol = Tensor::empty({g.k_rows(), g.cols()}, gy.dtype());
       if (live)
         grouped_input_gemm<T>(g, w.data<T>(), gm, g.cols(), g.cols(), dcol.data<T>(), g.cols());
-      Tensor scratch = im2col_scratch(g, x.dtype());
+      Tensor scratch = im2col_scratch(g, gy.dtype());
       if (live) col2im<T>(dcol.data<T>(), g, 0, g.n, dx.data<T>(), scratch.data<T>());
     }
   }
@@ -397,7 +397,8 @@ TensorList backward_t(const Tensor& gy, const Tensor& x, const Tensor& w, const 
                       const std::vector<bool>& need, bool has_bias) {
   TensorList r(has_bias ? 3 : 2);
   // Filled by the paths below (no zero-fill pass unless col2im accumulates).
-  Tensor dx = need[0] ? Tensor::empty(x.shape(), x.dtype()) : Tensor();
+  // x is read only for the weight gradient (transposed_forward passes none).
+  Tensor dx = need[0] ? Tensor::empty({g.n, g.c, g.h, g.w}, w.dtype()) : Tensor();
   Tensor dw = need[1] ? Tensor::empty(w.shape(), w.dtype()) : Tensor();
   // Each gradient by its own fastest path; the im2col paths do whichever is left.
   Tensor dx_rest = dx, dw_rest = dw;
@@ -448,8 +449,67 @@ Tensor forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geome
 TensorList backward(const Tensor& grad_out, const Tensor& x, const Tensor& w, const Geometry& g,
                     const std::vector<bool>& need, bool has_bias) {
   const Tensor gy = as_contiguous(grad_out);
-  return dispatch_floating(x.dtype(), "conv2d backward", [&]<typename T>() {
+  return dispatch_floating(w.dtype(), "conv2d backward", [&]<typename T>() {
     return backward_t<T>(gy, x, w, g, need, has_bias);
+  });
+}
+
+namespace {
+
+// Adds bias[c] to every pixel of channel c of y [N, C, H, W], or sums dy's pixels per channel.
+template <typename T>
+void add_channel_bias(Tensor& y, const Tensor& bias) {
+  const std::int64_t n = y.shape()[0], c = y.shape()[1], hw = y.shape()[2] * y.shape()[3];
+  T* yp = y.data<T>();
+  const T* bp = bias.data<T>();
+#pragma omp parallel for collapse(2) schedule(static) if (may_parallelize(n * c * hw))
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      T* row = yp + (i * c + ch) * hw;
+      for (std::int64_t p = 0; p < hw; ++p) row[p] += bp[ch];
+    }
+}
+
+template <typename T>
+Tensor channel_sums(const Tensor& gy) {
+  const std::int64_t n = gy.shape()[0], c = gy.shape()[1], hw = gy.shape()[2] * gy.shape()[3];
+  Tensor db = Tensor::empty({c}, gy.dtype());
+  if (db.is_meta()) return db;
+  const T* gp = gy.data<T>();
+  T* d = db.data<T>();
+#pragma omp parallel for schedule(static) if (may_parallelize(n * c * hw))
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    double acc = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T* row = gp + (i * c + ch) * hw;
+      for (std::int64_t p = 0; p < hw; ++p) acc += row[p];
+    }
+    d[ch] = static_cast<T>(acc);
+  }
+  return db;
+}
+
+}  // namespace
+
+Tensor transposed_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g) {
+  return dispatch_floating(w.dtype(), "conv_transpose2d", [&]<typename T>() {
+    // The input gradient of the adjoint convolution, with x as its output gradient.
+    Tensor y = backward_t<T>(x, Tensor(), w, g, {true, false}, false)[0];
+    if (bias.defined() && !y.is_meta()) add_channel_bias<T>(y, bias);
+    return y;
+  });
+}
+
+TensorList transposed_backward(const Tensor& grad_out, const Tensor& x, const Tensor& w,
+                               const Geometry& g, const std::vector<bool>& need, bool has_bias) {
+  const Tensor gy = as_contiguous(grad_out);
+  return dispatch_floating(w.dtype(), "conv_transpose2d backward", [&]<typename T>() {
+    TensorList r(has_bias ? 3 : 2);
+    // dx: the adjoint convolution of dy; dw: its weight gradient with x as the output gradient.
+    if (need[0]) r[0] = forward_t<T>(gy, w, Tensor(), g);
+    if (need[1]) r[1] = backward_t<T>(x, gy, w, g, {false, true}, false)[1];
+    if (has_bias && need[2]) r[2] = channel_sums<T>(gy);
+    return r;
   });
 }
 

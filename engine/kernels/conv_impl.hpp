@@ -19,4 +19,13 @@ Tensor forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geome
 TensorList backward(const Tensor& grad_out, const Tensor& x, const Tensor& w, const Geometry& g,
                     const std::vector<bool>& need, bool has_bias);
 
+// conv_transpose2d through the same kernels: `g` is the geometry of the adjoint conv2d, whose
+// input is the transposed convolution's output [N, Cout, Ho, Wo] (g.c = Cout) and whose output
+// is its input [N, Cin, H, W] (g.o = Cin); the weight [Cin, Cout / groups, kh, kw] is that
+// conv2d's as it is. The forward is the adjoint's input gradient, the input gradient its
+// forward, the weight gradient its weight gradient with the roles of x and dy exchanged.
+Tensor transposed_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g);
+TensorList transposed_backward(const Tensor& grad_out, const Tensor& x, const Tensor& w,
+                               const Geometry& g, const std::vector<bool>& need, bool has_bias);
+
 }  // namespace ckpt::conv_detail

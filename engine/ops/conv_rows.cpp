@@ -33,6 +33,82 @@ void onnx_conv(OnnxNode& n) {
                             n.y()));
 }
 
+TensorList run_conv_transpose2d(const OpCall& n, const TensorList& x) {
+  return {conv_transpose2d(x[0], x[1], optional_input(x, 2), attr_pair(n, "stride", {1, 1}),
+                           attr_pair(n, "padding", {0, 0}), attr_pair(n, "output_padding", {0, 0}),
+                           attr_pair(n, "dilation", {1, 1}), attr_int(n, "groups", 1))};
+}
+
+// 2·(input elements)·(output channels per group · kernel area): each input pixel scatters
+// into a window of every output channel of its group.
+OpCost conv_transpose_cost(const OpCall& op, const TensorList& in, const TensorList& out) {
+  OpCost c = rows::elementwise_cost(op, in, out);
+  const Shape& w = in[1].shape();
+  double per_input = 1;
+  for (std::size_t d = 1; d < w.size(); ++d) per_input *= static_cast<double>(w[d]);
+  c.flops = 2.0 * static_cast<double>(in[0].numel()) * per_input;
+  return c;
+}
+
+void append_pair(std::string& s, const OpCall& n, const char* key,
+                 std::array<std::int64_t, 2> fallback) {
+  const auto p = attr_pair(n, key, fallback);
+  s += '(';
+  s += std::to_string(p[0]);
+  s += ", ";
+  s += std::to_string(p[1]);
+  s += ')';
+}
+
+std::string python_conv_transpose2d(const OpCall& n, const std::vector<std::string>& a,
+                                    const Shape&) {
+  std::string s = "F.conv_transpose2d(";
+  s += a[0];
+  s += ", ";
+  s += a[1];
+  s += ", ";
+  s += a.size() > 2 && !a[2].empty() ? a[2] : std::string("None");
+  s += ", stride=";
+  append_pair(s, n, "stride", {1, 1});
+  s += ", padding=";
+  append_pair(s, n, "padding", {0, 0});
+  s += ", output_padding=";
+  append_pair(s, n, "output_padding", {0, 0});
+  s += ", groups=";
+  s += std::to_string(attr_int(n, "groups", 1));
+  s += ", dilation=";
+  append_pair(s, n, "dilation", {1, 1});
+  s += ')';
+  return s;
+}
+
+// ConvTranspose (opset 1 on; PyTorch exports ConvTranspose2d with explicit pads and
+// output_padding). An output_shape attribute is accepted when it is the shape those give.
+void onnx_conv_transpose(OnnxNode& n) {
+  const auto w = onnx_rules::read_window(n, "ConvTranspose");
+  onnx_rules::Ints output_padding = n.attr_ints("output_padding");
+  if (output_padding.empty()) output_padding = {0, 0};
+  if (output_padding.size() != 2)
+    n.fail("output_padding " + shape_str(output_padding) + " is not 2-D");
+  const OnnxValue& y =
+      n.emit_op("conv_transpose2d", {n.input(0, "first").graph, n.operand(1), n.operand(2)},
+                {{"stride", w.strides},
+                 {"padding", w.pads},
+                 {"output_padding", output_padding},
+                 {"dilation", w.dilations},
+                 {"groups", n.attr_i("group", 1)}},
+                n.y());
+  const onnx_rules::Ints output_shape = n.attr_ints("output_shape");
+  if (!output_shape.empty()) {
+    const Shape& s = y.probe.shape();
+    const Shape spatial(s.end() - static_cast<std::ptrdiff_t>(output_shape.size()), s.end());
+    if (spatial != output_shape)
+      n.fail("output_shape " + shape_str(output_shape) + " differs from " + shape_str(spatial) +
+             ", the shape that pads and output_padding give (only that one is supported)");
+  }
+  n.define(n.y(), y);
+}
+
 }  // namespace
 
 void register_conv_ops(OpTable& t) {
@@ -43,6 +119,14 @@ void register_conv_ops(OpTable& t) {
          .compute_heavy = true,
          .cost = conv_cost,
          .onnx = {{.op_type = "Conv", .translate = onnx_conv}}});
+  t.add({.type = "conv_transpose2d",
+         .min_inputs = 2,
+         .max_inputs = 3,
+         .kernel = run_conv_transpose2d,
+         .compute_heavy = true,
+         .cost = conv_transpose_cost,
+         .python = python_conv_transpose2d,
+         .onnx = {{.op_type = "ConvTranspose", .translate = onnx_conv_transpose}}});
 }
 
 }  // namespace ckpt

@@ -220,6 +220,46 @@ Tensor expand(const Tensor& x, const Shape& shape_in) {
   return out;
 }
 
+Tensor repeat(const Tensor& x, const Shape& repeats) {
+  OpScope op("repeat");
+  if (repeats.size() < x.shape().size())
+    throw std::invalid_argument(
+        "repeat: Number of dimensions of repeat dims can not be smaller than number of "
+        "dimensions of tensor (" +
+        shape_str(repeats) + " for " + x.str() + ")");
+  for (const std::int64_t r : repeats)
+    if (r < 0)
+      throw std::invalid_argument("repeat: repeats must be non-negative, got " +
+                                  shape_str(repeats));
+  // x with leading 1s to the repeats' rank, then each dim d read as [repeats[d], size[d]]:
+  // a broadcast view [r0, s0, r1, s1, ...] copied out, whose layout is the output's.
+  const std::size_t lead = repeats.size() - x.shape().size();
+  Shape padded(lead, 1);
+  padded.insert(padded.end(), x.shape().begin(), x.shape().end());
+  const Tensor xc = as_contiguous(x);
+  const Strides st = contiguous_strides(padded);
+  Shape pairs, out_shape;
+  Strides pair_strides;
+  std::vector<std::int64_t> repeat_dims;
+  for (std::size_t d = 0; d < repeats.size(); ++d) {
+    repeat_dims.push_back(static_cast<std::int64_t>(pairs.size()));
+    pairs.insert(pairs.end(), {repeats[d], padded[d]});
+    pair_strides.insert(pair_strides.end(), {0, st[d]});
+    out_shape.push_back(repeats[d] * padded[d]);
+  }
+  Tensor copied = contiguous_copy(xc.alias(pairs, pair_strides, xc.offset()));
+  Tensor out = copied.alias(out_shape, contiguous_strides(out_shape), copied.offset());
+  // RepeatBackward0 keeps only the repeats and the input's sizes: it sums the copies.
+  record("RepeatBackward0", {x}, {out}, {},
+         [pairs, repeat_dims, shape = x.shape()](BackwardContext& c) -> TensorList {
+           const Tensor g = as_contiguous(c.grads[0]);
+           const Tensor summed = as_contiguous(sum_dims_raw(
+               g.alias(pairs, contiguous_strides(pairs), g.offset()), repeat_dims, false));
+           return {summed.alias(shape, contiguous_strides(shape), summed.offset())};
+         });
+  return out;
+}
+
 Tensor clone(const Tensor& x) {
   OpScope op("clone");
   Tensor out = contiguous_copy(x);

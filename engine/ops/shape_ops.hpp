@@ -18,6 +18,10 @@ Tensor slice(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t
 Tensor unsqueeze(const Tensor& x, std::int64_t dim);
 Tensor squeeze(const Tensor& x, std::int64_t dim);
 Tensor expand(const Tensor& x, const Shape& shape);
+// x.repeat(repeats) (ONNX Tile): the output's dim d is repeats[d] copies of x's (x read with
+// leading 1s when repeats is longer). Saves nothing (RepeatBackward0); its backward sums the
+// copies.
+Tensor repeat(const Tensor& x, const Shape& repeats);
 Tensor clone(const Tensor& x);                                // a copy; saves nothing
 Tensor contiguous(const Tensor& x);                           // x itself, or a clone
 Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim);  // saves nothing

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/ops/schema/onnx_support.hpp"
+#include "engine/ops/shape_ops.hpp"
 
 namespace ckpt::shape_onnx {
 
@@ -307,6 +308,37 @@ bool fold_expand(OnnxNode& n) {
                             shape, first(n).dtype());
   return n.fold_to(fold_binary(
       frame, first(n), [](double, double v) { return v; }, "Expand"));
+}
+
+namespace {
+// Tile's repeats (input 1, known at load time): one per dimension of the input.
+Shape tile_repeats(const OnnxNode& n) {
+  const Shape r = n.constant_ints(1, "repeats");
+  if (static_cast<std::int64_t>(r.size()) != first(n).dim())
+    n.fail("repeats " + shape_str(r) + " must have one entry per dimension of the input " +
+           first(n).str());
+  for (const std::int64_t v : r)
+    if (v < 0) n.fail("repeats " + shape_str(r) + " must not be negative");
+  return r;
+}
+}  // namespace
+
+void translate_tile(OnnxNode& n) {
+  const Shape r = tile_repeats(n);
+  const OnnxValue& x = n.input(0, "first");
+  if (std::all_of(r.begin(), r.end(), [](std::int64_t v) { return v == 1; }))
+    return n.alias(n.y(), x);
+  n.define(n.y(), n.emit_op("repeat", {x.graph}, {{"repeats", r}}, n.y()));
+}
+
+bool fold_tile(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const Shape r = tile_repeats(n);
+  Shape out = first(n).shape();
+  for (std::size_t d = 0; d < out.size(); ++d) out[d] *= r[d];
+  if (shape_numel(out) > 100'000'000)
+    n.fail("tiles to " + shape_str(out) + ", too large to build when the model is loaded");
+  return n.fold_to(repeat(first(n), r));
 }
 
 namespace {

@@ -24,6 +24,8 @@ void translate_gather(OnnxNode& n);
 bool fold_gather(OnnxNode& n);
 void translate_expand(OnnxNode& n);
 bool fold_expand(OnnxNode& n);
+void translate_tile(OnnxNode& n);
+bool fold_tile(OnnxNode& n);
 void translate_slice(OnnxNode& n);
 bool fold_slice(OnnxNode& n);
 

@@ -59,6 +59,15 @@ TensorList run_unsqueeze(const OpCall& n, const TensorList& x) {
 TensorList run_squeeze(const OpCall& n, const TensorList& x) {
   return {squeeze(x[0], attr_int(n, "dim"))};
 }
+TensorList run_repeat(const OpCall& n, const TensorList& x) {
+  return {repeat(x[0], attr_ints(n, "repeats"))};
+}
+std::string python_repeat(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  std::string s = a[0] + ".repeat(";
+  const auto r = attr_ints(n, "repeats");
+  for (std::size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::to_string(r[i]);
+  return s + ")";
+}
 TensorList run_expand(const OpCall& n, const TensorList& x) {
   return {expand(x[0], attr_ints(n, "shape"))};
 }
@@ -166,6 +175,12 @@ void register_shape_ops_ops(OpTable& t) {
   t.add(
       row("expand", run_expand,
           {{.op_type = "Expand", .since = 8, .translate = translate_expand, .fold = fold_expand}}));
+  t.add(
+      {.type = "repeat",
+       .kernel = run_repeat,
+       .cost = rows::elementwise_cost,
+       .python = python_repeat,
+       .onnx = {{.op_type = "Tile", .since = 6, .translate = translate_tile, .fold = fold_tile}}});
   t.add(row("clone", unary<clone>));
   t.add(row("contiguous", unary<contiguous>));
   t.add({.type = "cat",

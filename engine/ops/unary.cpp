@@ -214,11 +214,13 @@ Tensor hardsigmoid(const Tensor& x) {
     using V = decltype(v);
     return std::min(std::max(v + k<V>(3), k<V>(0)), k<V>(6)) / k<V>(6);
   });
-  // Slope 1/6 strictly inside (-3, 3), as PyTorch 1.13.
+  // Slope 1/6 strictly inside (-3, 3), as PyTorch 1.13, whose kernel spells it 1.0f / 6.0f in
+  // every dtype: float32's 1/6 (0.1666666716...) also in float64, 3e-8 off the exact slope,
+  // which MobileNetV3's squeeze-excitation gates carry into every earlier layer's gradient.
   record("HardsigmoidBackward0", {x}, {out}, {x}, [](BackwardContext& c) -> TensorList {
     return {chain(c.grads[0], c.saved[0], "hardsigmoid", [](auto v) {
       using V = decltype(v);
-      return v > k<V>(-3) && v < k<V>(3) ? k<V>(1) / k<V>(6) : k<V>(0);
+      return v > k<V>(-3) && v < k<V>(3) ? static_cast<V>(1.0f / 6.0f) : k<V>(0);
     })};
   });
   return out;

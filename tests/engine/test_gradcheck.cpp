@@ -134,6 +134,37 @@ class TestGradcheck : public QObject {
           return mul(upsample_nearest2d(x[0], {6, 5}), x[1]);
         },
         {L({2, 2, 3, 2}, 54), L({2, 2, 6, 5}, 55)});
+    row("upsample_bilinear2d",
+        [](const TensorList& x) {
+          return mul(upsample_bilinear2d(x[0], {7, 5}, false), x[1]);
+        },
+        {L({2, 2, 3, 4}, 56), L({2, 2, 7, 5}, 57)});
+    row("upsample_bilinear2d align_corners",
+        [](const TensorList& x) {
+          return mul(upsample_bilinear2d(transpose(x[0], 2, 3), {6, 7}, true), x[1]);
+        },
+        {L({1, 2, 4, 3}, 58), L({1, 2, 6, 7}, 59)});
+    // A scale factor (1 / 1.7 per output pixel) and a downsampled side.
+    row("upsample_bilinear2d scale",
+        [](const TensorList& x) {
+          return mul(upsample_bilinear2d(x[0], {6, 2}, false, {1.7, 0.6}), x[1]);
+        },
+        {L({1, 2, 4, 4}, 60), L({1, 2, 6, 2}, 61)});
+    row("conv_transpose2d",
+        [](const TensorList& x) {
+          return conv_transpose2d(x[0], x[1], x[2], {2, 2}, {1, 1}, {1, 1});
+        },
+        {L({2, 3, 3, 4}, 62), L({3, 2, 3, 3}, 63), L({2}, 64)});
+    row("conv_transpose2d groups dilation",
+        [](const TensorList& x) {
+          return conv_transpose2d(x[0], x[1], Tensor(), {1, 2}, {2, 0}, {0, 1}, {2, 1}, 2);
+        },
+        {L({2, 4, 4, 3}, 65), L({4, 3, 3, 2}, 66)});
+    row("repeat",
+        [](const TensorList& x) {
+          return mul(repeat(transpose(x[0], 0, 1), {2, 1, 3}), x[1]);
+        },
+        {L({3, 2}, 67), L({2, 2, 9}, 68)});
     // Swin's window padding: H and W of [B, H, W, C] padded after, on a transposed view.
     row("constant_pad",
         [](const TensorList& x) {

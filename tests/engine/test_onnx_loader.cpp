@@ -65,6 +65,91 @@ onnx::ModelProto tiny() {
   return m;
 }
 
+// x [1, 1, 2, 2] -> Resize by scales [1, 1, 2, 2] (roi empty) with `mode` and `coordinates`
+// -> y, as PyTorch exports F.interpolate(scale_factor=2).
+onnx::ModelProto resize_model(const std::string& mode, const std::string& coordinates) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("resize");
+  auto* x = g->add_input();
+  x->set_name("x");
+  auto* tt = x->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  for (int d : {1, 1, 2, 2}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  // Constant nodes, as PyTorch writes them (float initializers are parameters).
+  for (const auto& [name, values] :
+       {std::pair<std::string, std::vector<float>>{"roi", {}}, {"scales", {1, 1, 2, 2}}}) {
+    auto* k = g->add_node();
+    k->set_op_type("Constant");
+    k->set_name("/up/" + name);
+    k->add_output(name);
+    auto* a = k->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    a->mutable_t()->add_dims(static_cast<std::int64_t>(values.size()));
+    for (float v : values) a->mutable_t()->add_float_data(v);
+  }
+  auto* node = g->add_node();
+  node->set_name("/up/Resize");
+  node->set_op_type("Resize");
+  for (const char* in : {"x", "roi", "scales"}) node->add_input(in);
+  node->add_output("y");
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"mode", mode},
+                                   {"coordinate_transformation_mode", coordinates},
+                                   {"nearest_mode", "floor"}}) {
+    auto* a = node->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto_AttributeType_STRING);
+    a->set_s(value);
+  }
+  g->add_output()->set_name("y");
+  return m;
+}
+
+// x [1, 2, 3, 3] -> one node of `op_type` on x and int64 constant `ints` (Tile's repeats), or on
+// x and a float initializer w [2, 1, 2, 2] (ConvTranspose's weight) when ints is empty -> y.
+onnx::ModelProto one_node(const std::string& op_type, const std::vector<std::int64_t>& ints) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("one");
+  auto* x = g->add_input();
+  x->set_name("x");
+  auto* tt = x->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  for (int d : {1, 2, 3, 3}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  if (ints.empty()) {
+    auto* w = g->add_initializer();
+    w->set_name("up.weight");
+    w->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    for (int d : {2, 1, 2, 2}) w->add_dims(d);
+    for (int i = 0; i < 8; ++i) w->add_float_data(0.5f);
+  } else {
+    auto* k = g->add_node();
+    k->set_op_type("Constant");
+    k->set_name("/up/Constant");
+    k->add_output("up.weight");
+    auto* a = k->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto_DataType_INT64);
+    a->mutable_t()->add_dims(static_cast<std::int64_t>(ints.size()));
+    for (auto v : ints) a->mutable_t()->add_int64_data(v);
+  }
+  auto* node = g->add_node();
+  node->set_name("/up/" + op_type);
+  node->set_op_type(op_type);
+  node->add_input("x");
+  node->add_input("up.weight");
+  node->add_output("y");
+  g->add_output()->set_name("y");
+  return m;
+}
+
 QString error_of(const onnx::ModelProto& m) {
   try {
     load_model_onnx_bytes(m.SerializeAsString(), "bad.onnx");
@@ -212,6 +297,71 @@ class TestOnnxLoader : public QObject {
     const QString e = error_of(m);
     QVERIFY2(e.startsWith("bad.onnx: node '/fc/MatMul' (Einsum): einsum 'ij,jk->ki' is not a "
                           "batched matrix product"),
+             qPrintable(e));
+  }
+
+  // Resize: nearest as PyTorch writes it, linear (bilinear) with half_pixel and align_corners;
+  // any other mode or coordinate mode names the node.
+  void resizeModesOrANamedError() {
+    CheckpointConfig c;
+    c.backward = false;
+    c.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 1, 2, 2})};
+    auto first_row = [&](const onnx::ModelProto& m) {
+      const auto r = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
+      if (!r.ok) return std::vector<double>{};
+      const auto v = r.outputs.at(0).to_vector();
+      return std::vector<double>(v.begin(), v.begin() + 4);
+    };
+    QCOMPARE(first_row(resize_model("nearest", "asymmetric")), (std::vector<double>{1, 1, 2, 2}));
+    // F.interpolate(scale_factor=2, mode="bilinear"): source x = (o + 0.5) / 2 - 0.5, clamped.
+    QCOMPARE(first_row(resize_model("linear", "half_pixel")),
+             (std::vector<double>{1, 1.25, 1.75, 2}));
+    QCOMPARE(first_row(resize_model("linear", "pytorch_half_pixel")),
+             (std::vector<double>{1, 1.25, 1.75, 2}));
+    // align_corners=True: source x = o * (2 - 1) / (4 - 1).
+    const auto aligned = first_row(resize_model("linear", "align_corners"));
+    QCOMPARE(aligned.size(), std::size_t{4});
+    QVERIFY(std::abs(aligned[1] - (1 + 1.0 / 3)) < 1e-6 && aligned[3] == 2);
+    QString e = error_of(resize_model("cubic", "half_pixel"));
+    QVERIFY2(e.startsWith("bad.onnx: node '/up/Resize' (Resize): mode 'cubic' is not supported"),
+             qPrintable(e));
+    e = error_of(resize_model("linear", "asymmetric"));
+    QVERIFY2(e.startsWith("bad.onnx: node '/up/Resize' (Resize): linear with "
+                          "coordinate_transformation_mode 'asymmetric' is not supported"),
+             qPrintable(e));
+  }
+
+  // Tile's repeats: one per input dimension. ConvTranspose's output_shape: only the shape that
+  // pads and output_padding give.
+  void tileAndConvTransposeNamedErrors() {
+    CheckpointConfig c;
+    c.backward = false;
+    c.inputs = {Tensor::ones({1, 2, 3, 3})};
+    auto shape_of = [&](const onnx::ModelProto& m) {
+      const auto r = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
+      return r.ok ? r.outputs.at(0).shape() : Shape{};
+    };
+    QCOMPARE(shape_of(one_node("Tile", {2, 1, 1, 3})), (Shape{2, 2, 3, 9}));
+    QString e = error_of(one_node("Tile", {2, 3}));
+    QVERIFY2(e.startsWith("bad.onnx: node '/up/Tile' (Tile): repeats [2, 3] must have one entry "
+                          "per dimension of the input"),
+             qPrintable(e));
+    auto m = one_node("ConvTranspose", {});
+    auto* node = m.mutable_graph()->mutable_node(0);
+    auto* strides = node->add_attribute();
+    strides->set_name("strides");
+    strides->set_type(onnx::AttributeProto_AttributeType_INTS);
+    strides->add_ints(2);
+    strides->add_ints(2);
+    QCOMPARE(shape_of(m), (Shape{1, 1, 6, 6}));  // (3 - 1) * 2 + 2
+    auto* out = node->add_attribute();
+    out->set_name("output_shape");
+    out->set_type(onnx::AttributeProto_AttributeType_INTS);
+    out->add_ints(7);
+    out->add_ints(7);
+    e = error_of(m);
+    QVERIFY2(e.startsWith("bad.onnx: node '/up/ConvTranspose' (ConvTranspose): output_shape "
+                          "[7, 7] differs from [6, 6]"),
              qPrintable(e));
   }
 

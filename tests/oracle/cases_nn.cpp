@@ -122,6 +122,24 @@ CKPTLAB_ORACLE_CASE(upsample_nearest2d) {
   return {mul(upsample_nearest2d(c.input("x"), {size.at(0), size.at(1)}), c.input("w"))};
 }
 
+CKPTLAB_ORACLE_CASE(upsample_bilinear2d) {
+  const auto size = c.attr_ints("size");
+  const double scale = c.attr_double("scale");
+  return {mul(upsample_bilinear2d(c.input("x"), {size.at(0), size.at(1)},
+                                  c.attr_bool("align_corners"), {scale, scale}),
+              c.input("w"))};
+}
+
+CKPTLAB_ORACLE_CASE(conv_transpose2d) {
+  return {conv_transpose2d(
+      c.input("x"), c.param("w"), c.attr_bool("bias") ? c.param("b") : Tensor(), pair(c, "stride"),
+      pair(c, "padding"), pair(c, "output_padding"), pair(c, "dilation"), c.attr_int("groups"))};
+}
+
+CKPTLAB_ORACLE_CASE(repeat) {
+  return {mul(repeat(c.input("x"), c.attr_ints("repeats")), c.input("w"))};
+}
+
 CKPTLAB_ORACLE_CASE(amax) {
   return {mul(amax(c.input("x"), c.attr_ints("dims"), c.attr_bool("keepdim")), 1.5)};
 }

@@ -263,6 +263,65 @@ upsample_case("x2", (8, 6))
 upsample_case("uneven", (7, 5))
 
 
+def bilinear_case(name, size=None, scale=None, align_corners=False, shape=(2, 3, 5, 4)):
+    @case(f"upsample_bilinear2d@{name}")
+    def f(c):
+        x = c.input("x", list(shape))
+        y = F.interpolate(x, size=size, scale_factor=scale, mode="bilinear",
+                          align_corners=align_corners)
+        c.attr("size", list(y.shape[2:]))
+        c.attr("align_corners", align_corners)
+        c.attr("scale", float(scale or 0.0))  # F.interpolate's scale_factor sets the coordinates
+        return y * c.input("w", list(y.shape))
+
+
+bilinear_case("x2", scale=2)  # nn.Upsample(scale_factor=2, mode="bilinear")
+bilinear_case("size", size=(9, 7))  # F.interpolate(size=...): DeepLabV3's and FCN's heads
+bilinear_case("scale_1_7", scale=1.7)  # floor(5 * 1.7) = 8 rows read at 1 / 1.7, not 5 / 8
+bilinear_case("down", size=(3, 2))
+bilinear_case("from_1x1", size=(6, 5), shape=(2, 3, 1, 1))  # ASPP's pooling branch
+bilinear_case("align_corners", size=(9, 7), align_corners=True)
+bilinear_case("align_corners_x2", scale=2, align_corners=True)
+
+
+def conv_transpose_case(name, x_shape, w_shape, bias=True, stride=1, padding=0, output_padding=0,
+                        dilation=1, groups=1):
+    two = lambda v: [v, v] if isinstance(v, int) else list(v)
+
+    @case(f"conv_transpose2d@{name}")
+    def f(c):
+        x = c.input("x", x_shape)
+        w = c.param("w", w_shape, scale=0.3)
+        b = c.param("b", [w_shape[1] * groups]) if bias else None
+        c.attr("bias", bias)
+        c.attr("stride", two(stride))
+        c.attr("padding", two(padding))
+        c.attr("output_padding", two(output_padding))
+        c.attr("dilation", two(dilation))
+        c.attr("groups", groups)
+        return F.conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation)
+
+
+conv_transpose_case("up2", [2, 4, 5, 5], [4, 3, 2, 2], stride=2)  # a U-Net's up-convolution
+conv_transpose_case("padded", [2, 3, 6, 5], [3, 5, 3, 3], stride=2, padding=1, output_padding=1)
+conv_transpose_case("stride1", [1, 3, 7, 7], [3, 2, 3, 3], padding=1, bias=False)
+conv_transpose_case("groups_dilation", [2, 4, 5, 4], [4, 3, 3, 2], stride=(2, 1), padding=(1, 0),
+                    output_padding=(1, 0), dilation=(1, 2), groups=2)
+conv_transpose_case("big_plane", [2, 8, 16, 16], [8, 4, 4, 4], stride=2, padding=1)
+
+
+def repeat_case(name, shape, repeats):
+    @case(f"repeat@{name}")
+    def f(c):
+        c.attr("repeats", list(repeats))
+        y = c.input("x", shape).repeat(*repeats)
+        return y * c.input("w", list(y.shape))
+
+
+repeat_case("same_rank", [2, 3, 4], (2, 1, 3))
+repeat_case("more_dims", [3, 2], (2, 2, 1, 3))  # leading dims added, as ONNX export unsqueezes
+
+
 def amax_case(name, dims, keepdim, ties):
     @case(f"amax@{name}")
     def f(c):

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """Which ONNX op types do real models need that the engine does not translate?
 
-    /usr/bin/python3 tests/oracle/onnx_coverage.py [--opsets 13 17] [--all] [--only NAME ...]
-                                                   [--cli build/app/cli/ckptlab-cli]
+    /usr/bin/python3 tests/oracle/onnx_coverage.py [--opsets 13 17] [--all] [--segmentation]
+                                                   [--only NAME ...] [--cli build/app/cli/ckptlab-cli]
 
 Exports every torchvision 0.14 classification model (one or two of each family by default,
 every size with --all) and a few nn.Transformer / nn.TransformerEncoder / nn.MultiheadAttention
 models with torch.onnx.export in training mode, as samples/export_onnx.py does, collects each
-graph's op types and prints those the engine's op table does not have. The engine's list is
+graph's op types and prints those the engine's op table does not have. With --segmentation, the
+models are torchvision's segmentation models instead (FCN, DeepLabV3, LR-ASPP; no auxiliary
+head, the 'out' tensor, as samples/export_onnx.py --torchvision exports them) at 2x3x64x64. The engine's list is
 samples/README.md's "Supported op types" (test_engine_op_table keeps it equal to
 OpTable::onnx_types()). With --cli, each export is also loaded by `ckptlab-cli modules` (a dry
 run of one forward and backward) and the last column says whether it loads, or why not.
@@ -147,17 +149,27 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--opsets", type=int, nargs="+", default=[13, 17])
     parser.add_argument("--all", action="store_true", help="every torchvision classifier")
+    parser.add_argument("--segmentation", action="store_true",
+                        help="torchvision's segmentation models instead")
     parser.add_argument("--only", nargs="+", help="these models only (names as printed)")
     parser.add_argument("--cli", help="ckptlab-cli: also load each export (modules, a dry run)")
     args = parser.parse_args()
     supported = supported_ops()
     jobs = {}
-    for name, side in torchvision_models(args.all).items():
+    if args.segmentation:
+        sys.path.insert(0, os.path.join(ROOT, "samples"))
+        import export_onnx
+        names = torchvision.models.list_models(module=torchvision.models.segmentation)
+        for name in names:
+            jobs[name] = ("[2, 3, 64, 64]",
+                          lambda n=name: export_onnx.segmentation_model(n, 21),
+                          lambda: (torch.randn(2, 3, 64, 64),))
+    for name, side in {} if args.segmentation else torchvision_models(args.all).items():
         factory = getattr(torchvision.models, name)
         jobs[name] = (f"[2, 3, {side}, {side}]",
                       lambda f=factory: f(num_classes=10),
                       lambda s=side: (torch.randn(2, 3, s, s),))
-    for name, (make, inputs) in transformer_models().items():
+    for name, (make, inputs) in {} if args.segmentation else transformer_models().items():
         jobs[name] = ("[2, 6, 16]" + (", [2, 5, 16]" if name == "nn.Transformer" else ""),
                       make, inputs)
     missing_all = {}

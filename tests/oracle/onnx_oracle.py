@@ -8,9 +8,12 @@ OUT_DIR/index.txt lists the cases. Cases: the tiny DenseNet and ResNet of sample
 exported now at several opsets (BatchNormalization's two training forms, opset 11 to 17), a
 small transformer block (decomposed GELU and LayerNorm below opset 17, LayerNormalization at 17,
 and the int64 shape arithmetic of a reshape into heads), a tiny U-Net (Resize, Pad, LeakyRelu,
-Elu, Softplus, Abs, ReduceMax, Split, Max), a causal nn.TransformerEncoder (Trilu), and the committed samples/*.onnx with
+Elu, Softplus, Abs, ReduceMax, Split, Max), a tiny segmentation network (ConvTranspose, Resize
+linear in both coordinate modes, Tile), a causal nn.TransformerEncoder (Trilu), and the committed samples/*.onnx with
 their own weights, and torchvision's ResNet-18, MobileNetV2, DenseNet-121, MobileNetV3, a small
-VisionTransformer, a small Swin Transformer and a small MaxViT (Einsum) when python3-torchvision is installed.
+VisionTransformer, a small Swin Transformer, a small MaxViT (Einsum), and the segmentation
+models FCN-ResNet50, DeepLabV3-ResNet50, DeepLabV3-MobileNetV3 and LR-ASPP-MobileNetV3 when
+python3-torchvision is installed.
 """
 import math
 import os
@@ -77,6 +80,36 @@ class TinyUNet(nn.Module):
         return self.head(F.softplus(self.fuse(h))).abs()
 
 
+class TinySegNet(nn.Module):
+    """A segmentation decoder as users write one: strided ConvTranspose2d up-convolutions (one
+    with output_padding and groups), bilinear upsampling by a scale (nn.Upsample) and to a size
+    with align_corners (F.interpolate), and a learned prior repeated over the batch (Tile)."""
+
+    def __init__(self, width=8, classes=3):
+        super().__init__()
+        self.down1 = nn.Conv2d(3, width, 3, padding=1)
+        self.down2 = nn.Conv2d(width, 2 * width, 3, stride=2, padding=1)
+        self.bn = nn.BatchNorm2d(2 * width)
+        self.bottom = nn.Conv2d(2 * width, 2 * width, 3, stride=2, padding=1)
+        self.up_t = nn.ConvTranspose2d(2 * width, 2 * width, 2, stride=2)
+        self.up_b = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.up_g = nn.ConvTranspose2d(2 * width, width, 3, stride=2, padding=1, output_padding=1,
+                                       groups=2, bias=False)
+        self.prior = nn.Parameter(torch.randn(1, 2, 16, 16) * 0.1)
+        self.fuse = nn.Conv2d(6 * width + 2, width, 3, padding=1)
+        self.head = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x):
+        s1 = F.relu(self.down1(x))  # 16x16
+        s2 = F.relu(self.bn(self.down2(s1)))  # 8x8
+        b = F.relu(self.bottom(s2))  # 4x4
+        u = self.up_t(b) + s2  # 8x8
+        h = torch.cat([self.up_b(u), self.up_g(u),
+                       F.interpolate(b, size=x.shape[-2:], mode="bilinear", align_corners=True),
+                       s1, self.prior.repeat(x.shape[0], 1, 1, 1)], 1)
+        return self.head(F.relu(self.fuse(h)))
+
+
 class CausalEncoder(nn.Module):
     """nn.TransformerEncoder as users write a causal one: pre-LN, GELU, the mask made in the
     forward by generate_square_subsequent_mask (torch.triu: ONNX Trilu, opset 14 on)."""
@@ -90,6 +123,15 @@ class CausalEncoder(nn.Module):
     def forward(self, x):
         mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1]).to(x.dtype)
         return self.encoder(x, mask=mask)
+
+
+# (model, opset) of torchvision.models.segmentation checked against PyTorch. The MobileNetV3
+# ones run at opset 17: below 14 PyTorch exports Hardswish as x * HardSigmoid(x), whose gradient
+# (with HardSigmoid's float32 slope 1/6, as PyTorch computes it) differs from Hardswish's own by
+# 3e-8 of x, which these networks carry over the float64 tolerance
+# (tests/oracle/segmentation_grads.py measures both opsets).
+SEGMENTATION_CASES = [("fcn_resnet50", 13), ("deeplabv3_resnet50", 17),
+                      ("deeplabv3_mobilenet_v3_large", 17), ("lraspp_mobilenet_v3_large", 17)]
 
 
 def write_case(out_dir, name, model, x, onnx_path=None, opset=13):
@@ -148,6 +190,10 @@ def main():
         torch.manual_seed(200 + opset)
         names.append(write_case(out_dir, f"unet_opset{opset}", TinyUNet().double(),
                                 torch.randn(2, 3, 15, 15, dtype=torch.float64), opset=opset))
+    for opset in (11, 13, 17):
+        torch.manual_seed(400 + opset)
+        names.append(write_case(out_dir, f"segnet_opset{opset}", TinySegNet().double(),
+                                torch.randn(2, 3, 16, 16, dtype=torch.float64), opset=opset))
     for model_name in ("tiny_densenet", "tiny_resnet"):
         committed = os.path.join(samples, model_name + ".onnx")
         torch.manual_seed(7)
@@ -209,6 +255,22 @@ def main():
                        stochastic_depth_prob=0.0, num_classes=10).double()
         names.append(write_case(out_dir, "torchvision_maxvit", model,
                                 torch.randn(2, 3, 32, 32, dtype=torch.float64), opset=17))
+        # torchvision's segmentation models (no auxiliary head, the 'out' tensor): bilinear
+        # Resize to the input's size in every head, DeepLabV3's ASPP pooling branch upsampled
+        # from 1x1, LR-ASPP's sigmoid gate; dilated ResNet-50 and MobileNetV3 backbones.
+        # Their heads' dropout is off (no shared mask); BatchNorm's eps is the float32 value
+        # the ONNX attribute holds (0.001 vs 0.0010000000475 moves the MobileNetV3 backbone's
+        # output by 1e-7 in float64, over the tolerance).
+        for name, opset in SEGMENTATION_CASES:
+            torch.manual_seed(60 + opset)
+            model = export_onnx.segmentation_model(name, 5).double()
+            for m in model.modules():
+                if isinstance(m, nn.Dropout):
+                    m.p = 0.0
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eps = float(numpy.float32(m.eps))
+            names.append(write_case(out_dir, f"torchvision_{name}_opset{opset}", model,
+                                    torch.randn(2, 3, 64, 64, dtype=torch.float64), opset=opset))
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
 

@@ -99,7 +99,7 @@ Window read_window(const OnnxNode& n, const char* what) {
   if (auto_pad != "NOTSET" && auto_pad != "VALID")
     n.fail("auto_pad=" + auto_pad + " is not supported (give explicit pads)");
   Ints kernel = n.attr_ints("kernel_shape");
-  if (std::string(what) == "Conv" && kernel.empty()) {
+  if (std::string(what).rfind("Conv", 0) == 0 && kernel.empty()) {  // Conv, ConvTranspose
     const Shape& w = n.input(1, "weight").probe.shape();
     if (w.size() > 2) kernel.assign(w.begin() + 2, w.end());
   }
