@@ -1,0 +1,109 @@
+#include "cli_common.hpp"
+
+#include <unistd.h>
+
+#include <QGuiApplication>
+#include <filesystem>
+#include <iostream>
+
+#include "engine/autograd/anomaly.hpp"
+#include "engine/model/loader.hpp"
+#include "sample_path.hpp"
+#include "ui/plot/memory_plot_renderer.hpp"
+
+namespace ckpt::cli {
+
+const char* const kRunOptionsHelp = R"(checkpoint options:
+  --checkpoint MODULE        checkpoint this module instance (repeatable; a path from `modules`,
+                             or a pattern such as 'features.*.*.bottleneck'; * is one segment)
+  --checkpoint-instances DEF checkpoint every instance of a module definition (cell, cell_1, ...)
+  --checkpoint-range A..B    checkpoint sibling modules A to B as one segment (repeatable; as a
+                             checkpoint_sequential segment; an end may be an op of the parent)
+  --checkpoint-all           checkpoint every checkpointable module (nested ones too)
+  --checkpoint-depth N       checkpoint every checkpointable module at depth N (1 = top level)
+  --segments N               checkpoint_sequential over the top-level modules, N segments
+  --variant V                reentrant (PyTorch 1.13's default) | non-reentrant
+  --no-preserve-rng          do not stash the RNG state per checkpoint
+  --early-stop               non-reentrant: stop recomputing once every needed tensor is back
+  --no-check-recompute       do not compare recomputed values with the forward's
+  --policy P                 none | save-matmul (keep matmul/linear/conv2d outputs in segments)
+run options:
+  --batch N  --seed S  --threads N
+  --dry-run                  run on the meta device: exact bytes and peak, estimated times, no
+                             values (any batch, any model size; nothing is computed)
+  --max-memory SIZE          the memory a real run may use (bytes or e.g. 16GiB); a run whose
+                             dry run predicts more is not started (exit 4); default: 75 % of
+                             the memory available; the allocator's cap as well
+  --device auto|cpu|cuda     cuda without a GPU or CUDA build: exit 4; auto falls back to cpu
+  --input-requires-grad      make every model input require grad
+  --input FILE.npy           an input (repeatable, in the model's input order)
+  --loss sum|mean|model      default: the model's own loss where it declares one, else sum
+  --detect-anomaly           fail the run at the first forward, recomputed or backward op whose
+                             output holds NaN or Inf, naming it (PyTorch's anomaly mode)
+  --fail-allocation K        fault injection: the run's K-th allocation fails (tests)
+)";
+
+bool stderr_is_tty() {
+  return isatty(fileno(stderr)) != 0;
+}
+
+std::shared_ptr<Model> load_or_exit(const std::string& path, int* code) {
+  try {
+    return load_model(resolve_model_path(path));
+  } catch (const std::exception& e) {
+    std::cerr << "ckptlab-cli: cannot load model: " << e.what() << "\n";
+    *code = kExitModel;
+    return nullptr;
+  }
+}
+
+// --device: the CPU is the only backend this build can run on (no GPU on these machines).
+bool check_device(DeviceChoice d) {
+  if (d == DeviceChoice::cuda) {
+#ifdef CKPTLAB_HAVE_CUDA
+    std::cerr << "ckptlab-cli: --device cuda: no CUDA device is available (the CUDA backend is "
+                 "built, but no GPU was found)\n";
+#else
+    std::cerr << "ckptlab-cli: --device cuda: this build has no CUDA backend (nvcc was not "
+                 "found when it was configured)\n";
+#endif
+    return false;
+  }
+  if (d == DeviceChoice::auto_select)
+    std::cerr << "ckptlab-cli: device auto: no CUDA device, running on the CPU\n";
+  return true;
+}
+
+bool plot(int argc, char** argv, const std::string& path, const Trace& trace, const Trace* ghost) {
+  qputenv("QT_QPA_PLATFORM", "offscreen");
+  if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
+    // Qt warns on stderr without one; a private directory keeps the output clean.
+    const std::string dir = "/tmp/ckptlab-runtime-" + std::to_string(getuid());
+    std::filesystem::create_directories(dir);
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+    qputenv("XDG_RUNTIME_DIR", QByteArray::fromStdString(dir));
+  }
+  QGuiApplication app(argc, argv);
+  QString error;
+  if (!ui::exportMemoryPlot(QString::fromStdString(path), trace, ghost, {1200, 480}, &error)) {
+    std::cerr << "ckptlab-cli: --plot: " << error.toStdString() << "\n";
+    return false;
+  }
+  return true;
+}
+
+void warn_non_finite_loss(const RunResult& r) {
+  if (!r.ok || r.dry_run || !r.loss.defined()) return;
+  if (const std::string kind = non_finite_kind(r.loss); !kind.empty())
+    std::cerr << "ckptlab-cli: warning: the loss is " << kind
+              << ": the gradients are not meaningful; rerun with --detect-anomaly to name the "
+                 "op that first made a non-finite value\n";
+}
+
+bool has_help(const std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") return true;
+  return false;
+}
+
+}  // namespace ckpt::cli

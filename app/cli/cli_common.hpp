@@ -1,0 +1,60 @@
+#pragma once
+
+// What ckptlab-cli's commands share: exit codes, the checkpoint options' help, loading a model
+// or saying why not, --device, a spinner for long runs, and the --plot picture.
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli_options.hpp"
+#include "engine/model/model.hpp"
+#include "engine/run/runner.hpp"
+#include "engine/trace/trace.hpp"
+
+namespace ckpt::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitModel = 3;
+inline constexpr int kExitRun = 4;
+
+extern const char* const kRunOptionsHelp;
+
+bool stderr_is_tty();
+bool has_help(const std::vector<std::string>& args);
+// The model at `path` (a file, or a bundled sample's name); null with *code set after saying why.
+std::shared_ptr<Model> load_or_exit(const std::string& path, int* code);
+// --device: false after saying why the device asked for cannot run this build.
+bool check_device(DeviceChoice d);
+// --plot: the memory plot of `trace` (and `ghost`, if any) as PNG or SVG, offscreen.
+bool plot(int argc, char** argv, const std::string& path, const Trace& trace, const Trace* ghost);
+// A loss of NaN or Inf is a wrong answer, never a figure to print quietly.
+void warn_non_finite_loss(const RunResult& r);
+
+// Runs `job` on a worker thread; on a terminal, shows a spinner with the elapsed time for
+// runs longer than a second (the engine knows no total in advance, so no fake percentage).
+template <typename Job>
+auto with_progress(const std::string& what, Job job) {
+  auto fut = std::async(std::launch::async, job);
+  if (!stderr_is_tty()) return fut.get();
+  const auto start = std::chrono::steady_clock::now();
+  const char* frames = "|/-\\";
+  int frame = 0;
+  bool shown = false;
+  while (fut.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (s < 1.0) continue;
+    std::fprintf(stderr, "\r%c %s  %.1f s", frames[frame++ % 4], what.c_str(), s);
+    std::fflush(stderr);
+    shown = true;
+  }
+  if (shown) std::fprintf(stderr, "\r\033[K");
+  return fut.get();
+}
+
+}  // namespace ckpt::cli

@@ -1,0 +1,225 @@
+#include "inspect_commands.hpp"
+
+#include <iostream>
+#include <set>
+
+#include "cli_common.hpp"
+#include "engine/plan/pytorch_code.hpp"
+#include "engine/run/memory_guard.hpp"
+#include "engine/run/run_summary.hpp"
+
+namespace ckpt::cli {
+
+namespace {
+
+const char* kCompareHelp =
+    R"(usage: ckptlab-cli compare MODEL --config "[label:] options" [--config ...] [--json] [--plot FILE]
+
+Each --config is a quoted list of `run` options, optionally prefixed by a label:
+  ckptlab-cli compare samples/densenet_block.json --config "plain:" --config "all: --checkpoint-all"
+)";
+
+std::int64_t parameter_bytes(const Model& model, const Module& m) {
+  std::int64_t total = 0;
+  std::set<std::string> seen;
+  for (auto i = m.first_op; i < m.end_op; ++i)
+    for (const auto& in : model.ops[static_cast<std::size_t>(i)].inputs)
+      for (const auto& p : model.parameters)
+        if (p.name == in && seen.insert(in).second) total += p.initial.nbytes();
+  return total;
+}
+
+}  // namespace
+
+int cmd_modules(const std::vector<std::string>& args) {
+  if (has_help(args)) {
+    std::cout << "usage: ckptlab-cli modules MODEL [--json]\n\nThe module tree with, per "
+                 "module, op count, parameter bytes and the activation bytes its ops save for "
+                 "backward in a plain run (measured by running the model once).\n";
+    return kExitOk;
+  }
+  bool json = false;
+  std::vector<std::string> pos;
+  for (const auto& a : args) {
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--dry-run") {
+      // Always: a dry run measures saved bytes exactly, at any size.
+    } else if (a.rfind("--", 0) == 0) {
+      throw UsageError("unknown option " + a);
+    } else {
+      pos.push_back(a);
+    }
+  }
+  if (pos.size() != 1) throw UsageError("modules takes exactly one MODEL");
+  int code = kExitOk;
+  auto model = load_or_exit(pos[0], &code);
+  if (!model) return code;
+  // Saved bytes are shapes, not values: a dry run measures them exactly at any size.
+  CheckpointConfig measure;
+  measure.dry_run = true;
+  const RunResult r = with_progress("measuring", [&] { return Runner(model).run(measure); });
+  warn_non_finite_loss(r);
+  if (!r.ok) {
+    std::cerr << "ckptlab-cli: run failed: " << r.error << "\n";
+    return kExitRun;
+  }
+  // Saved bytes per module: tensors whose saving op ran inside the module's ops.
+  std::map<std::string, std::int64_t> saved_by_node;
+  for (const auto& t : r.trace.tensors())
+    if (t.saved_at_step >= 0) saved_by_node[r.trace.step(t.saved_at_step).node] += t.bytes;
+  auto saved_in = [&](const Module& m) {
+    std::int64_t total = 0;
+    for (auto i = m.first_op; i < m.end_op; ++i) {
+      auto it = saved_by_node.find(model->ops[static_cast<std::size_t>(i)].name);
+      if (it != saved_by_node.end()) total += it->second;
+    }
+    return total;
+  };
+  if (json) {
+    std::cout << "[";
+    bool first = true;
+    for (const Module* m : model->all_modules()) {
+      std::cout << (first ? "\n" : ",\n") << "  {\"path\": \"" << m->path << "\", \"kind\": \""
+                << m->kind << "\", \"ops\": " << (m->end_op - m->first_op)
+                << ", \"parameter_bytes\": " << parameter_bytes(*model, *m)
+                << ", \"saved_bytes\": " << saved_in(*m)
+                << ", \"checkpointable\": " << (m->checkpointable ? "true" : "false") << "}";
+      first = false;
+    }
+    std::cout << "\n]\n";
+    return kExitOk;
+  }
+  std::printf("%-48s %-16s %7s %12s %12s\n", "module", "kind", "ops", "params", "keeps");
+  for (const Module* m : model->all_modules()) {
+    const int depth = static_cast<int>(std::count(m->path.begin(), m->path.end(), '.'));
+    std::string name = std::string(static_cast<std::size_t>(2 * depth), ' ') + m->name;
+    if (!m->checkpointable) name += " (x)";
+    std::printf("%-48s %-16s %7lld %12s %12s\n", name.c_str(), m->kind.c_str(),
+                static_cast<long long>(m->end_op - m->first_op),
+                format_bytes(parameter_bytes(*model, *m)).c_str(),
+                format_bytes(saved_in(*m)).c_str());
+  }
+  std::printf(
+      "\n(x): not checkpointable (its ops are not contiguous); saves: activation bytes "
+      "its ops keep for backward in a plain run\n");
+  return kExitOk;
+}
+
+int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
+  if (has_help(args)) {
+    std::cout << kCompareHelp << "\n" << kRunOptionsHelp;
+    return kExitOk;
+  }
+  std::vector<std::string> pos, configs;
+  bool json = false;
+  std::string plot_file;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) {
+      configs.push_back(args[++i]);
+    } else if (args[i] == "--plot" && i + 1 < args.size()) {
+      plot_file = args[++i];
+    } else if (args[i] == "--json") {
+      json = true;
+    } else if (args[i].rfind("--", 0) == 0) {
+      throw UsageError("unknown option " + args[i] + " (compare takes --config, --json, --plot)");
+    } else {
+      pos.push_back(args[i]);
+    }
+  }
+  if (pos.size() != 1) throw UsageError("compare takes exactly one MODEL");
+  if (configs.empty()) throw UsageError("compare needs at least one --config");
+  int code = kExitOk;
+  auto model = load_or_exit(pos[0], &code);
+  if (!model) return code;
+  std::vector<std::pair<std::string, CheckpointConfig>> parsed;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    auto [label, cargs] = split_config(configs[i], static_cast<int>(i));
+    parsed.emplace_back(label, make_config(*model, parse_run_options(cargs, nullptr, false)));
+  }
+  Runner runner(model);
+  CheckpointConfig plain = parsed.front().second;
+  plain.modules.clear();
+  plain.ranges.clear();
+  plain.segments = 0;
+  if (!plain.dry_run && !check_memory_guard(runner, plain, plain.max_memory).fits)
+    plain.dry_run = true;  // compared as dry runs where the real one would not fit
+  const RunResult base =
+      with_progress("running without checkpointing", [&] { return runner.run(plain); });
+  std::vector<RunResult> results;
+  std::vector<RunSummary> sums;
+  for (auto [label, c] : parsed) {
+    if (!c.dry_run) {
+      const GuardVerdict g = check_memory_guard(runner, c, c.max_memory);
+      if (!g.fits) {
+        // Shown from its dry run (exact bytes, estimated times), said so, never computed.
+        std::cerr << "ckptlab-cli: " << label << ": " << g.message << " Shown as a dry run.\n";
+        c.dry_run = true;
+        label += " (dry)";
+      }
+    }
+    results.push_back(with_progress("running " + label, [&] { return runner.run(c); }));
+    sums.push_back(summarize(*model, results.back(), label,
+                             base.ok && base.dry_run == c.dry_run ? &base : nullptr));
+  }
+  bool failed = false;
+  if (json) {
+    std::cout << summaries_json(sums) << "\n";
+  } else {
+    // The label column is as wide as the longest label, so the figures stay in columns.
+    int width = 6;
+    for (const auto& s : sums) width = std::max(width, static_cast<int>(s.label.size()));
+    std::printf("%-*s %12s %12s %8s %8s %8s %10s %8s\n", width, "config", "peak", "saved", "fwd",
+                "recomp", "bwd", "time ms", "time x");
+    for (const auto& s : sums) {
+      // A failed run saved nothing: its row says so instead of showing a "saving".
+      const bool vs = s.ok && s.baseline;
+      char ratio[32] = "-";
+      if (vs && s.baseline->total_ms > 0)
+        std::snprintf(ratio, sizeof ratio, "%.2f", s.times.total_ms / s.baseline->total_ms);
+      std::printf("%-*s %12s %12s %8lld %8lld %8lld %10.2f %8s\n", width, s.label.c_str(),
+                  format_bytes(s.peak.bytes).c_str(),
+                  !s.ok ? "FAILED"
+                  : vs  ? format_bytes(s.baseline->peak_bytes - s.peak.bytes).c_str()
+                        : "-",
+                  static_cast<long long>(s.executions.forward),
+                  static_cast<long long>(s.executions.recompute),
+                  static_cast<long long>(s.executions.backward), s.times.total_ms, ratio);
+    }
+    for (const auto& s : sums) {
+      if (!s.ok) {
+        std::printf("%s: RUN FAILED: %s\n", s.label.c_str(), s.error.c_str());
+        if (!s.failure.why.empty()) std::printf("  why: %s\n", s.failure.why.c_str());
+        if (!s.failure.fix.empty()) std::printf("  fix: %s\n", s.failure.fix.c_str());
+        std::printf("  (its row holds the failed run's figures up to the failure, not a saving)\n");
+      }
+      if (!s.messages.empty())
+        std::printf("%s:\n%s", s.label.c_str(), grouped_messages_text(s.messages, "  ").c_str());
+    }
+  }
+  for (const auto& s : sums) failed = failed || !s.ok;
+  if (!plot_file.empty()) {
+    const Trace* ghost = results.size() >= 2 ? &results[results.size() - 2].trace : &base.trace;
+    if (!plot(argc, argv, plot_file, results.back().trace, ghost)) return kExitRun;
+  }
+  return failed ? kExitRun : kExitOk;
+}
+
+int cmd_code(const std::vector<std::string>& args) {
+  if (has_help(args)) {
+    std::cout << "usage: ckptlab-cli code MODEL [checkpoint options]\n\nPrints the PyTorch "
+                 "code of the configuration: where the checkpoint(...) calls go.\n\n"
+              << kRunOptionsHelp;
+    return kExitOk;
+  }
+  std::vector<std::string> pos;
+  const RunOptions o = parse_run_options(args, &pos, false);
+  if (pos.size() != 1) throw UsageError("code takes exactly one MODEL");
+  int code = kExitOk;
+  auto model = load_or_exit(pos[0], &code);
+  if (!model) return code;
+  std::cout << pytorch_code(*model, make_config(*model, o));
+  return kExitOk;
+}
+
+}  // namespace ckpt::cli
