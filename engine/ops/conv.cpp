@@ -212,10 +212,6 @@ Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
   return out;
 }
 
-}  // namespace ckpt
-
-namespace ckpt {
-
 Tensor conv_transpose2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
                         std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
                         std::array<std::int64_t, 2> output_padding,

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "engine/run/runner.hpp"
+#include "support/isolated_settings.hpp"
 #include "support/test_models.hpp"
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
@@ -84,12 +85,7 @@ class TestAppFaults : public QObject {
   }
 
  private slots:
-  void initTestCase() {
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    qputenv("XDG_CACHE_HOME", home_.filePath(QStringLiteral("cache")).toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("ckptlab-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_ui_app_faults"));
-  }
+  void initTestCase() { test::isolateSettings(home_, QStringLiteral("test_ui_app_faults")); }
 
   void dotMissing() {
     layoutFailsAndTheRestWorks(home_.filePath(QStringLiteral("no-such-dir/dot")),

@@ -13,6 +13,7 @@
 #include <QToolBar>
 #include <QtTest>
 
+#include "support/isolated_settings.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/app/window_layout.hpp"
 #include "ui/graph/graph_view.hpp"
@@ -79,10 +80,7 @@ class TestFirstWindow : public QObject {
 
  private slots:
   void initTestCase() {
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    qputenv("XDG_CACHE_HOME", home_.filePath(QStringLiteral("cache")).toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("ckptlab-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_ui_first_window"));
+    test::isolateSettings(home_, QStringLiteral("test_ui_first_window"));
     available_ = QGuiApplication::primaryScreen()->availableGeometry();
     // The screen this run simulates must be the one CTest asked for, or nothing is tested.
     const QString wanted = qEnvironmentVariable("CKPTLAB_TEST_SCREEN");

@@ -5,6 +5,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "support/isolated_settings.hpp"
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/panels/lessons_view.hpp"
@@ -39,11 +40,7 @@ class TestHonestFailure : public QObject {
   QTemporaryDir home_;
 
  private slots:
-  void initTestCase() {
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("ckptlab-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_ui_honest_failure"));
-  }
+  void initTestCase() { test::isolateSettings(home_, QStringLiteral("test_ui_honest_failure")); }
 
   void aFailedRunIsMarkedAndSaysWhatFixesIt() {
     QFile f(home_.filePath(QStringLiteral("model.json")));

@@ -11,6 +11,7 @@
 #include <QtTest>
 
 #include "engine/run/runner.hpp"
+#include "support/isolated_settings.hpp"
 #include "support/test_models.hpp"
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
@@ -73,12 +74,7 @@ class TestMainWindow : public QObject {
   test::ModelFiles models_;
 
  private slots:
-  void initTestCase() {
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    qputenv("XDG_CACHE_HOME", home_.filePath(QStringLiteral("cache")).toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("ckptlab-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_ui_main_window"));
-  }
+  void initTestCase() { test::isolateSettings(home_, QStringLiteral("test_ui_main_window")); }
 
   void clickingAClusterRerunsAndLeavesAGhost_data() {
     QTest::addColumn<QString>("path");

@@ -16,6 +16,7 @@
 #include <QtTest>
 
 #include "engine/run/runner.hpp"
+#include "support/isolated_settings.hpp"
 #include "support/test_models.hpp"
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
@@ -62,10 +63,7 @@ class TestPins : public QObject {
 
  private slots:
   void initTestCase() {
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    qputenv("XDG_CACHE_HOME", home_.filePath(QStringLiteral("cache")).toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("ckptlab-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_ui_pins"));
+    test::isolateSettings(home_, QStringLiteral("test_ui_pins"));
     QVERIFY2(QFileInfo::exists(densenetPath()), qPrintable(densenetPath()));
   }
 

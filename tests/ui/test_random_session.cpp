@@ -12,6 +12,7 @@
 #include <map>
 
 #include "engine/run/runner.hpp"
+#include "support/isolated_settings.hpp"
 #include "support/test_models.hpp"
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
@@ -76,12 +77,7 @@ class TestRandomSession : public QObject {
   }
 
  private slots:
-  void initTestCase() {
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    qputenv("XDG_CACHE_HOME", home_.filePath(QStringLiteral("cache")).toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("ckptlab-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_ui_random_session"));
-  }
+  void initTestCase() { test::isolateSettings(home_, QStringLiteral("test_ui_random_session")); }
 
   void thousandRandomActions() {
     const int count = qEnvironmentVariableIsSet("CKPTLAB_RANDOM_ACTIONS")

@@ -13,6 +13,7 @@
 #include <QTextBrowser>
 #include <QtTest>
 
+#include "support/isolated_settings.hpp"
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/core/memory_series.hpp"
@@ -72,12 +73,7 @@ class TestTours : public QObject {
   QTemporaryDir home_;
 
  private slots:
-  void initTestCase() {
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    qputenv("XDG_CACHE_HOME", home_.filePath(QStringLiteral("cache")).toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("ckptlab-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_ui_tours"));
-  }
+  void initTestCase() { test::isolateSettings(home_, QStringLiteral("test_ui_tours")); }
 
   void theBundledLessonsCoverTheSeeds() {
     const QList<Tour>& tours = bundledTours();
