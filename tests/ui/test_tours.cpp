@@ -13,6 +13,7 @@
 #include <QTextBrowser>
 #include <QtTest>
 
+#include "engine/run/runner.hpp"
 #include "support/isolated_settings.hpp"
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
@@ -61,6 +62,19 @@ void checkStep(MainWindow& w) {
   if (step.caption.contains(QStringLiteral("{peak}")))
     QVERIFY2(caption.contains(QString::fromStdString(formatBytes(run.summary.peak.bytes))),
              qPrintable(where + QStringLiteral(": ") + caption));
+  // The run without checkpoints that a caption compares with, as the engine runs it.
+  if (step.caption.contains(QStringLiteral("{baseline_peak}"))) {
+    const RunResult plain = Runner(w.session()->model()).run(runner->baselineConfig());
+    QVERIFY(plain.ok);
+    QCOMPARE(runner->baselinePeak().value_or(0), plain.trace.peak().bytes);
+    QVERIFY2(caption.contains(QString::fromStdString(formatBytes(plain.trace.peak().bytes))),
+             qPrintable(where + QStringLiteral(": ") + caption));
+  }
+  if (step.caption.contains(QStringLiteral("{peak_change}")))
+    QVERIFY2(caption.contains(QStringLiteral(" less (")) ||
+                 caption.contains(QStringLiteral(" more (")) ||
+                 caption.contains(QStringLiteral("no change")),
+             qPrintable(where + QStringLiteral(": ") + caption));
   const std::int64_t cursor = tourCursorStep(step.cursor, run);
   if (cursor >= 0) QCOMPARE(w.player()->cursor(), cursor);
 }
@@ -77,8 +91,8 @@ class TestTours : public QObject {
 
   void theBundledLessonsCoverTheSeeds() {
     const QList<Tour>& tours = bundledTours();
-    for (const char* id : {"densenet-where", "no-grad-inputs", "not-to-disk", "heavy-model",
-                           "transformer-selective"})
+    for (const char* id : {"densenet-where", "sequential-rng", "no-grad-inputs", "not-to-disk",
+                           "heavy-model", "transformer-selective"})
       QVERIFY2(tourIndex(QLatin1String(id)) >= 0, id);
     for (const Tour& t : tours)
       for (const TourStep& s : t.steps)
@@ -155,6 +169,28 @@ class TestTours : public QObject {
     QVERIFY2(w.tourView()->captionText().contains(QStringLiteral("the run succeeded")),
              qPrintable(w.tourView()->captionText()));
 
+    // checkpoint_sequential: the segments checkpoint all but the last; without the RNG state
+    // the recomputed Dropout differs from the forward, which the engine reports.
+    w.startTour(tourIndex(QStringLiteral("sequential-rng")));
+    QVERIFY(waitSettled(w));
+    QCOMPARE(w.session()->config().batch, std::int64_t(512));
+    runner->next();
+    QVERIFY(waitSettled(w));
+    QCOMPARE(w.session()->current()->summary.checkpoints, std::int64_t(1));
+    QVERIFY(w.session()->current()->summary.peak.bytes < *runner->baselinePeak());
+    runner->next();
+    QVERIFY(waitSettled(w));
+    QCOMPARE(w.session()->current()->summary.checkpoints, std::int64_t(3));
+    runner->next();
+    QVERIFY(waitSettled(w));
+    QVERIFY(!w.session()->current()->summary.ok);
+    QVERIFY2(w.tourView()->captionText().contains(QStringLiteral("differs from the original")),
+             qPrintable(w.tourView()->captionText()));
+    runner->next();
+    QVERIFY(waitSettled(w));
+    QCOMPARE(w.session()->config().batch, std::int64_t(16));
+    QVERIFY(w.session()->current()->summary.peak.bytes > *runner->baselinePeak());
+
     w.startTour(tourIndex(QStringLiteral("heavy-model")));
     QVERIFY(waitSettled(w));
     const RunSummary plain = w.session()->current()->summary;
@@ -166,6 +202,15 @@ class TestTours : public QObject {
     QVERIFY(waitSettled(w));
     QCOMPARE(w.session()->config().modules.size(), std::size_t(1000));
     QVERIFY(w.session()->current()->summary.peak.bytes > plain.peak.bytes);
+    // With sin and no RNG state to stash, checkpointing finally pays, as the blog says.
+    runner->next();
+    QVERIFY(waitSettled(w));
+    runner->next();
+    QVERIFY(waitSettled(w));
+    runner->next();
+    QVERIFY(waitSettled(w));
+    QVERIFY(!w.session()->config().preserve_rng_state);
+    QVERIFY(w.session()->current()->summary.peak.bytes * 10 < *runner->baselinePeak());
   }
 
   // A teacher at a projector: Page Down and Page Up (a presenter's clicker) drive the lesson,

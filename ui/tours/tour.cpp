@@ -5,6 +5,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QRegularExpression>
+#include <cmath>
 #include <stdexcept>
 
 #include "ui/core/memory_series.hpp"
@@ -34,7 +35,8 @@ TourStep parseStep(const QJsonObject& o, const TourStep& previous, const QString
   static const QStringList known{QStringLiteral("caption"),      QStringLiteral("sample"),
                                  QStringLiteral("modules"),      QStringLiteral("reentrant"),
                                  QStringLiteral("preserve_rng"), QStringLiteral("policy"),
-                                 QStringLiteral("cursor"),       QStringLiteral("highlight")};
+                                 QStringLiteral("cursor"),       QStringLiteral("highlight"),
+                                 QStringLiteral("segments"),     QStringLiteral("batch")};
   for (const QString& key : o.keys())
     if (!known.contains(key)) fail(source, where, QStringLiteral("unknown field '%1'").arg(key));
   TourStep s = previous;
@@ -47,6 +49,8 @@ TourStep parseStep(const QJsonObject& o, const TourStep& previous, const QString
     s.reentrant.reset();
     s.preserveRng.reset();
     s.policy = SelectivePolicy::none;
+    s.segments.reset();
+    s.batch.reset();
   }
   if (s.sample.isEmpty())
     fail(source, where, QStringLiteral("no sample (the first step names one)"));
@@ -77,6 +81,17 @@ TourStep parseStep(const QJsonObject& o, const TourStep& previous, const QString
     else
       fail(source, where, QStringLiteral("policy '%1' (none or save-matmul)").arg(p));
   }
+  const auto count = [&](const char* key, std::int64_t most) -> std::optional<std::int64_t> {
+    const QJsonValue v = o.value(QLatin1String(key));
+    if (v.isUndefined()) return std::nullopt;
+    const double d = v.toDouble(-1);
+    if (!v.isDouble() || d < 0 || d > static_cast<double>(most) || d != std::floor(d))
+      fail(source, where,
+           QStringLiteral("'%1' is not a whole number from 0 to %2").arg(key).arg(most));
+    return static_cast<std::int64_t>(d);
+  };
+  if (const auto n = count("segments", 1 << 20)) s.segments = static_cast<int>(*n);
+  if (const auto n = count("batch", 1 << 24)) s.batch = *n;
   s.cursor = o.value(QStringLiteral("cursor")).toString();
   if (!cursorNames().contains(s.cursor))
     fail(source, where,
@@ -154,19 +169,21 @@ QStringList tourPlaceholders() {
           QStringLiteral("peak_at")};
 }
 
-QString fillCaption(const QString& caption, const RunSnapshot& run) {
+QString fillCaption(const QString& caption, const RunSnapshot& run,
+                    std::optional<std::int64_t> baselinePeak) {
   const RunSummary& s = run.summary;
   const auto at_end = [&](MemoryCategory c) {
     return bytes(s.end_of_forward[static_cast<std::size_t>(c)]);
   };
   QString change = QStringLiteral("—");
-  if (s.baseline && s.baseline->peak_bytes > 0) {
-    const std::int64_t delta = s.peak.bytes - s.baseline->peak_bytes;
-    const double pct =
-        100.0 * static_cast<double>(delta) / static_cast<double>(s.baseline->peak_bytes);
-    change = delta < 0   ? QStringLiteral("%1 less (%2 %)").arg(bytes(-delta)).arg(pct, 0, 'f', 1)
-             : delta > 0 ? QStringLiteral("%1 more (+%2 %)").arg(bytes(delta)).arg(pct, 0, 'f', 1)
-                         : QStringLiteral("no change");
+  if (baselinePeak && *baselinePeak > 0) {
+    const std::int64_t delta = s.peak.bytes - *baselinePeak;
+    const double pct = 100.0 * static_cast<double>(delta) / static_cast<double>(*baselinePeak);
+    const double ratio = static_cast<double>(s.peak.bytes) / static_cast<double>(*baselinePeak);
+    change = delta < 0     ? QStringLiteral("%1 less (%2 %)").arg(bytes(-delta)).arg(pct, 0, 'f', 1)
+             : ratio >= 10 ? QStringLiteral("%1 more (×%2)").arg(bytes(delta)).arg(ratio, 0, 'f', 0)
+             : delta > 0   ? QStringLiteral("%1 more (+%2 %)").arg(bytes(delta)).arg(pct, 0, 'f', 1)
+                           : QStringLiteral("no change");
   }
   QStringList messages;
   for (const TraceMessage& m : s.messages)
@@ -177,8 +194,7 @@ QString fillCaption(const QString& caption, const RunSnapshot& run) {
                                     .arg(QString::fromStdString(s.error).toHtmlEscaped());
   const QList<std::pair<QString, QString>> values{
       {QStringLiteral("peak"), bytes(s.peak.bytes)},
-      {QStringLiteral("baseline_peak"),
-       s.baseline ? bytes(s.baseline->peak_bytes) : QStringLiteral("—")},
+      {QStringLiteral("baseline_peak"), baselinePeak ? bytes(*baselinePeak) : QStringLiteral("—")},
       {QStringLiteral("peak_change"), change},
       {QStringLiteral("recompute"), QString::number(s.executions.recompute)},
       {QStringLiteral("forward"), QString::number(s.executions.forward)},

@@ -27,6 +27,8 @@ struct TourStep {
   std::optional<bool> reentrant;
   std::optional<bool> preserveRng;
   std::optional<SelectivePolicy> policy;
+  std::optional<int> segments;        // checkpoint_sequential over the top-level modules
+  std::optional<std::int64_t> batch;  // unset: the sample's
   QString cursor;     // "", "start", "end", "peak", "first-recompute", "end-of-forward"
   QString highlight;  // a module to select in the graph, the module tree and the Inspector
 };
@@ -47,7 +49,10 @@ const QList<Tour>& bundledTours();
 // {peak_change}, {recompute}, {forward}, {backward}, {checkpoint_inputs}, {rng},
 // {saved}, {status}, {messages}, {peak_at}.
 QStringList tourPlaceholders();
-QString fillCaption(const QString& caption, const RunSnapshot& run);
+// `baselinePeak`: the peak of the same settings without checkpoints, for {baseline_peak} and
+// {peak_change} ("—" without it).
+QString fillCaption(const QString& caption, const RunSnapshot& run,
+                    std::optional<std::int64_t> baselinePeak);
 // The step `cursor` names, in `run`'s trace; -1 for none.
 std::int64_t tourCursorStep(const QString& cursor, const RunSnapshot& run);
 

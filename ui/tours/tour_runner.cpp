@@ -70,7 +70,8 @@ CheckpointConfig TourRunner::expectedConfig() const {
       if (child->checkpointable) c.modules.insert(child->path);
   }
   c.ranges.clear();
-  c.segments = 0;
+  c.segments = step.segments.value_or(defaults.segments);
+  c.batch = step.batch && *step.batch > 0 ? *step.batch : defaults.batch;
   c.use_reentrant = step.reentrant.value_or(defaults.use_reentrant);
   c.preserve_rng_state = step.preserveRng.value_or(defaults.preserve_rng_state);
   c.policy = step.policy.value_or(SelectivePolicy::none);
@@ -84,8 +85,56 @@ void TourRunner::configure() {
   QMetaObject::invokeMethod(this, &TourRunner::onRunShown, Qt::QueuedConnection);
 }
 
+// What the step is compared against: the same settings without any checkpoint.
+CheckpointConfig TourRunner::baselineConfig() const {
+  CheckpointConfig c = expectedConfig();
+  c.modules.clear();
+  c.ranges.clear();
+  c.segments = 0;
+  c.policy = SelectivePolicy::none;
+  return c;
+}
+
+std::optional<std::int64_t> TourRunner::baselinePeak() const {
+  if (!tour_ || !session_->model()) return std::nullopt;
+  const auto it = baselines_.find(baselineKey(baselineConfig()));
+  return it == baselines_.end() ? std::nullopt : std::optional<std::int64_t>(it->second);
+}
+
+QString TourRunner::baselineKey(const CheckpointConfig& c) const {
+  return QStringLiteral("%1|%2|%3|%4")
+      .arg(session_->source())
+      .arg(c.batch)
+      .arg(c.use_reentrant)
+      .arg(c.preserve_rng_state);
+}
+
+// The step's caption quotes the run without checkpoints: that run, once per settings, beside the
+// step's own (the app's own summary compares with the previous configuration, not this one).
+bool TourRunner::needsBaseline() const {
+  const QString& caption = tour_->steps[index_].caption;
+  return (caption.contains(QStringLiteral("{baseline_peak}")) ||
+          caption.contains(QStringLiteral("{peak_change}"))) &&
+         !baselinePeak();
+}
+
+void TourRunner::requestBaseline() {
+  const CheckpointConfig base = baselineConfig();
+  const QString key = baselineKey(base);
+  if (baselineRequested_.contains(key)) return;
+  baselineRequested_.insert(key);
+  session_->runs()->computeDetached(base, [this, key](RunSnapshotPtr snap) {
+    baselineRequested_.remove(key);
+    if (!snap) return;  // the model changed meanwhile
+    // A baseline that could not run is quoted as "—" rather than waited for.
+    const bool ok = snap->result && snap->notComputed.empty() && snap->summary.ok;
+    baselines_[key] = ok ? snap->summary.peak.bytes : -1;
+    onRunShown();
+  });
+}
+
 bool TourRunner::settled() const {
-  return placed_ && runMatches();
+  return placed_ && runMatches() && !needsBaseline();
 }
 
 bool TourRunner::runMatches() const {
@@ -97,6 +146,14 @@ bool TourRunner::runMatches() const {
 
 void TourRunner::onRunShown() {
   if (!runMatches()) return;
+  if (needsBaseline()) {
+    // The run without checkpoints may be this very run.
+    const auto run = session_->current();
+    if (run->config == baselineConfig() && run->summary.ok)
+      baselines_[baselineKey(baselineConfig())] = run->summary.peak.bytes;
+    else
+      requestBaseline();
+  }
   if (!placed_) {
     placed_ = true;
     const TourStep& step = tour_->steps[index_];
@@ -113,7 +170,7 @@ void TourRunner::onRunShown() {
 QString TourRunner::caption() const {
   if (!tour_) return {};
   const QString& text = tour_->steps[index_].caption;
-  if (settled()) return fillCaption(text, *session_->current());
+  if (settled()) return fillCaption(text, *session_->current(), baselinePeak());
   static const QRegularExpression placeholder(QStringLiteral("\\{[a-z_]+\\}"));
   return QString(text).replace(placeholder, QStringLiteral("…"));
 }

@@ -6,7 +6,9 @@
 // panel asks this object what to show; it computes nothing itself.
 
 #include <QObject>
+#include <QSet>
 #include <QString>
+#include <map>
 #include <optional>
 
 #include "ui/tours/tour.hpp"
@@ -35,6 +37,9 @@ class TourRunner : public QObject {
   QString caption() const;
   // The configuration the current step asks for (model defaults filled in).
   CheckpointConfig expectedConfig() const;
+  // The step's settings without checkpoints, and that run's peak once it is done (-1: it failed).
+  CheckpointConfig baselineConfig() const;
+  std::optional<std::int64_t> baselinePeak() const;
 
  public slots:
   void next();
@@ -50,6 +55,9 @@ class TourRunner : public QObject {
   void onRunShown();
   // The session shows the engine's run of the step's configuration.
   bool runMatches() const;
+  QString baselineKey(const CheckpointConfig& c) const;
+  bool needsBaseline() const;
+  void requestBaseline();
 
   Session* session_;
   Player* player_;
@@ -57,6 +65,8 @@ class TourRunner : public QObject {
   int index_ = 0;
   bool awaitingModel_ = false;
   bool placed_ = false;  // the current step's cursor and highlight are applied
+  std::map<QString, std::int64_t> baselines_;  // no-checkpoint peaks by baselineKey
+  QSet<QString> baselineRequested_;
 };
 
 }  // namespace ckpt::ui
