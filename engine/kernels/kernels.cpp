@@ -292,6 +292,7 @@ void gemm_raw(const Tensor& a, const Tensor& b, Tensor& c, bool accumulate) {
     throw std::invalid_argument("mm: shapes " + shape_str(a.shape()) + " and " +
                                 shape_str(b.shape()) + " cannot be multiplied");
   require_same_dtype(a, b, "mm");
+  if (c.numel() == 0) return;  // [m, 0] or [0, n]: nothing to write, whatever its strides
   if (!c.is_contiguous()) throw std::logic_error("gemm_raw: output must be contiguous");
   dispatch_floating(a.dtype(), "mm", [&]<typename T>() {
     // Row-major operands go as they are, column-major ones as transposed row-major; anything

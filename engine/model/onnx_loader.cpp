@@ -390,7 +390,9 @@ void Importer::translate(const onnx::NodeProto& n) {
   }
   try {
     translate_with(*rule, n, in);
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::exception& e) {
+    // Whatever the engine throws while translating (a shape rule, a load-time evaluation) is
+    // this node's error and says so.
     const std::string what = e.what();
     if (what.rfind(source_ + ":", 0) == 0) throw;
     fail(n, what);
