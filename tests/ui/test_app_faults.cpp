@@ -4,6 +4,7 @@
 
 #include <QDockWidget>
 #include <QFile>
+#include <QLabel>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -16,6 +17,7 @@
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/graph/graph_view.hpp"
+#include "ui/panels/summary_view.hpp"
 #include "ui/player/player.hpp"
 #include "ui/plot/memory_plot.hpp"
 
@@ -101,6 +103,35 @@ class TestAppFaults : public QObject {
     f.close();
     QVERIFY(f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
     layoutFailsAndTheRestWorks(fake, QStringLiteral("crashed"));
+  }
+
+  // An allocation that fails in the middle of a run (the ledger told to fail its 40th): the
+  // window says which op it was for, as a failed run's, and the next run works.
+  void anAllocationFailureMidRunIsShownAndTheWindowGoesOn() {
+    MainWindow w;
+    w.resize(1440, 900);
+    w.show();
+    w.openPath(models_.path(QStringLiteral("blocks.json")));
+    QVERIFY(test::waitIdle(w));
+    const std::int64_t plainPeak = w.session()->current()->summary.peak.bytes;
+    CheckpointConfig faulty = w.session()->config();
+    faulty.fail_allocation_at = 40;
+    w.session()->setConfig(faulty);
+    QVERIFY(waitRunShown(w));
+    const RunSummary& failed = w.session()->current()->summary;
+    QVERIFY(!failed.ok);
+    QVERIFY2(QString::fromStdString(failed.error).contains(QStringLiteral("allocation")),
+             failed.error.c_str());
+    const QString summary = w.summaryView()->toPlainText();
+    QVERIFY2(summary.contains(QStringLiteral("failed run")), qPrintable(summary));
+    QVERIFY2(w.banner()->text().contains(QStringLiteral("allocation")),
+             qPrintable(w.banner()->text()));
+    CheckpointConfig healthy = faulty;
+    healthy.fail_allocation_at = 0;
+    w.session()->setConfig(healthy);
+    QVERIFY(waitRunShown(w));
+    QVERIFY(w.session()->current()->summary.ok);
+    QCOMPARE(w.session()->current()->summary.peak.bytes, plainPeak);
   }
 
   // A file in Open Recent that was deleted since: a message naming it, and the model that was
