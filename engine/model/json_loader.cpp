@@ -213,6 +213,12 @@ std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::
     throw std::invalid_argument(source + ": " + e.what());
   } catch (const json::exception& e) {
     throw std::invalid_argument(source + ": " + e.what());
+  } catch (const std::exception& e) {
+    // Whatever building the model throws (an absurd size's allocation, a shape rule) is this
+    // file's error and says so (found by fuzz_json_model).
+    const std::string what = e.what();
+    if (what.rfind(source + ":", 0) == 0) throw;
+    throw std::invalid_argument(source + ": " + what);
   }
 }
 

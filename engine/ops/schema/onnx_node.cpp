@@ -1,5 +1,7 @@
 #include "engine/ops/schema/onnx_node.hpp"
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace ckpt {
@@ -26,7 +28,15 @@ std::vector<std::int64_t> OnnxNode::constant_ints(std::size_t i, const char* wha
   const auto v = constant_input(i, what).to_vector();
   std::vector<std::int64_t> out;
   out.reserve(v.size());
-  for (double e : v) out.push_back(static_cast<std::int64_t>(e));
+  // Exporters write INT64_MAX for "to the end" (Slice's ends); as a double it is 2^63, one past
+  // int64's range, so the conversion clamps rather than overflows.
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  for (double e : v) {
+    if (std::isnan(e)) fail(std::string("its ") + what + " holds NaN where an integer belongs");
+    out.push_back(e >= kTwoTo63   ? std::numeric_limits<std::int64_t>::max()
+                  : e < -kTwoTo63 ? std::numeric_limits<std::int64_t>::min()
+                                  : static_cast<std::int64_t>(e));
+  }
   return out;
 }
 
