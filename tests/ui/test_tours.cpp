@@ -8,6 +8,7 @@
 
 #include <QDir>
 #include <QDockWidget>
+#include <QLabel>
 #include <QPushButton>
 #include <QTemporaryDir>
 #include <QTextBrowser>
@@ -247,6 +248,18 @@ class TestTours : public QObject {
     QCOMPARE(w.tourRunner()->stepIndex(), 1);
     QVERIFY(waitSettled(w));
     QVERIFY(w.tourView()->largeText());
+    // A click of the user's own leaves the lesson's settings: the dock says how to return.
+    QVERIFY(w.session()->toggleModule(QStringLiteral("features.denseblock2")));
+    QVERIFY(w.tourRunner()->deviated());
+    bool says = false;
+    for (QLabel* l : w.tourView()->findChildren<QLabel*>())
+      says = says || l->text().contains(QStringLiteral("you changed the settings"));
+    QVERIFY(says);
+    QTest::keyClick(&w, Qt::Key_PageDown);
+    QVERIFY(waitSettled(w));
+    QVERIFY(!w.tourRunner()->deviated());
+    QTest::keyClick(&w, Qt::Key_PageUp);
+    QVERIFY(waitSettled(w));
     QVERIFY(w.tourView()->font().pointSize() == before);  // the caption grows, not the dock
 
     const QString shots = qEnvironmentVariable("CKPTLAB_SCREENSHOT_DIR");

@@ -116,7 +116,10 @@ void TourView::refresh() {
   progress_->setText(tr("Step %1 of %2%3")
                          .arg(runner_->stepIndex() + 1)
                          .arg(runner_->stepCount())
-                         .arg(runner_->settled() ? QString() : tr(" · running…")));
+                         .arg(runner_->settled()    ? QString()
+                              : runner_->deviated() ? tr(" · you changed the settings: Next or "
+                                                         "Back returns to the lesson")
+                                                    : tr(" · running…")));
   caption_->setText(runner_->caption());
   back_->setEnabled(runner_->canGoBack());
   next_->setEnabled(runner_->canGoNext());

@@ -20,6 +20,9 @@ TourRunner::TourRunner(Session* session, Player* player, QObject* parent)
   // Queued: the window's own handlers of the run (the player's step count and cursor) go first,
   // then the step's cursor.
   connect(session_, &Session::runFinished, this, &TourRunner::onRunShown, Qt::QueuedConnection);
+  connect(session_, &Session::configChanged, this, [this] {
+    if (tour_) emit changed();
+  });
 }
 
 void TourRunner::start(const Tour& tour) {
@@ -131,6 +134,10 @@ void TourRunner::requestBaseline() {
     baselines_[key] = ok ? snap->summary.peak.bytes : -1;
     onRunShown();
   });
+}
+
+bool TourRunner::deviated() const {
+  return tour_ && !awaitingModel_ && session_->model() && session_->config() != expectedConfig();
 }
 
 bool TourRunner::settled() const {

@@ -33,6 +33,8 @@ class TourRunner : public QObject {
   bool canGoNext() const { return active() && index_ + 1 < stepCount(); }
   // The step's run is the one shown (its caption's figures are real, its cursor placed).
   bool settled() const;
+  // The user changed the settings away from the step's (a click in the graph, the toolbar).
+  bool deviated() const;
   // The caption with its figures filled in; "…" for each while the run is under way.
   QString caption() const;
   // The configuration the current step asks for (model defaults filled in).
