@@ -6,6 +6,7 @@
 
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
+#include "engine/run/run_summary.hpp"
 #include "engine/run/runner.hpp"
 #include "tests/engine/support/sample_configs.hpp"
 
@@ -70,6 +71,31 @@ double relative_error(const Tensor& a, const Tensor& b) {
     scale = std::max(scale, std::abs(vb[i]));
   }
   return diff / scale;
+}
+
+// A ViT's blocks.N, or each block's core attention (scores .. context) as one range: what
+// Megatron-LM's selective recompute replays.
+CheckpointConfig vit_blocks(const Model& m, const std::string& suffix = "") {
+  CheckpointConfig c = plain(m);
+  for (const auto& b : m.find_module("blocks")->children) c.modules.insert(b->path + suffix);
+  return c;
+}
+CheckpointConfig vit_core_attention(const Model& m) {
+  CheckpointConfig c = plain(m);
+  for (const auto& b : m.find_module("blocks")->children)
+    c.ranges.emplace_back(b->path + ".attn.scores", b->path + ".attn.context");
+  return c;
+}
+
+// Activations plus checkpoint inputs alive when the forward ends: what the run keeps.
+std::int64_t saved_at_forward_end(const RunResult& r) {
+  const auto m = r.trace.memory_at(r.trace.forward_end());
+  return m[static_cast<std::size_t>(MemoryCategory::activation)] +
+         m[static_cast<std::size_t>(MemoryCategory::checkpoint_input)];
+}
+
+std::string peak_op(const RunResult& r) {
+  return r.trace.step(r.trace.peak().step).op;
 }
 
 const char* kNoInputGrad = "None of the inputs have requires_grad=True. Gradients will be None";
@@ -483,6 +509,94 @@ class TestSamples : public QObject {
         ++(static_cast<std::int64_t>(k) / vocab % seq == seq - 1 ? last_changed : earlier_changed);
     QCOMPARE(earlier_changed, std::int64_t{0});
     QVERIFY(last_changed > 0);
+  }
+
+  // vit_tiny's notes, figure by figure: each is a run's, formatted as ckptlab-cli prints it,
+  // and quoted in the notes; the long-sequence figures come from the same file with 2 × 2
+  // patches (257 tokens), as the notes say, run dry (exact bytes).
+  void vitTinyNotesQuoteTheirRuns() {
+    auto model = load_model(sample("vit_tiny.json"));
+    const std::string& notes = model->scenario.notes;
+    auto quotes = [&](std::int64_t bytes, const std::string& figure) {
+      const std::string ours = format_bytes(bytes);
+      if (ours != figure) qWarning("measured %s, the notes say %s", ours.c_str(), figure.c_str());
+      return ours == figure && notes.find(figure) != std::string::npos;
+    };
+    Runner runner(model);
+    const RunResult p = runner.run(plain(*model));
+    QVERIFY2(p.ok, p.error.c_str());
+    QVERIFY(quotes(p.trace.peak().bytes, "12.32 MiB"));
+    QVERIFY(quotes(saved_at_forward_end(p), "10.35 MiB"));
+    const PhaseCounts pc = p.trace.counts();
+    QCOMPARE(pc.forward + pc.recompute + pc.backward, std::int64_t{327});
+    // batch × heads × tokens² floats per block; the MLP's hidden layer, kept twice, outweighs it.
+    QCOMPARE(tensor_bytes(p, "blocks.0.attn.softmax"), std::int64_t{8 * 4 * 65 * 65 * 4});
+    QVERIFY(notes.find("540,800 bytes") != std::string::npos);
+    QCOMPARE(tensor_bytes(p, "blocks.0.mlp.fc1"), std::int64_t{532480});
+    QVERIFY(notes.find("532,480 bytes") != std::string::npos);
+
+    const RunResult b = runner.run(vit_blocks(*model));
+    QVERIFY2(b.ok, b.error.c_str());
+    QVERIFY(quotes(b.trace.peak().bytes, "5.62 MiB"));
+    QVERIFY(quotes(at_forward_end(b, MemoryCategory::checkpoint_input), "520.0 KiB"));
+    QCOMPARE(b.trace.counts().recompute, std::int64_t{96});
+    for (const auto& [name, g] : p.gradients)
+      QVERIFY2(relative_error(b.gradients.at(name), g) < 1e-4, name.c_str());
+    CheckpointConfig no_rng = vit_blocks(*model);
+    no_rng.preserve_rng_state = false;
+    const RunResult nr = runner.run(no_rng);
+    QVERIFY2(nr.ok, nr.error.c_str());
+    QVERIFY(quotes(nr.trace.peak().bytes, "5.60 MiB"));
+    QCOMPARE(b.trace.peak().bytes - nr.trace.peak().bytes, std::int64_t{4 * 5056});
+
+    // Selective: the core attention drops exactly the four softmax outputs (and the scale's
+    // 8-byte scalars) and keeps q, k and v as its inputs; the attn modules replay more.
+    const RunResult core = runner.run(vit_core_attention(*model));
+    QVERIFY2(core.ok, core.error.c_str());
+    QVERIFY(quotes(core.trace.peak().bytes, "10.27 MiB"));
+    QCOMPARE(core.trace.counts().recompute, std::int64_t{16});
+    QVERIFY(quotes(at_forward_end(core, MemoryCategory::checkpoint_input), "1.52 MiB"));
+    QCOMPARE(saved_at_forward_end(p) - saved_at_forward_end(core),
+             std::int64_t{4 * (8 * 4 * 65 * 65 * 4 + 8)});
+    QVERIFY(quotes(saved_at_forward_end(p) - saved_at_forward_end(core), "2.06 MiB"));
+    const RunResult attn = runner.run(vit_blocks(*model, ".attn"));
+    QVERIFY2(attn.ok, attn.error.c_str());
+    QVERIFY(quotes(attn.trace.peak().bytes, "8.24 MiB"));
+    QCOMPARE(attn.trace.counts().recompute, std::int64_t{68});
+
+    // 257 tokens: the same file with 2 × 2 patches.
+    QFile f(QString::fromStdString(sample("vit_tiny.json")));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    std::string text = f.readAll().toStdString();
+    for (const auto& [from, to] :
+         {std::pair<std::string, std::string>{"\"kernel\": 4, \"stride\": 4",
+                                              "\"kernel\": 2, \"stride\": 2"},
+          {"[1, 65, 64]", "[1, 257, 64]"}}) {
+      const auto at = text.find(from);
+      QVERIFY2(at != std::string::npos, from.c_str());
+      text.replace(at, from.size(), to);
+    }
+    auto long_model = load_model_json_text(text, "vit_tiny.json with 2 x 2 patches");
+    Runner long_runner(long_model);
+    auto dry = [&](CheckpointConfig c) {
+      c.dry_run = true;
+      return long_runner.run(c);
+    };
+    const RunResult lp = dry(plain(*long_model));
+    const RunResult lcore = dry(vit_core_attention(*long_model));
+    const RunResult lb = dry(vit_blocks(*long_model));
+    QVERIFY2(lp.ok && lcore.ok && lb.ok, (lp.error + lcore.error + lb.error).c_str());
+    QCOMPARE(tensor_bytes(lp, "blocks.0.attn.softmax"), std::int64_t{8 * 4 * 257 * 257 * 4});
+    QVERIFY(quotes(saved_at_forward_end(lp), "65.01 MiB"));
+    QVERIFY(quotes(saved_at_forward_end(lp) - saved_at_forward_end(lcore), "32.25 MiB"));
+    QVERIFY(quotes(lp.trace.peak().bytes, "76.66 MiB"));
+    QVERIFY(quotes(lcore.trace.peak().bytes, "54.00 MiB"));
+    QCOMPARE(lcore.trace.counts().recompute, std::int64_t{16});
+    QVERIFY(quotes(lb.trace.peak().bytes, "30.38 MiB"));
+    QCOMPARE(peak_op(lp), std::string("SoftmaxBackward0"));
+    QCOMPARE(peak_op(lb), std::string("SoftmaxBackward0"));
+    // ... of a recomputed block: what it recomputed is part of the peak.
+    QVERIFY(lb.trace.peak().by_category[static_cast<std::size_t>(MemoryCategory::recomputed)] > 0);
   }
 
   void heavyModelSavesNothingAndItsSinVariantSavesEverything() {

@@ -1,0 +1,184 @@
+"""Oracle cases for the transformer samples (issue 15): samples/gpt_mini.json and
+samples/vit_tiny.json, written here in PyTorch as nanoGPT and timm write them.
+
+The C++ halves (cases_sample_models.cpp) load the sample files themselves and run them with
+these weights, so a sample that drifts from the architecture written here fails the case.
+Parameters carry the sample's own names (`h.0.attn.q_proj.weight`); the shapes and the order of
+the ops are the sample's, at a smaller batch. Dropout is the sample's (p = 0.1 in gpt_mini):
+the engine draws PyTorch's masks from the same seed.
+
+Each sample also runs with every block checkpointed (`h.N`, `blocks.N`) in both variants of
+torch.utils.checkpoint, with the same outputs, gradients and bytes saved: the reentrant variant
+saves each block's input (CheckpointFunction's save_for_backward), the non-reentrant one
+nothing inside the blocks (its own saved_tensors_hooks keep them from the harness's).
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+from oracle_harness import case, inv_sqrt
+
+
+def _linear(c, name, nout, nin, bias=True):
+    # nn.Linear's default initialisation, U(±1/√fan_in), as the sample loader draws it.
+    k = inv_sqrt(nin)
+    w = c.param(f"{name}.weight", [nout, nin], init="uniform", low=-k, high=k)
+    b = c.param(f"{name}.bias", [nout], init="uniform", low=-k, high=k) if bias else None
+    return w, b
+
+
+def _layer_norm(c, name, dim, x):
+    # Weights away from ones and zeros, so that their gradients are not trivially checked.
+    w = c.param(f"{name}.weight", [dim], init="uniform", low=0.5, high=1.5)
+    b = c.param(f"{name}.bias", [dim], scale=0.1)
+    return F.layer_norm(x, (dim,), w, b)
+
+
+def _run_blocks(x, blocks, mode):
+    for blk in blocks:
+        if mode == "plain":
+            x = blk(x)
+        else:
+            x = checkpoint(blk, x, use_reentrant=(mode == "reentrant"))
+    return x
+
+
+# --- samples/gpt_mini.json: nanoGPT's GPT at vocabulary 512, width 64, 4 heads, 4 blocks ----
+GPT = dict(vocab=512, dim=64, heads=4, layers=4, seq=64, p=0.1)
+
+
+def gpt_mini_case(mode):
+    # atol 5e-5: a bias gradient is a sum over 128 tokens of dropout-scaled terms of order 1, so
+    # an element near zero (h.0.mlp.c_proj.bias: -0.01157 against PyTorch's -0.01159) carries
+    # float32 rounding of 1e-5; the largest gradients are ~50, the worst difference 2.8e-5.
+    @case(f"gpt_mini@{mode}", atol=5e-5)
+    def f(c):
+        batch, vocab, dim, seq, p = 2, GPT["vocab"], GPT["dim"], GPT["seq"], GPT["p"]
+        c.attr("mode", mode)
+        idx = c.const("idx", torch.randint(0, vocab, (batch, seq), generator=c.gen))
+        pos = c.const("pos", torch.arange(seq))
+        target = c.const("target", torch.randint(0, vocab, (batch * seq,), generator=c.gen))
+        wte = c.param("wte.weight", [vocab, dim])
+        wpe = c.param("wpe.weight", [seq, dim])
+        x = F.dropout(F.embedding(idx, wte) + F.embedding(pos, wpe), p, True)
+
+        def make_block(i):
+            pre = f"h.{i}"
+            # nanoGPT's attn.bias, as Hugging Face masks: the lowest float above the diagonal.
+            mask = c.buffer(f"{pre}.attn.causal_mask",
+                            torch.full((seq, seq), torch.finfo(torch.float32).min).triu(1))
+            # Declared in the order the block uses them (the same draws in every mode).
+            ln1 = (c.param(f"{pre}.ln_1.weight", [dim], init="uniform", low=0.5, high=1.5),
+                   c.param(f"{pre}.ln_1.bias", [dim], scale=0.1))
+            lin = {n: _linear(c, f"{pre}.attn.{n}", dim, dim)
+                   for n in ("q_proj", "k_proj", "v_proj", "out_proj")}
+            ln2 = (c.param(f"{pre}.ln_2.weight", [dim], init="uniform", low=0.5, high=1.5),
+                   c.param(f"{pre}.ln_2.bias", [dim], scale=0.1))
+            fc = _linear(c, f"{pre}.mlp.c_fc", 4 * dim, dim)
+            proj = _linear(c, f"{pre}.mlp.c_proj", dim, 4 * dim)
+            heads, dh = GPT["heads"], dim // GPT["heads"]
+
+            def block(x):
+                h = F.layer_norm(x, (dim,), *ln1)
+                b, t, _ = h.shape
+
+                def split(u):
+                    return u.view(b, t, heads, dh).transpose(1, 2)
+
+                q = split(F.linear(h, *lin["q_proj"]))
+                k = split(F.linear(h, *lin["k_proj"]))
+                v = split(F.linear(h, *lin["v_proj"]))
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(dh))
+                att = F.softmax(att + mask, dim=-1)
+                att = F.dropout(att, p, True)
+                y = (att @ v).transpose(1, 2).reshape(b, t, dim)
+                y = F.dropout(F.linear(y, *lin["out_proj"]), p, True)
+                mid = y + x
+                m = F.gelu(F.linear(F.layer_norm(mid, (dim,), *ln2), *fc))
+                m = F.dropout(F.linear(m, *proj), p, True)
+                return m + mid
+
+            return block
+
+        blocks = [make_block(i) for i in range(GPT["layers"])]
+        x = _run_blocks(x, blocks, mode)
+        x = _layer_norm(c, "ln_f", dim, x)
+        logits = F.linear(x, *_linear(c, "lm_head", vocab, dim, bias=False)).reshape(-1, vocab)
+        return logits, F.cross_entropy(logits, target)
+
+    return f
+
+
+for _mode in ("plain", "reentrant", "non_reentrant"):
+    gpt_mini_case(_mode)
+
+
+# --- samples/vit_tiny.json: a ViT on 32×32 images, patch 4, width 64, 4 heads, 4 blocks -----
+VIT = dict(image=32, patch=4, dim=64, heads=4, layers=4, classes=10)
+
+
+def vit_tiny_case(mode):
+    @case(f"vit_tiny@{mode}")
+    def f(c):
+        batch, dim, heads = 2, VIT["dim"], VIT["heads"]
+        tokens = (VIT["image"] // VIT["patch"]) ** 2 + 1
+        c.attr("mode", mode)
+        img = c.input("img", [batch, 3, VIT["image"], VIT["image"]], requires_grad=False)
+        # The class token as the sample writes it: an nn.Embedding(1, dim) looked up at index 0
+        # for every image, the values of timm's cls_token.expand(B, -1, -1).
+        cls_idx = c.const("cls_idx", torch.zeros(batch, 1, dtype=torch.int64))
+        target = c.const("target", torch.randint(0, VIT["classes"], (batch,), generator=c.gen))
+        fan_in = 3 * VIT["patch"] ** 2
+        k = inv_sqrt(fan_in)
+        w = c.param("patch_embed.weight", [dim, 3, VIT["patch"], VIT["patch"]], init="uniform",
+                    low=-k, high=k)
+        b = c.param("patch_embed.bias", [dim], init="uniform", low=-k, high=k)
+        patches = F.conv2d(img, w, b, stride=VIT["patch"]).flatten(2).transpose(1, 2)
+        cls = F.embedding(cls_idx, c.param("cls_token.weight", [1, dim]))
+        pos_embed = c.param("pos_embed", [1, tokens, dim], scale=0.02)
+        x = torch.cat([cls, patches], 1) + pos_embed
+
+        def make_block(i):
+            pre = f"blocks.{i}"
+            ln1 = (c.param(f"{pre}.norm1.weight", [dim], init="uniform", low=0.5, high=1.5),
+                   c.param(f"{pre}.norm1.bias", [dim], scale=0.1))
+            lin = {n: _linear(c, f"{pre}.attn.{n}", dim, dim)
+                   for n in ("q_proj", "k_proj", "v_proj", "out_proj")}
+            ln2 = (c.param(f"{pre}.norm2.weight", [dim], init="uniform", low=0.5, high=1.5),
+                   c.param(f"{pre}.norm2.bias", [dim], scale=0.1))
+            fc1 = _linear(c, f"{pre}.mlp.fc1", 4 * dim, dim)
+            fc2 = _linear(c, f"{pre}.mlp.fc2", dim, 4 * dim)
+            dh = dim // heads
+
+            def block(x):
+                h = F.layer_norm(x, (dim,), *ln1)
+                b, t, _ = h.shape
+
+                def split(u):
+                    return u.view(b, t, heads, dh).transpose(1, 2)
+
+                q = split(F.linear(h, *lin["q_proj"]))
+                kk = split(F.linear(h, *lin["k_proj"]))
+                v = split(F.linear(h, *lin["v_proj"]))
+                att = F.softmax((q @ kk.transpose(-2, -1)) * (1.0 / math.sqrt(dh)), dim=-1)
+                y = (att @ v).transpose(1, 2).reshape(b, t, dim)
+                mid = F.linear(y, *lin["out_proj"]) + x
+                m = F.linear(F.gelu(F.linear(F.layer_norm(mid, (dim,), *ln2), *fc1)), *fc2)
+                return m + mid
+
+            return block
+
+        blocks = [make_block(i) for i in range(VIT["layers"])]
+        x = _run_blocks(x, blocks, mode)
+        x = _layer_norm(c, "norm", dim, x[:, 0])
+        logits = F.linear(x, *_linear(c, "head", VIT["classes"], dim))
+        return logits, F.cross_entropy(logits, target)
+
+    return f
+
+
+for _mode in ("plain", "reentrant", "non_reentrant"):
+    vit_tiny_case(_mode)
