@@ -23,6 +23,7 @@
 //   densenet121, heavy_model, heavy_model_sin) run 3 steps after 1 warm-up, the others 10
 //   after 2.
 
+#include <malloc.h>
 #include <omp.h>
 
 #include <time.h>
@@ -235,6 +236,7 @@ struct EngineSide {
   ckpt::CheckpointConfig config;
   ckpt::RunResult last;
   std::int64_t rss_before_load = 0;
+  std::int64_t leftover_pool = 0, leftover_heap = 0;  // returned before loading
 };
 
 }  // namespace
@@ -353,9 +355,16 @@ int main(int argc, char** argv) {
         path = export_torchvision(python, exports, mc.file.substr(12), &export_s);
         if (path.empty()) continue;
       }
-      // Idle blocks a previous model left in the storage pool are not this model's.
+      // What the previous model left resident is not this model's: the storage pool's idle
+      // blocks, and the heap glibc keeps after frees (its mmap threshold grows with the first
+      // large free, so later blocks come from the heap, which free() does not shrink).
+      const std::int64_t rss0 = proc_status_bytes("VmRSS");
       ckpt::storage_pool::trim();
+      const std::int64_t rss1 = proc_status_bytes("VmRSS");
+      malloc_trim(0);
       ours_side.rss_before_load = proc_status_bytes("VmRSS");
+      ours_side.leftover_pool = std::max<std::int64_t>(0, rss0 - rss1);
+      ours_side.leftover_heap = std::max<std::int64_t>(0, rss1 - ours_side.rss_before_load);
       const auto t0 = Clock::now();
       try {
         ours_side.model = ckpt::load_model(path);
@@ -366,7 +375,7 @@ int main(int argc, char** argv) {
       const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
       std::printf("%-17s %s\n", name.c_str(), mc.what.c_str());
       std::printf(
-          "%-17s load %.2f s for %s (%s, %zu ops%s)\n", name.c_str(), load_s,
+          "%-17s load %.3f s for %s (%s, %zu ops%s)\n", name.c_str(), load_s,
           mb(QFileInfo(QString::fromStdString(path)).size()).c_str(),
           QFileInfo(QString::fromStdString(path)).fileName().toStdString().c_str(),
           ours_side.model->ops.size(),
@@ -461,19 +470,27 @@ int main(int argc, char** argv) {
       const auto pool = ckpt::storage_pool::stats();
       using ckpt::format_bytes;
       std::printf(
-          "%-17s memory: resident peak %s%s, %s after the run, %s before loading (the storage "
-          "pool holds %s idle)\n",
+          "%-17s memory: resident peak %s%s, %s after the run (the storage pool holds %s "
+          "idle), %s before loading (the previous models' leftovers given back first: %s idle "
+          "pool blocks, %s freed heap by malloc_trim)\n",
           name.c_str(), format_bytes(hwm).c_str(),
           peak_reset ? " (VmHWM since loading)" : " (VmHWM of the whole process)",
-          format_bytes(rss).c_str(), format_bytes(before).c_str(),
-          format_bytes(pool.cached_bytes).c_str());
+          format_bytes(rss).c_str(), format_bytes(pool.cached_bytes).c_str(),
+          format_bytes(before).c_str(), format_bytes(ours_side.leftover_pool).c_str(),
+          format_bytes(ours_side.leftover_heap).c_str());
+      const double accounted = static_cast<double>(peak + weights);
       std::printf(
-          "%-17s         traced peak %s + weights %s = %s; resident peak / that = %.2f, "
-          "less what the process held before loading: %.2f\n",
+          "%-17s         traced peak %s + weights %s = %s; resident peak grew by %s "
+          "since loading began",
           "", format_bytes(peak).c_str(), format_bytes(weights).c_str(),
-          format_bytes(peak + weights).c_str(),
-          static_cast<double>(hwm) / static_cast<double>(peak + weights),
-          static_cast<double>(hwm - before) / static_cast<double>(peak + weights));
+          format_bytes(peak + weights).c_str(), format_bytes(hwm - before).c_str());
+      // Below a MiB the ratios say only how small the traced figures are.
+      if (peak + weights >= (1 << 20))
+        std::printf("; resident peak / (traced + weights) = %.2f, its growth / that = %.2f\n",
+                    static_cast<double>(hwm) / accounted,
+                    static_cast<double>(hwm - before) / accounted);
+      else
+        std::printf(" (the model, its trace and its result, outside the ledger)\n");
       std::fflush(stdout);
     }
   }
