@@ -1,28 +1,53 @@
-// ckptlab_bench: forward + backward of an MLP and a ResNet-18-shaped network, in the engine and
-// in PyTorch (bench_torch.py, /usr/bin/python3) in the same run, with 1 and 2 threads. The
-// two sides' steps are interleaved, so that both see the same machine load; the table gives
-// median times, the ratio ours / PyTorch and the GFLOP/s each reaches. A report, never a
-// pass/fail on time. With one thread it also gives the ratio of process CPU time, which other
-// processes competing for the cores disturb much less than wall-clock time.
+// ckptlab_bench: forward + backward of the models users open, in the engine and in PyTorch
+// (bench_torch.py, /usr/bin/python3) in the same run, with 1 and 2 threads. The two sides'
+// steps are interleaved, so that both see the same machine load; the table gives median times,
+// the ratio ours / PyTorch and, for the two hand-built networks, the GFLOP/s each reaches. A
+// report, never a pass/fail on time. With one thread it also gives the ratio of process CPU
+// time, which other processes competing for the cores disturb much less than wall-clock time.
 //
-//   ckptlab_bench [--iters N] [--warmup N] [--threads 1,2] [--models mlp,resnet18] [--no-torch]
-//                 [--profile]   (adds the engine's time per op)
+// The models (issue 14's table):
+//   mlp, resnet18         built from the engine's ops (nets.cpp) and by hand in PyTorch;
+//   resnet50, densenet121 torchvision's, 224x224 batch 8, exported to ONNX at bench time
+//                         (samples/export_onnx.py) and run through the Runner with the trace
+//                         recorded, as users run them, against torchvision's model itself;
+//   transformer_block, gpt_mini, heavy_model, heavy_model_sin
+//                         the samples' JSON files through the Runner, against the same network
+//                         written in PyTorch (bench_torch.py);
+//   vgg11_bn              exported and loaded only (the load-time row of a 530 MB file).
+// Each model the Runner runs also gets a load line (load_model's time against the file's size)
+// and a memory line (the process's resident set against the trace's peak plus the weights).
+//
+//   ckptlab_bench [--iters N] [--warmup N] [--threads 1,2] [--models mlp,resnet18,...]
+//                 [--no-torch] [--profile]   (adds the engine's time per op)
+//   --iters and --warmup apply to every model; without them the big models (resnet50,
+//   densenet121, heavy_model, heavy_model_sin) run 3 steps after 1 warm-up, the others 10
+//   after 2.
 
+#include <malloc.h>
 #include <omp.h>
 
 #include <time.h>
 #include <QCoreApplication>
+#include <QFileInfo>
 #include <QProcess>
+#include <QTemporaryDir>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "engine/model/loader.hpp"
+#include "engine/run/run_summary.hpp"
+#include "engine/run/runner.hpp"
+#include "engine/tensor/storage_pool.hpp"
 #include "nets.hpp"
 
 namespace {
@@ -119,16 +144,121 @@ std::string run_text(const QString& program, const QStringList& args) {
   return p.readAllStandardOutput().toStdString();
 }
 
+// What a model row is: a network built in C++ (nets.cpp), a file run through the Runner, or a
+// file only loaded.
+enum class Kind { net, runner, load_only };
+
+struct ModelCase {
+  std::string name;
+  Kind kind;
+  std::string file;  // a sample's file name, or "torchvision:NAME" (exported at bench time)
+  bool big;          // default 3 steps after 1 warm-up instead of 10 after 2
+  std::string what;  // the row's description
+};
+
+const std::vector<ModelCase>& all_cases() {
+  static const std::vector<ModelCase> cases{
+      {"mlp", Kind::net, "", false, "MLP 4 x Linear(1024), batch 64"},
+      {"resnet18", Kind::net, "", false, "ResNet-18 shape, batch 8, 3x64x64"},
+      {"transformer_block", Kind::runner, "transformer_block.json", false,
+       "samples/transformer_block.json: pre-norm block, 4 x 16 x 64, 4 heads"},
+      {"gpt_mini", Kind::runner, "gpt_mini.json", false,
+       "samples/gpt_mini.json: 4 blocks, width 64, 64 tokens, batch 4"},
+      {"heavy_model", Kind::runner, "heavy_model.json", true,
+       "samples/heavy_model.json: 1000 calls of 100 x (x = x + a) on scalars"},
+      {"heavy_model_sin", Kind::runner, "heavy_model_sin.json", true,
+       "samples/heavy_model_sin.json: 1000 calls of 100 x (x = sin(x) + a)"},
+      {"resnet50", Kind::runner, "torchvision:resnet50", true,
+       "torchvision ResNet-50, 224x224 batch 8 (ONNX)"},
+      {"densenet121", Kind::runner, "torchvision:densenet121", true,
+       "torchvision DenseNet-121, 224x224 batch 8 (ONNX)"},
+      {"vgg11_bn", Kind::load_only, "torchvision:vgg11_bn", true,
+       "torchvision VGG-11 BN, 224x224 batch 8 (ONNX): load only"},
+  };
+  return cases;
+}
+
+const ModelCase* find_case(const std::string& name) {
+  for (const auto& c : all_cases())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+// A field of /proc/self/status in bytes (VmRSS, VmHWM); -1 when unreadable.
+std::int64_t proc_status_bytes(const std::string& field) {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1)) * 1024;
+  return -1;
+}
+
+// Resets VmHWM to the current resident set (Linux >= 4.0), so that it measures what follows.
+bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
+}
+
+// A file's size in MB (10^6 bytes), three decimals below 1 MB.
+std::string mb(std::int64_t bytes) {
+  char buf[32];
+  const double v = static_cast<double>(bytes) / 1e6;
+  std::snprintf(buf, sizeof buf, v < 1 ? "%.3f MB" : "%.1f MB", v);
+  return buf;
+}
+
+// Exports torchvision.models.NAME at 224x224 batch 8 to DIR/NAME.onnx with
+// samples/export_onnx.py; the file's path, or empty (the reason printed) when it failed.
+std::string export_torchvision(const QString& python, const QTemporaryDir& dir,
+                               const std::string& name, double* seconds) {
+  const auto t0 = Clock::now();
+  QProcess py;
+  py.start(python,
+           {QString(CKPTLAB_BENCH_DIR) + "/../../samples/export_onnx.py", "--torchvision",
+            QString::fromStdString(name), "--out", dir.path(), "--batch", "8", "--size", "224"});
+  if (!py.waitForFinished(900000) || py.exitCode() != 0) {
+    std::printf("%-17s not exported (%s), skipped\n", name.c_str(),
+                py.readAllStandardError().right(300).trimmed().data());
+    return {};
+  }
+  *seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return dir.filePath(QString::fromStdString(name) + ".onnx").toStdString();
+}
+
+// The engine's side of one model: a step, and what the lines after its rows need.
+struct EngineSide {
+  std::function<void()> step;
+  double flops = 0;  // 0: not counted
+  // Runner models:
+  std::shared_ptr<const ckpt::Model> model;
+  std::unique_ptr<ckpt::Runner> runner;
+  ckpt::CheckpointConfig config;
+  ckpt::RunResult last;
+  std::int64_t rss_before_load = 0;
+  std::int64_t leftover_pool = 0, leftover_heap = 0;  // returned before loading
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
-  int iters = 10, warmup = 2;
+  int iters_arg = 0, warmup_arg = -1;  // unset: by model
   std::vector<int> threads{1, 2};
-  std::vector<std::string> models{"mlp", "resnet18"};
+  std::vector<std::string> models;
+  for (const auto& c : all_cases()) models.push_back(c.name);
   bool with_torch = true;
   bool profile = false;
   const QStringList args = app.arguments();
+  auto usage = [] {
+    std::string names;
+    for (const auto& c : all_cases()) names += (names.empty() ? "" : ",") + c.name;
+    std::fprintf(stderr,
+                 "usage: ckptlab_bench [--iters N] [--warmup N] [--threads 1,2] "
+                 "[--models %s] [--no-torch] [--profile]\n",
+                 names.c_str());
+    return 2;
+  };
   for (int i = 1; i < args.size(); ++i) {
     const auto a = args[i].toStdString();
     auto next = [&] {
@@ -136,9 +266,9 @@ int main(int argc, char** argv) {
       return args[++i].toStdString();
     };
     if (a == "--iters") {
-      iters = std::stoi(next());
+      iters_arg = std::stoi(next());
     } else if (a == "--warmup") {
-      warmup = std::stoi(next());
+      warmup_arg = std::stoi(next());
     } else if (a == "--threads") {
       threads.clear();
       for (const auto& t : split(next())) threads.push_back(std::stoi(t));
@@ -149,17 +279,26 @@ int main(int argc, char** argv) {
     } else if (a == "--profile") {
       profile = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: ckptlab_bench [--iters N] [--warmup N] [--threads 1,2] "
-                   "[--models mlp,resnet18] [--no-torch] [--profile]\n");
-      return 2;
+      return usage();
     }
   }
+  for (const auto& m : models)
+    if (!find_case(m)) {
+      std::fprintf(stderr, "ckptlab_bench: unknown model '%s'\n", m.c_str());
+      return usage();
+    }
   const QString python = qEnvironmentVariable("CKPTLAB_PYTHON", CKPTLAB_BENCH_PYTHON);
   const QString script = QString(CKPTLAB_BENCH_DIR) + "/bench_torch.py";
+  const std::string samples = std::string(CKPTLAB_BENCH_DIR) + "/../../samples/";
 
-  std::printf("Checkpoint Lab benchmark: forward + backward, median of %d steps after %d warm-up\n",
-              iters, warmup);
+  std::printf("Checkpoint Lab benchmark: forward + backward, median of the steps after warm-up\n");
+  if (iters_arg > 0 || warmup_arg >= 0)
+    std::printf("steps: %d after %d warm-up, every model\n", iters_arg > 0 ? iters_arg : 10,
+                warmup_arg >= 0 ? warmup_arg : 2);
+  else
+    std::printf(
+        "steps: 10 after 2 warm-up; the big models (resnet50, densenet121, heavy_model, "
+        "heavy_model_sin) only 3 after 1, to keep the run to minutes: their medians are rough\n");
   std::printf("engine: Eigen GEMM, OpenMP (max %d threads)\n", omp_get_max_threads());
   // Other processes competing for the cores distort wall-clock times (and OpenMP's
   // spin-waiting makes multi-threaded runs collapse): say so next to the figures.
@@ -182,69 +321,182 @@ int main(int argc, char** argv) {
           line.find("get_num_threads") != std::string::npos)
         std::printf("  %s\n", line.substr(0, 160).c_str());
   }
-  std::printf("\n%-9s %7s %10s %10s %7s %12s %12s\n", "model", "threads", "ours ms", "torch ms",
+  std::printf(
+      "\nThe Runner's models run as users run them (`ckptlab-cli run`): scenario configuration, "
+      "no checkpointing, trace recorded; one step = Runner::run (inputs, forward, loss, "
+      "backward). PyTorch: the same network's forward + loss + backward.\n");
+  std::printf("\n%-17s %7s %10s %10s %7s %12s %12s\n", "model", "threads", "ours ms", "torch ms",
               "ratio", "ours GF/s", "torch GF/s");
 
   std::unique_ptr<Torch> torch;
   if (with_torch) torch = std::make_unique<Torch>(python, script);
-  for (const auto& model : models) {
+  QTemporaryDir exports;
+  for (const auto& name : models) {
+    const ModelCase& mc = *find_case(name);
+    const int iters = iters_arg > 0 ? iters_arg : mc.big ? 3 : 10;
+    const int warmup = warmup_arg >= 0 ? warmup_arg : mc.big ? 1 : 2;
     auto ledger = std::make_shared<ckpt::MemoryLedger>();
     ckpt::ExecutionScope scope(ledger);
-    ckpt::bench::Net net = model == "mlp" ? ckpt::bench::make_mlp() : ckpt::bench::make_resnet18();
-    std::printf("%-9s (%.2f GFLOP per step)\n", model.c_str(), net.flops / 1e9);
+    EngineSide ours_side;
+    std::string file_note;
+    if (mc.kind == Kind::net) {
+      ckpt::bench::Net net = name == "mlp" ? ckpt::bench::make_mlp() : ckpt::bench::make_resnet18();
+      ours_side.step = [step = net.step] {
+        ckpt::PhaseScope fwd(ckpt::Phase::forward);
+        step();
+      };
+      ours_side.flops = net.flops;
+      std::printf("%-17s %s (%.2f GFLOP per step)\n", name.c_str(), mc.what.c_str(),
+                  net.flops / 1e9);
+    } else {
+      std::string path = samples + mc.file;
+      double export_s = 0;
+      if (mc.file.rfind("torchvision:", 0) == 0) {
+        path = export_torchvision(python, exports, mc.file.substr(12), &export_s);
+        if (path.empty()) continue;
+      }
+      // What the previous model left resident is not this model's: the storage pool's idle
+      // blocks, and the heap glibc keeps after frees (its mmap threshold grows with the first
+      // large free, so later blocks come from the heap, which free() does not shrink).
+      const std::int64_t rss0 = proc_status_bytes("VmRSS");
+      ckpt::storage_pool::trim();
+      const std::int64_t rss1 = proc_status_bytes("VmRSS");
+      malloc_trim(0);
+      ours_side.rss_before_load = proc_status_bytes("VmRSS");
+      ours_side.leftover_pool = std::max<std::int64_t>(0, rss0 - rss1);
+      ours_side.leftover_heap = std::max<std::int64_t>(0, rss1 - ours_side.rss_before_load);
+      const auto t0 = Clock::now();
+      try {
+        ours_side.model = ckpt::load_model(path);
+      } catch (const std::exception& e) {
+        std::printf("%-17s not loaded: %s\n", name.c_str(), e.what());
+        continue;
+      }
+      const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      std::printf("%-17s %s\n", name.c_str(), mc.what.c_str());
+      std::printf(
+          "%-17s load %.3f s for %s (%s, %zu ops%s)\n", name.c_str(), load_s,
+          mb(QFileInfo(QString::fromStdString(path)).size()).c_str(),
+          QFileInfo(QString::fromStdString(path)).fileName().toStdString().c_str(),
+          ours_side.model->ops.size(),
+          export_s > 0
+              ? (", exported in " + std::to_string(static_cast<int>(export_s)) + " s").c_str()
+              : "");
+      std::fflush(stdout);
+      if (mc.kind == Kind::load_only) continue;
+      ours_side.runner = std::make_unique<ckpt::Runner>(ours_side.model);
+      ours_side.config = ckpt::scenario_config(*ours_side.model);
+      ours_side.step = [&s = ours_side] {
+        s.last = ckpt::RunResult{};  // the previous result's tensors are not this run's
+        s.last = s.runner->run(s.config);
+        if (!s.last.ok) throw std::runtime_error("the run failed: " + s.last.error);
+      };
+    }
+    const bool peak_reset = mc.kind == Kind::runner && reset_peak_rss();
     for (int t : threads) {
       omp_set_num_threads(t);
+      ours_side.config.threads = t;
       int torch_threads = 0;
       if (torch) {
-        const auto ready = torch->ask("setup " + model + " " + std::to_string(t));
+        const auto ready = torch->ask("setup " + name + " " + std::to_string(t));
         torch_threads = std::stoi(ready.substr(ready.find(' ') + 1));
       }
       std::vector<double> ours, theirs, ours_cpu, theirs_cpu;
       OpProfile prof(scope.context());
-      for (int i = 0; i < warmup + iters; ++i) {
-        if (profile && i == warmup) scope.context().add_listener(&prof);
-        double tt = 0, tc = 0;
-        if (torch) {
-          std::stringstream reply(torch->ask("step"));
-          reply >> tt >> tc;
+      try {
+        for (int i = 0; i < warmup + iters; ++i) {
+          if (profile && mc.kind == Kind::net && i == warmup) scope.context().add_listener(&prof);
+          double tt = 0, tc = 0;
+          if (torch) {
+            std::stringstream reply(torch->ask("step"));
+            reply >> tt >> tc;
+          }
+          const auto t0 = Clock::now();
+          const double c0 = cpu_ms();
+          ours_side.step();
+          const double c1 = cpu_ms();
+          const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+          if (i >= warmup) {
+            ours.push_back(ms);
+            theirs.push_back(tt);
+            ours_cpu.push_back(c1 - c0);
+            theirs_cpu.push_back(tc);
+          }
         }
-        const auto t0 = Clock::now();
-        const double c0 = cpu_ms();
-        {
-          ckpt::PhaseScope fwd(ckpt::Phase::forward);
-          net.step();
-        }
-        const double c1 = cpu_ms();
-        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-        if (i >= warmup) {
-          ours.push_back(ms);
-          theirs.push_back(tt);
-          ours_cpu.push_back(c1 - c0);
-          theirs_cpu.push_back(tc);
-        }
+      } catch (const std::exception& e) {
+        std::printf("%-17s %7d  %s\n", name.c_str(), t, e.what());
+        break;
       }
       const double mo = median(ours), mt = median(theirs);
-      const double gf = net.flops / 1e9;
+      const double gf = ours_side.flops / 1e9;
+      char ogf[32] = "-", tgf[32] = "-";
+      if (gf > 0) {
+        std::snprintf(ogf, sizeof ogf, "%.1f", gf / (mo / 1e3));
+        std::snprintf(tgf, sizeof tgf, "%.1f", gf / (mt / 1e3));
+      }
       const double co = median(ours_cpu), ct = median(theirs_cpu);
       if (torch && t == 1)
-        std::printf("%-9s %4d/%-2d %10.2f %10.2f %7.3f %12.1f %12.1f   cpu %.2f / %.2f = %.3f\n",
-                    model.c_str(), t, torch_threads, mo, mt, mo / mt, gf / (mo / 1e3),
-                    gf / (mt / 1e3), co, ct, co / ct);
+        std::printf("%-17s %4d/%-2d %10.2f %10.2f %7.3f %12s %12s   cpu %.2f / %.2f = %.3f\n",
+                    name.c_str(), t, torch_threads, mo, mt, mo / mt, ogf, tgf, co, ct, co / ct);
       else if (torch)
-        std::printf("%-9s %4d/%-2d %10.2f %10.2f %7.3f %12.1f %12.1f\n", model.c_str(), t,
-                    torch_threads, mo, mt, mo / mt, gf / (mo / 1e3), gf / (mt / 1e3));
+        std::printf("%-17s %4d/%-2d %10.2f %10.2f %7.3f %12s %12s\n", name.c_str(), t,
+                    torch_threads, mo, mt, mo / mt, ogf, tgf);
       else
-        std::printf("%-9s %7d %10.2f %10s %7s %12.1f %12s\n", model.c_str(), t, mo, "-", "-",
-                    gf / (mo / 1e3), "-");
-      if (profile) {
+        std::printf("%-17s %7d %10.2f %10s %7s %12s %12s\n", name.c_str(), t, mo, "-", "-", ogf,
+                    "-");
+      if (profile && mc.kind == Kind::net) {
         scope.context().remove_listener(&prof);
         prof.print(iters);
       }
+      // Per-op cost where the ops are scalars (HeavyModel): the step over its op executions.
+      if (mc.kind == Kind::runner && ours_side.last.ok && name.rfind("heavy", 0) == 0) {
+        const auto n = ours_side.last.trace.counts();
+        const double ops = static_cast<double>(n.forward + n.recompute + n.backward);
+        std::printf(
+            "%-17s %7s per op execution (%.0f, from the trace): ours %.2f us, PyTorch "
+            "%.2f us\n",
+            "", "", ops, mo * 1e3 / ops, torch ? mt * 1e3 / ops : 0.0);
+      }
+      std::fflush(stdout);
+    }
+    if (mc.kind == Kind::runner && ours_side.last.ok) {
+      // Resident memory against what the trace accounts for: the ledger's peak (parameters,
+      // inputs, activations, gradients...) plus the model's own copy of its weights.
+      std::int64_t weights = 0;
+      for (const auto& p : ours_side.model->parameters) weights += p.initial.nbytes();
+      const std::int64_t peak = ours_side.last.trace.peak().bytes;
+      const std::int64_t hwm = proc_status_bytes("VmHWM"), rss = proc_status_bytes("VmRSS");
+      const std::int64_t before = ours_side.rss_before_load;
+      const auto pool = ckpt::storage_pool::stats();
+      using ckpt::format_bytes;
+      std::printf(
+          "%-17s memory: resident peak %s%s, %s after the run (the storage pool holds %s "
+          "idle), %s before loading (the previous models' leftovers given back first: %s idle "
+          "pool blocks, %s freed heap by malloc_trim)\n",
+          name.c_str(), format_bytes(hwm).c_str(),
+          peak_reset ? " (VmHWM since loading)" : " (VmHWM of the whole process)",
+          format_bytes(rss).c_str(), format_bytes(pool.cached_bytes).c_str(),
+          format_bytes(before).c_str(), format_bytes(ours_side.leftover_pool).c_str(),
+          format_bytes(ours_side.leftover_heap).c_str());
+      const double accounted = static_cast<double>(peak + weights);
+      std::printf(
+          "%-17s         traced peak %s + weights %s = %s; resident peak grew by %s "
+          "since loading began",
+          "", format_bytes(peak).c_str(), format_bytes(weights).c_str(),
+          format_bytes(peak + weights).c_str(), format_bytes(hwm - before).c_str());
+      // Below a MiB the ratios say only how small the traced figures are.
+      if (peak + weights >= (1 << 20))
+        std::printf("; resident peak / (traced + weights) = %.2f, its growth / that = %.2f\n",
+                    static_cast<double>(hwm) / accounted,
+                    static_cast<double>(hwm - before) / accounted);
+      else
+        std::printf(" (the model, its trace and its result, outside the ledger)\n");
       std::fflush(stdout);
     }
   }
   std::printf(
       "\n(threads: ours/PyTorch's; GF/s counts 2 FLOPs per multiply-add of every conv and "
-      "linear, forward, weight and input gradients)\n");
+      "linear, forward, weight and input gradients, for the hand-built networks only; a file's "
+      "MB are 10^6 bytes, memory's MiB and GiB 2^20 and 2^30)\n");
   return 0;
 }

@@ -6,7 +6,12 @@
       interleave PyTorch's steps with its own (both then see the same machine load):
       "setup MODEL THREADS" -> "ready THREADS", "step" -> "<wall ms> <process cpu ms>", "quit".
 
-MODEL is mlp or resnet18, built exactly like the C++ side (tests/bench/nets.cpp).
+MODEL is one of MODELS below: mlp and resnet18 built exactly like the C++ side
+(tests/bench/nets.cpp); resnet50 and densenet121 are torchvision's own models at 224x224 batch 8
+(the ones ckptlab_bench exports to ONNX with samples/export_onnx.py, same seed, so the same
+weights), loss sum(output) as the ONNX scenario's; transformer_block, gpt_mini, heavy_model and
+heavy_model_sin are the samples' JSON files (samples/*.json) written by hand in PyTorch, op for op
+as the engine's JSON builder expands them (engine/model/json_layers.cpp), in training mode.
 """
 
 import json
@@ -15,6 +20,7 @@ import sys
 import time
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 
@@ -91,15 +97,148 @@ def resnet18():
     return step, params
 
 
+def torchvision_model(name):
+    """torchvision.models.NAME as samples/export_onnx.py --torchvision NAME --batch 8 --size 224
+    exports it: seed 0, 1000 classes, training mode; the ONNX scenario's loss is sum(output)."""
+    import torchvision
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(num_classes=1000)
+    model.train()
+    x = torch.randn(8, 3, 224, 224)
+
+    def step():
+        model(x).sum().backward()
+
+    return step, list(model.parameters())
+
+
+class Attention(nn.Module):
+    """The JSON "attention" layer (json_layers.cpp): q/k/v/out projections, heads split by
+    reshape + transpose, scaled scores, an additive causal mask (the lowest float), softmax,
+    dropout on the weights."""
+
+    def __init__(self, dim, heads, p, causal_seq=0):
+        super().__init__()
+        self.heads = heads
+        self.q_proj, self.k_proj = nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.v_proj, self.out_proj = nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.attn_drop = nn.Dropout(p) if p > 0 else nn.Identity()
+        self.mask = None
+        if causal_seq:
+            self.mask = torch.triu(torch.full((causal_seq, causal_seq),
+                                              torch.finfo(torch.float32).min), 1)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.heads
+
+        def split(t):
+            return t.reshape(b, s, h, d // h).transpose(1, 2)
+
+        q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
+        scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h))
+        if self.mask is not None:
+            scores = scores + self.mask
+        weights = self.attn_drop(torch.softmax(scores, -1))
+        ctx = torch.matmul(weights, v).transpose(1, 2).reshape(b, s, d)
+        return self.out_proj(ctx)
+
+
+def transformer_block():
+    """samples/transformer_block.json: x [4, 16, 64] (requires grad), x + drop(attn(ln(x))),
+    then x + drop(fc2(gelu(fc1(ln(x))))), loss mean."""
+    torch.manual_seed(6)
+    m = nn.ModuleDict({"ln1": nn.LayerNorm(64), "attn": Attention(64, 4, 0.1),
+                       "drop1": nn.Dropout(0.1), "ln2": nn.LayerNorm(64),
+                       "fc1": nn.Linear(64, 256), "fc2": nn.Linear(256, 64),
+                       "drop2": nn.Dropout(0.1)})
+    m.train()
+    x = torch.randn(4, 16, 64, requires_grad=True)
+
+    def step():
+        h = x + m["drop1"](m["attn"](m["ln1"](x)))
+        h = h + m["drop2"](m["fc2"](F.gelu(m["fc1"](m["ln2"](h)))))
+        h.mean().backward()
+
+    return step, list(m.parameters()) + [x]
+
+
+def gpt_mini():
+    """samples/gpt_mini.json: vocabulary 512, width 64, 4 heads, 4 pre-LN blocks with causal
+    attention, 64 tokens, batch 4; next-token cross entropy over the flattened logits."""
+    torch.manual_seed(64)
+    vocab, dim, seq, batch = 512, 64, 64, 4
+    m = nn.ModuleDict({"wte": nn.Embedding(vocab, dim), "wpe": nn.Embedding(seq, dim),
+                       "drop": nn.Dropout(0.1), "ln_f": nn.LayerNorm(dim),
+                       "lm_head": nn.Linear(dim, vocab, bias=False)})
+    blocks = nn.ModuleList(
+        nn.ModuleDict({"ln_1": nn.LayerNorm(dim), "attn": Attention(dim, 4, 0.1, seq),
+                       "resid_drop": nn.Dropout(0.1), "ln_2": nn.LayerNorm(dim),
+                       "c_fc": nn.Linear(dim, 4 * dim), "c_proj": nn.Linear(4 * dim, dim),
+                       "dropout": nn.Dropout(0.1)}) for _ in range(4))
+    m.train()
+    blocks.train()
+    idx = torch.randint(0, vocab, (batch, seq))
+    pos = torch.arange(seq)
+    targets = torch.randint(0, vocab, (batch * seq,))
+
+    def step():
+        x = m["drop"](m["wte"](idx) + m["wpe"](pos))
+        for b in blocks:
+            mid = b["resid_drop"](b["attn"](b["ln_1"](x))) + x
+            x = b["dropout"](b["c_proj"](F.gelu(b["c_fc"](b["ln_2"](mid))))) + mid
+        logits = m["lm_head"](m["ln_f"](x)).reshape(-1, vocab)
+        F.cross_entropy(logits, targets).backward()
+
+    return step, list(m.parameters()) + list(blocks.parameters())
+
+
+def heavy(with_sin):
+    """The blog's HeavyModel (samples/heavy_model.json, heavy_model_sin.json): a 0-d input x that
+    requires grad, one shared 0-d parameter a = 1.0, 1000 calls of heavy_function, each 100 times
+    x = x + a (or x = torch.sin(x) + a); loss sum."""
+    torch.manual_seed(4)
+    x = torch.randn((), requires_grad=True)
+    a = torch.tensor(1.0, requires_grad=True)
+
+    def heavy_function(h, a):
+        for _ in range(100):
+            h = (torch.sin(h) if with_sin else h) + a
+        return h
+
+    def step():
+        h = x
+        for _ in range(1000):
+            h = heavy_function(h, a)
+        h.sum().backward()
+
+    return step, [x, a]
+
+
+MODELS = {
+    "mlp": mlp,
+    "resnet18": resnet18,
+    "resnet50": lambda: torchvision_model("resnet50"),
+    "densenet121": lambda: torchvision_model("densenet121"),
+    "transformer_block": transformer_block,
+    "gpt_mini": gpt_mini,
+    "heavy_model": lambda: heavy(False),
+    "heavy_model_sin": lambda: heavy(True),
+}
+
+
 def serve():
     step = params = None
+    built = {}  # by model: built once, run at each thread count
     for line in sys.stdin:
         words = line.split()
         if not words or words[0] == "quit":
             break
         if words[0] == "setup":
             torch.set_num_threads(int(words[2]))
-            step, params = {"mlp": mlp, "resnet18": resnet18}[words[1]]()
+            if words[1] not in built:
+                built[words[1]] = MODELS[words[1]]()
+            step, params = built[words[1]]
             print(f"ready {torch.get_num_threads()}", flush=True)
         elif words[0] == "step":
             for p in params:
@@ -120,7 +259,7 @@ def main(argv):
         return 0
     model, threads, warmup, iters = argv[1], int(argv[2]), int(argv[3]), int(argv[4])
     torch.set_num_threads(threads)
-    step, params = {"mlp": mlp, "resnet18": resnet18}[model]()
+    step, params = MODELS[model]()
     times = []
     for i in range(warmup + iters):
         for p in params:
