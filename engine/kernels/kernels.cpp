@@ -127,8 +127,7 @@ void add_inplace_raw(Tensor& acc, const Tensor& g) {
     const std::int64_t n = acc.numel();
     if (flat) {
       const T* p = g.data<T>();
-#pragma omp parallel for if (n > kParallelGrain) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) o[i] += p[i];
+      parallel_for(n, [&](std::int64_t i) { o[i] += p[i]; });
     } else {
       const T* q = gc.data<T>();
       for_each_offset(acc, [&](std::int64_t off, std::int64_t i) { o[off] += q[i]; });
@@ -190,8 +189,12 @@ Tensor sum_dims_raw(const Tensor& t, const std::vector<std::int64_t>& dims_in, b
     for (auto r : reduce) reduced_count += r;
     if (reduced_count == nd) {
       double acc = 0;
-#pragma omp parallel for reduction(+ : acc) if (n > kParallelGrain) schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) acc += static_cast<double>(p[i]);
+      if (n > kParallelGrain) {
+#pragma omp parallel for reduction(+ : acc) schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) acc += static_cast<double>(p[i]);
+      } else {
+        for (std::int64_t i = 0; i < n; ++i) acc += static_cast<double>(p[i]);
+      }
       o[0] = static_cast<T>(acc);
       return;
     }

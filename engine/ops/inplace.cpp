@@ -48,8 +48,7 @@ Tensor& relu_(Tensor& x) {
       T* p = x.data<T>();
       const std::int64_t n = x.numel();
       if (x.is_contiguous()) {
-#pragma omp parallel for if (n > kParallelGrain) schedule(static)
-        for (std::int64_t i = 0; i < n; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];
+        parallel_for(n, [&](std::int64_t i) { p[i] = p[i] < T(0) ? T(0) : p[i]; });
       } else {
         for_each_offset(
             x, [&](std::int64_t off, std::int64_t) { p[off] = p[off] < T(0) ? T(0) : p[off]; });
