@@ -14,14 +14,20 @@ namespace ckpt {
 // Sizes are rounded up to classes of four per power of two (at most 25% more than asked,
 // address space only: untouched pages cost nothing). Idle bytes are bounded by a limit (the
 // environment variable CKPTLAB_POOL_LIMIT_MB at start-up, else 512 MiB, 0 disables caching);
-// going over it releases the least recently cached blocks first.
+// going over it releases the least recently cached blocks first. A request no idle block
+// serves releases idle blocks first, so that in-use plus idle bytes stay within the high-water
+// mark of in-use bytes plus an eighth of it (at least 64 MiB): what the process holds follows
+// the traced peak. Blocks from 256 KiB up are mapped and unmapped directly, so that a
+// released block leaves the process at once.
 struct StoragePoolStats {
-  std::int64_t hits = 0;            // requests served from the cache
-  std::int64_t misses = 0;          // requests that went to the system allocator
-  std::int64_t cached_bytes = 0;    // idle bytes held now (by class size)
-  std::int64_t cached_blocks = 0;   // idle blocks held now
-  std::int64_t released_bytes = 0;  // idle bytes returned to the system so far
-  std::int64_t limit_bytes = 0;     // bound on cached_bytes
+  std::int64_t hits = 0;              // requests served from the cache
+  std::int64_t misses = 0;            // requests that went to the system allocator
+  std::int64_t cached_bytes = 0;      // idle bytes held now (by class size)
+  std::int64_t cached_blocks = 0;     // idle blocks held now
+  std::int64_t released_bytes = 0;    // idle bytes returned to the system so far
+  std::int64_t limit_bytes = 0;       // bound on cached_bytes
+  std::int64_t in_use_bytes = 0;      // held by storages now (by class size)
+  std::int64_t high_water_bytes = 0;  // the most ever held by storages at once
 };
 
 namespace storage_pool {

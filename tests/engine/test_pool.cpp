@@ -137,6 +137,36 @@ class TestPool : public QObject {
     QCOMPARE(storage_pool::stats().cached_blocks, 0);
   }
 
+  // Idle blocks of other classes make way for a request none of them serves: in-use plus idle
+  // bytes stay within the in-use high-water mark plus max(64 MiB, an eighth of it).
+  void aMissReleasesIdleBlocksBeyondTheHighWater() {
+    auto ledger = std::make_shared<MemoryLedger>();
+    LedgerScope scope(ledger);
+    const auto mib = [](std::int64_t n) { return n << 20; };
+    const auto footprint = [] {
+      const auto s = storage_pool::stats();
+      return s.in_use_bytes + s.cached_bytes;
+    };
+    {
+      std::vector<Tensor> blocks;
+      for (int i = 0; i < 10; ++i) blocks.push_back(Tensor::empty({mib(8) / 4}));  // 8 MiB each
+      QVERIFY(storage_pool::stats().in_use_bytes >= mib(80));
+    }
+    const std::int64_t high_water = storage_pool::stats().high_water_bytes;
+    const std::int64_t slack = std::max(mib(64), high_water / 8);
+    QCOMPARE(storage_pool::stats().cached_bytes, mib(80));
+    // 100 MiB of another class: the process would hold 180 MiB, past the bound.
+    Tensor big = Tensor::empty({mib(100) / 4});
+    const std::int64_t bound = std::max(high_water, storage_pool::stats().in_use_bytes) + slack;
+    QVERIFY2(footprint() <= bound, qPrintable(QString("%1 > %2").arg(footprint()).arg(bound)));
+    QVERIFY(storage_pool::stats().cached_bytes < mib(80));
+    QVERIFY(storage_pool::stats().cached_bytes > 0);  // only as many as needed went
+    // A request an idle block serves releases nothing.
+    const std::int64_t cached = storage_pool::stats().cached_bytes;
+    Tensor again = Tensor::empty({mib(8) / 4});
+    QCOMPARE(storage_pool::stats().cached_bytes, cached - mib(8));
+  }
+
   void concurrentRunsShareThePool() {
     constexpr int kThreads = 4, kSteps = 20;
     Delta d;
