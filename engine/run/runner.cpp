@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -146,8 +148,30 @@ CheckpointConfig scenario_config(const Model& model) {
   return c;
 }
 
+// The last few batches run, each with its compiled model (guarded: distinct threads may run
+// one Runner's configurations, as the app's pins and lesson baselines do).
+struct Runner::Rebatched {
+  std::mutex mutex;
+  std::deque<std::pair<std::int64_t, std::shared_ptr<const Runner>>> recent;
+};
+
 Runner::Runner(std::shared_ptr<const Model> model)
-    : model_(std::move(model)), compiled_(std::make_shared<CompiledModel>(*model_)) {}
+    : model_(std::move(model)),
+      compiled_(std::make_shared<CompiledModel>(*model_)),
+      rebatched_(std::make_shared<Rebatched>()) {}
+
+std::shared_ptr<const Runner> Runner::at_batch(std::int64_t batch) const {
+  {
+    std::lock_guard<std::mutex> lock(rebatched_->mutex);
+    for (const auto& [b, runner] : rebatched_->recent)
+      if (b == batch) return runner;
+  }
+  auto runner = std::make_shared<const Runner>(model_->at_batch(batch));
+  std::lock_guard<std::mutex> lock(rebatched_->mutex);
+  rebatched_->recent.emplace_front(batch, runner);
+  if (rebatched_->recent.size() > 3) rebatched_->recent.pop_back();
+  return runner;
+}
 
 RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* cancel) const {
   const Model& model = *model_;
@@ -165,7 +189,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   if (const std::int64_t b = config.batch; b > 0 && b != model.scenario.batch && model.at_batch) {
     // Captures its own ledger and trace: the rebatched model is a model of its own.
     try {
-      return Runner(model.at_batch(b)).run(config, cancel);
+      return at_batch(b)->run(config, cancel);
     } catch (const std::exception& e) {
       result.set_status(RunStatus::failed, e.what());
       result.trace = recorder.finish();

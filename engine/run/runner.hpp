@@ -124,8 +124,14 @@ class Runner {
   const std::shared_ptr<const Model>& model_ptr() const { return model_; }
 
  private:
+  // The Runner of the model loaded again at `batch` (a dynamic-batch ONNX file), compiled once:
+  // the app runs every configuration at the Batch box's value, a dry run and then a real one.
+  std::shared_ptr<const Runner> at_batch(std::int64_t batch) const;
+
+  struct Rebatched;
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const CompiledModel> compiled_;
+  std::shared_ptr<Rebatched> rebatched_;
 };
 
 }  // namespace ckpt
