@@ -119,6 +119,8 @@ class MainWindow : public QMainWindow {
   void updateCallout();
   // main_window_menus.cpp: menus, files, export, theme, settings.
   void buildMenus();
+  void buildFileMenu();
+  void buildViewMenu();
   void addRecent(const QString& path);
   void rebuildRecentMenu();
   void exportDialog(bool graph);
