@@ -98,36 +98,45 @@ class MainWindow : public QMainWindow {
   void resizeEvent(QResizeEvent* event) override;
 
  private:
+  // main_window.cpp: the widgets.
   void buildCentral();
   void buildDocks();
   void buildToolBar();
-  void buildMenus();
+  void syncControls();
+  void applyPalette();
+  void checkReady();
+  void showMessage(const QString& text, bool important = false);
+  // main_window_run.cpp: the Session's signals to the views, the views' requests back.
+  void wireRunOptions();
   void wireSession();
-  // main_window_pins.cpp: the Pin action, the Pinned dock's wiring and the plot's pinned curves.
-  void buildPins();
-  // main_window_tours.cpp: Help ▸ Lessons, the Lesson dock, the Notes' lesson links.
-  void buildTours();
-  QString tourLinksFor(const QString& source) const;
-  void updatePlotPins();
+  void wireViews();
+  void onModelChanged();
+  void onRunFinished(RunSnapshotPtr snapshot);
+  void onCursor(std::int64_t step);
+  QString describeStep(std::int64_t step, bool rich) const;
+  // main_window_callouts.cpp: the banner and the callout over the graph.
+  void updateBanner();
+  void updateCallout();
+  // main_window_menus.cpp: menus, files, export, theme, settings.
+  void buildMenus();
+  void buildFileMenu();
+  void buildViewMenu();
+  void addRecent(const QString& path);
+  void rebuildRecentMenu();
+  void exportDialog(bool graph);
   void loadSettings();
   void saveSettings() const;
+  // main_window_layout.cpp: geometry and dock layout.
   void restoreWindowLayout(const QSettings& s);
   void arrangeDocks(int windowWidth);
   void repairUnreadableDocks();
   void scaleSideDocks(double factor);
-  void addRecent(const QString& path);
-  void rebuildRecentMenu();
-  void syncControls();
-  void onModelChanged();
-  void onRunFinished(RunSnapshotPtr snapshot);
-  void onCursor(std::int64_t step);
-  void updateBanner();
-  void updateCallout();
-  void applyPalette();
-  void checkReady();
-  QString describeStep(std::int64_t step, bool rich) const;
-  void exportDialog(bool graph);
-  void showMessage(const QString& text, bool important = false);
+  // main_window_pins.cpp: the Pin action, the Pinned dock's wiring and the plot's pinned curves.
+  void buildPins();
+  void updatePlotPins();
+  // main_window_tours.cpp: Help ▸ Lessons, the Lesson dock, the Notes' lesson links.
+  void buildTours();
+  QString tourLinksFor(const QString& source) const;
 
   Session* session_;
   Player* player_;

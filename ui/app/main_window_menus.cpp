@@ -30,61 +30,8 @@ constexpr int kMaxRecent = 10;
 }
 
 void MainWindow::buildMenus() {
-  QMenu* file = menuBar()->addMenu(tr("&File"));
-  QAction* open = file->addAction(QIcon(QStringLiteral(":/icons/open.svg")), tr("&Open…"));
-  open->setShortcut(QKeySequence::Open);
-  connect(open, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(
-        this, tr("Open a model"), QString(),
-        tr("Models (*.json *.onnx);;Native JSON (*.json);;ONNX (*.onnx);;All files (*)"));
-    if (!path.isEmpty()) openPath(path);
-  });
-  recentMenu_ = file->addMenu(tr("Open &Recent"));
-  sampleMenu_ = file->addMenu(tr("Open &Sample"));
-  const auto samples = bundledSamples();
-  for (const SampleEntry& s : samples) {
-    QAction* a = sampleMenu_->addAction(s.title);
-    a->setToolTip(s.path);
-    a->setData(s.path);
-    connect(a, &QAction::triggered, this, [this, path = s.path] { openPath(path); });
-  }
-  if (samples.isEmpty()) sampleMenu_->addAction(tr("(no sample bundled)"))->setEnabled(false);
-  file->addSeparator();
-  QAction* exportGraphAction =
-      file->addAction(QIcon(QStringLiteral(":/icons/export.svg")), tr("Export &Graph…"));
-  connect(exportGraphAction, &QAction::triggered, this, [this] { exportDialog(true); });
-  QAction* exportPlotAction = file->addAction(tr("Export &Plot…"));
-  connect(exportPlotAction, &QAction::triggered, this, [this] { exportDialog(false); });
-  file->addSeparator();
-  QAction* quit = file->addAction(tr("&Quit"));
-  quit->setShortcut(QKeySequence::Quit);
-  connect(quit, &QAction::triggered, this, &QWidget::close);
-
-  viewMenu_ = menuBar()->addMenu(tr("&View"));
-  QMenu* theme = viewMenu_->addMenu(tr("&Theme"));
-  themeGroup_ = new QActionGroup(this);
-  for (ThemeMode m : {ThemeMode::system, ThemeMode::light, ThemeMode::dark}) {
-    const QString label = m == ThemeMode::system  ? tr("&System")
-                          : m == ThemeMode::light ? tr("&Light")
-                                                  : tr("&Dark");
-    QAction* a = theme->addAction(label);
-    a->setCheckable(true);
-    a->setData(themeName(m));
-    themeGroup_->addAction(a);
-    connect(a, &QAction::triggered, this, [this, m] { setTheme(m); });
-  }
-  viewMenu_->addSeparator();
-  followAction_ = viewMenu_->addAction(tr("&Follow the op while playing"));
-  followAction_->setCheckable(true);
-  followAction_->setChecked(true);
-  followAction_->setToolTip(tr("Keep the op at the cursor in view when it moves"));
-  connect(followAction_, &QAction::toggled, graph_, &GraphView::setFollowCursor);
-  viewMenu_->addSeparator();
-  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
-  viewMenu_->addSeparator();
-  QAction* reset = viewMenu_->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
-  reset->setObjectName(QStringLiteral("resetLayoutAction"));
-  reset->setToolTip(tr("The default window size for this screen and the default docks"));
+  buildFileMenu();
+  buildViewMenu();
 
   QMenu* play = menuBar()->addMenu(tr("&Player"));
   play->addActions(playerBar_->playerActions());
@@ -119,6 +66,68 @@ void MainWindow::buildMenus() {
             .arg(QApplication::applicationVersion()));
   });
   rebuildRecentMenu();
+}
+
+// File: open (a file, a recent one, a bundled sample), export, quit.
+void MainWindow::buildFileMenu() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(QIcon(QStringLiteral(":/icons/open.svg")), tr("&Open…"));
+  open->setShortcut(QKeySequence::Open);
+  connect(open, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open a model"), QString(),
+        tr("Models (*.json *.onnx);;Native JSON (*.json);;ONNX (*.onnx);;All files (*)"));
+    if (!path.isEmpty()) openPath(path);
+  });
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  sampleMenu_ = file->addMenu(tr("Open &Sample"));
+  const auto samples = bundledSamples();
+  for (const SampleEntry& s : samples) {
+    QAction* a = sampleMenu_->addAction(s.title);
+    a->setToolTip(s.path);
+    a->setData(s.path);
+    connect(a, &QAction::triggered, this, [this, path = s.path] { openPath(path); });
+  }
+  if (samples.isEmpty()) sampleMenu_->addAction(tr("(no sample bundled)"))->setEnabled(false);
+  file->addSeparator();
+  QAction* exportGraphAction =
+      file->addAction(QIcon(QStringLiteral(":/icons/export.svg")), tr("Export &Graph…"));
+  connect(exportGraphAction, &QAction::triggered, this, [this] { exportDialog(true); });
+  QAction* exportPlotAction = file->addAction(tr("Export &Plot…"));
+  connect(exportPlotAction, &QAction::triggered, this, [this] { exportDialog(false); });
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"));
+  quit->setShortcut(QKeySequence::Quit);
+  connect(quit, &QAction::triggered, this, &QWidget::close);
+}
+
+// View: theme, following the cursor, the docks, and the default layout.
+void MainWindow::buildViewMenu() {
+  viewMenu_ = menuBar()->addMenu(tr("&View"));
+  QMenu* theme = viewMenu_->addMenu(tr("&Theme"));
+  themeGroup_ = new QActionGroup(this);
+  for (ThemeMode m : {ThemeMode::system, ThemeMode::light, ThemeMode::dark}) {
+    const QString label = m == ThemeMode::system  ? tr("&System")
+                          : m == ThemeMode::light ? tr("&Light")
+                                                  : tr("&Dark");
+    QAction* a = theme->addAction(label);
+    a->setCheckable(true);
+    a->setData(themeName(m));
+    themeGroup_->addAction(a);
+    connect(a, &QAction::triggered, this, [this, m] { setTheme(m); });
+  }
+  viewMenu_->addSeparator();
+  followAction_ = viewMenu_->addAction(tr("&Follow the op while playing"));
+  followAction_->setCheckable(true);
+  followAction_->setChecked(true);
+  followAction_->setToolTip(tr("Keep the op at the cursor in view when it moves"));
+  connect(followAction_, &QAction::toggled, graph_, &GraphView::setFollowCursor);
+  viewMenu_->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
+  viewMenu_->addSeparator();
+  QAction* reset = viewMenu_->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
+  reset->setObjectName(QStringLiteral("resetLayoutAction"));
+  reset->setToolTip(tr("The default window size for this screen and the default docks"));
 }
 
 void MainWindow::openPath(const QString& path) {

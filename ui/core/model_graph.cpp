@@ -116,65 +116,14 @@ void ModelGraph::build() {
   const Index idx = buildIndex(model);
   nodeOfOp_.assign(model.ops.size(), -1);
 
-  auto addNode = [&](VisualNode n, double width, double height) {
-    nodeIndex_[n.id] = static_cast<int>(nodes_.size());
-    layout_.nodes.push_back({n.id, width, height, n.cluster});
-    nodes_.push_back(std::move(n));
-  };
-  auto addOp = [&](std::int64_t i, const std::string& cluster) {
-    const OpNode& op = model.ops[static_cast<std::size_t>(i)];
-    VisualNode n;
-    n.kind = VisualNode::Kind::op;
-    n.id = opId(op.name);
-    n.title = op.op_type;
-    n.subtitle = shortOpName(op.name, op.module);
-    n.op = i;
-    n.opCount = 1;
-    n.values = op.outputs;
-    n.cluster = cluster;
-    nodeOfOp_[static_cast<std::size_t>(i)] = static_cast<int>(nodes_.size());
-    const double w = std::max({64.0, textWidth(n.title) + 18, textWidth(n.subtitle) + 18});
-    addNode(std::move(n), std::min(w, 190.0), 34);
-  };
   auto addCollapsed = [&](const Module& m, const std::string& cluster) {
     std::vector<std::int64_t> ops;
     collectOps(m, idx, ops);
-    VisualNode n;
-    n.kind = VisualNode::Kind::module;
-    n.id = moduleId(m.path);
-    n.module = m.path;
-    n.cluster = cluster;
-    n.opCount = static_cast<std::int64_t>(ops.size());
-    n.op = ops.empty() ? -1 : ops.front();
-    if (isAtomic(m) && !ops.empty()) {
-      n.title = model.ops[static_cast<std::size_t>(ops.front())].op_type;
-      n.subtitle = m.name;
-    } else {
-      n.title = m.name;
-      n.subtitle = m.kind + " · " + std::to_string(ops.size()) + (ops.size() == 1 ? " op" : " ops");
-    }
-    for (std::int64_t i : ops) {
-      const auto& outs = model.ops[static_cast<std::size_t>(i)].outputs;
-      n.values.insert(n.values.end(), outs.begin(), outs.end());
-      nodeOfOp_[static_cast<std::size_t>(i)] = static_cast<int>(nodes_.size());
-    }
-    const double w = std::max({72.0, textWidth(n.title) + 22, textWidth(n.subtitle) + 22});
-    addNode(std::move(n), std::min(w, 220.0), isAtomic(m) ? 34 : 42);
+    addModuleNode(m, ops, cluster);
   };
 
   // Inputs first so that dot ranks them on top.
-  std::set<std::string> inputNames;
-  for (const auto& in : model.inputs) {
-    inputNames.insert(in.name);
-    VisualNode n;
-    n.kind = VisualNode::Kind::input;
-    n.id = "in:" + in.name;
-    n.title = in.name;
-    n.subtitle = in.requires_grad ? "input · requires grad" : "input";
-    n.values = {in.name};
-    const double w = std::max(80.0, textWidth(n.subtitle) + 18);
-    addNode(std::move(n), w, 30);
-  }
+  const std::set<std::string> inputNames = addInputNodes();
 
   // Expanded modules become clusters; walk in execution order so dot keeps that order.
   struct Item {
@@ -189,13 +138,7 @@ void ModelGraph::build() {
     std::string cluster;
     if (m != &model.root) {
       cluster = clusterId(m->path);
-      int depth = static_cast<int>(std::count(m->path.begin(), m->path.end(), '.'));
-      clusterIndex_[cluster] = static_cast<int>(clusters_.size());
-      std::string title = m->kind.empty() ? m->name : m->name + " · " + m->kind;
-      clusters_.push_back({cluster, m->path, title, depth});
-      // The label only reserves room: the view draws the title, a collapse button and a
-      // "checkpoint" badge in the cluster's title bar.
-      layout_.clusters.push_back({cluster, title + "      [checkpoint]", parentCluster});
+      addCluster(*m, parentCluster);
     }
     std::vector<Item> items;
     if (auto it = idx.directOps.find(m->path); it != idx.directOps.end())
@@ -210,7 +153,7 @@ void ModelGraph::build() {
     std::vector<const Module*> expandLater;
     for (const Item& item : items) {
       if (!item.module) {
-        addOp(item.op, cluster);
+        addOpNode(item.op, cluster);
       } else if (expanded_.count(item.module->path) && !isAtomic(*item.module)) {
         expandLater.push_back(item.module);
       } else {
@@ -221,7 +164,87 @@ void ModelGraph::build() {
       stack.push_back({*it, cluster});
   }
 
-  // Edges between visible nodes, deduplicated.
+  addEdgesAndOutputs(inputNames);
+}
+
+void ModelGraph::addNode(VisualNode n, double width, double height) {
+  nodeIndex_[n.id] = static_cast<int>(nodes_.size());
+  layout_.nodes.push_back({n.id, width, height, n.cluster});
+  nodes_.push_back(std::move(n));
+}
+
+std::set<std::string> ModelGraph::addInputNodes() {
+  std::set<std::string> inputNames;
+  for (const auto& in : model_->inputs) {
+    inputNames.insert(in.name);
+    VisualNode n;
+    n.kind = VisualNode::Kind::input;
+    n.id = "in:" + in.name;
+    n.title = in.name;
+    n.subtitle = in.requires_grad ? "input · requires grad" : "input";
+    n.values = {in.name};
+    const double w = std::max(80.0, textWidth(n.subtitle) + 18);
+    addNode(std::move(n), w, 30);
+  }
+  return inputNames;
+}
+
+void ModelGraph::addCluster(const Module& m, const std::string& parentCluster) {
+  const std::string cluster = clusterId(m.path);
+  int depth = static_cast<int>(std::count(m.path.begin(), m.path.end(), '.'));
+  clusterIndex_[cluster] = static_cast<int>(clusters_.size());
+  std::string title = m.kind.empty() ? m.name : m.name + " · " + m.kind;
+  clusters_.push_back({cluster, m.path, title, depth});
+  // The label only reserves room: the view draws the title, a collapse button and a
+  // "checkpoint" badge in the cluster's title bar.
+  layout_.clusters.push_back({cluster, title + "      [checkpoint]", parentCluster});
+}
+
+void ModelGraph::addOpNode(std::int64_t i, const std::string& cluster) {
+  const OpNode& op = model_->ops[static_cast<std::size_t>(i)];
+  VisualNode n;
+  n.kind = VisualNode::Kind::op;
+  n.id = opId(op.name);
+  n.title = op.op_type;
+  n.subtitle = shortOpName(op.name, op.module);
+  n.op = i;
+  n.opCount = 1;
+  n.values = op.outputs;
+  n.cluster = cluster;
+  nodeOfOp_[static_cast<std::size_t>(i)] = static_cast<int>(nodes_.size());
+  const double w = std::max({64.0, textWidth(n.title) + 18, textWidth(n.subtitle) + 18});
+  addNode(std::move(n), std::min(w, 190.0), 34);
+}
+
+void ModelGraph::addModuleNode(const Module& m, const std::vector<std::int64_t>& ops,
+                               const std::string& cluster) {
+  const Model& model = *model_;
+  VisualNode n;
+  n.kind = VisualNode::Kind::module;
+  n.id = moduleId(m.path);
+  n.module = m.path;
+  n.cluster = cluster;
+  n.opCount = static_cast<std::int64_t>(ops.size());
+  n.op = ops.empty() ? -1 : ops.front();
+  if (isAtomic(m) && !ops.empty()) {
+    n.title = model.ops[static_cast<std::size_t>(ops.front())].op_type;
+    n.subtitle = m.name;
+  } else {
+    n.title = m.name;
+    n.subtitle = m.kind + " · " + std::to_string(ops.size()) + (ops.size() == 1 ? " op" : " ops");
+  }
+  for (std::int64_t i : ops) {
+    const auto& outs = model.ops[static_cast<std::size_t>(i)].outputs;
+    n.values.insert(n.values.end(), outs.begin(), outs.end());
+    nodeOfOp_[static_cast<std::size_t>(i)] = static_cast<int>(nodes_.size());
+  }
+  const double w = std::max({72.0, textWidth(n.title) + 22, textWidth(n.subtitle) + 22});
+  addNode(std::move(n), std::min(w, 220.0), isAtomic(m) ? 34 : 42);
+}
+
+// Edges between visible nodes, deduplicated; each model output gets a node after its producer.
+void ModelGraph::addEdgesAndOutputs(const std::set<std::string>& inputNames) {
+  const Model& model = *model_;
   std::unordered_map<std::string, std::int64_t> producer;
   for (std::size_t i = 0; i < model.ops.size(); ++i)
     for (const auto& out : model.ops[i].outputs)

@@ -65,6 +65,15 @@ class ModelGraph {
 
  private:
   void build();
+  void addNode(VisualNode node, double width, double height);
+  // Returns the inputs' names, which edges from the inputs are drawn from.
+  std::set<std::string> addInputNodes();
+  void addCluster(const Module& module, const std::string& parentCluster);
+  void addOpNode(std::int64_t op, const std::string& cluster);
+  // A collapsed module: one node for `ops`, its ops in execution order.
+  void addModuleNode(const Module& module, const std::vector<std::int64_t>& ops,
+                     const std::string& cluster);
+  void addEdgesAndOutputs(const std::set<std::string>& inputNames);
 
   std::shared_ptr<const Model> model_;
   std::set<std::string> expanded_;

@@ -45,6 +45,60 @@ void drawPlusMinus(QPainter* p, const QRectF& r, bool plus, const QColor& colour
   if (plus) p->drawLine(QPointF(c.x(), r.top() + 3), QPointF(c.x(), r.bottom() - 3));
 }
 
+// The split of a collapsed module's tensors between the states, as a bar along its foot.
+void drawStateBar(QPainter* p, const QRectF& rect, const NodeItem::StateCounts& counts,
+                  const Palette& pal) {
+  std::int64_t total = 0;
+  for (auto c : counts) total += c;
+  if (total > 0) {
+    const QRectF bar(rect.left() + 4, rect.bottom() - 9, rect.width() - 8, 5);
+    double x = bar.left();
+    static constexpr ActivationState order[] = {
+        ActivationState::kept,       ActivationState::checkpoint_input,
+        ActivationState::recomputed, ActivationState::dropped,
+        ActivationState::freed,      ActivationState::pending};
+    p->setPen(Qt::NoPen);
+    for (ActivationState s : order) {
+      const double w =
+          bar.width() * counts[static_cast<std::size_t>(s)] / static_cast<double>(total);
+      if (w <= 0) continue;
+      p->setBrush(s == ActivationState::pending ? pal.grid : pal.state(s));
+      p->drawRect(QRectF(x, bar.top(), w, bar.height()));
+      x += w;
+    }
+    p->setPen(QPen(pal.grid, 0.8));
+    p->setBrush(Qt::NoBrush);
+    p->drawRect(bar);
+  }
+}
+
+// The title, elided at its end, over the subtitle, elided in its middle (or the title alone,
+// centred).
+void drawTitles(QPainter* p, const QRectF& textRect, const QString& title, const QString& subtitle,
+                const QColor& text) {
+  const QFont titleFont = uiFont(8, true);
+  const QFont subFont = uiFont(7);
+  p->setPen(text);
+  if (subtitle.isEmpty()) {
+    p->setFont(titleFont);
+    p->drawText(textRect, Qt::AlignCenter,
+                QFontMetricsF(titleFont).elidedText(title, Qt::ElideRight, textRect.width()));
+  } else {
+    const double half = textRect.height() / 2;
+    p->setFont(titleFont);
+    p->drawText(QRectF(textRect.left(), textRect.top() + 1, textRect.width(), half),
+                Qt::AlignHCenter | Qt::AlignBottom,
+                QFontMetricsF(titleFont).elidedText(title, Qt::ElideRight, textRect.width()));
+    p->setFont(subFont);
+    QColor sub = text;
+    sub.setAlphaF(0.8);
+    p->setPen(sub);
+    p->drawText(QRectF(textRect.left(), textRect.top() + half, textRect.width(), half),
+                Qt::AlignHCenter | Qt::AlignTop,
+                QFontMetricsF(subFont).elidedText(subtitle, Qt::ElideMiddle, textRect.width()));
+  }
+}
+
 }  // namespace
 
 // ---- ClusterItem -------------------------------------------------------------------------
@@ -243,30 +297,7 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->drawRoundedRect(rect_, radius, radius);
 
   // A collapsed module shows how its tensors split between the states, as a bar.
-  if (aggregate && hasStates_) {
-    std::int64_t total = 0;
-    for (auto c : counts_) total += c;
-    if (total > 0) {
-      const QRectF bar(rect_.left() + 4, rect_.bottom() - 9, rect_.width() - 8, 5);
-      double x = bar.left();
-      static constexpr ActivationState order[] = {
-          ActivationState::kept,       ActivationState::checkpoint_input,
-          ActivationState::recomputed, ActivationState::dropped,
-          ActivationState::freed,      ActivationState::pending};
-      p->setPen(Qt::NoPen);
-      for (ActivationState s : order) {
-        const double w =
-            bar.width() * counts_[static_cast<std::size_t>(s)] / static_cast<double>(total);
-        if (w <= 0) continue;
-        p->setBrush(s == ActivationState::pending ? pal.grid : pal.state(s));
-        p->drawRect(QRectF(x, bar.top(), w, bar.height()));
-        x += w;
-      }
-      p->setPen(QPen(pal.grid, 0.8));
-      p->setBrush(Qt::NoBrush);
-      p->drawRect(bar);
-    }
-  }
+  if (aggregate && hasStates_) drawStateBar(p, rect_, counts_, pal);
 
   if (current_) {
     p->setPen(QPen(pal.highlight, 3));
@@ -284,27 +315,7 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   const double textBottom = aggregate ? rect_.bottom() - 10 : rect_.bottom();
   const QRectF textRect(rect_.left() + 4, top, rect_.width() - (aggregate ? 20 : 8),
                         textBottom - top);
-  const QFont titleFont = uiFont(8, true);
-  const QFont subFont = uiFont(7);
-  p->setPen(text);
-  if (subtitle_.isEmpty()) {
-    p->setFont(titleFont);
-    p->drawText(textRect, Qt::AlignCenter,
-                QFontMetricsF(titleFont).elidedText(title_, Qt::ElideRight, textRect.width()));
-  } else {
-    const double half = textRect.height() / 2;
-    p->setFont(titleFont);
-    p->drawText(QRectF(textRect.left(), textRect.top() + 1, textRect.width(), half),
-                Qt::AlignHCenter | Qt::AlignBottom,
-                QFontMetricsF(titleFont).elidedText(title_, Qt::ElideRight, textRect.width()));
-    p->setFont(subFont);
-    QColor sub = text;
-    sub.setAlphaF(0.8);
-    p->setPen(sub);
-    p->drawText(QRectF(textRect.left(), textRect.top() + half, textRect.width(), half),
-                Qt::AlignHCenter | Qt::AlignTop,
-                QFontMetricsF(subFont).elidedText(subtitle_, Qt::ElideMiddle, textRect.width()));
-  }
+  drawTitles(p, textRect, title_, subtitle_, text);
   if (aggregate) drawPlusMinus(p, expandButtonRect(), true, pal.mutedText);
 }
 

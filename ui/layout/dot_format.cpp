@@ -94,6 +94,50 @@ EdgeRoute parseSpline(std::string_view pos, double flipY) {
   return route;
 }
 
+// Which clusters and nodes each cluster holds, and which sit at the top level (indices into
+// graph.clusters and graph.nodes); throws on a duplicate cluster or an unknown parent.
+struct ClusterTree {
+  std::vector<std::vector<std::size_t>> childClusters;
+  std::vector<std::vector<std::size_t>> clusterNodes;
+  std::vector<std::size_t> topClusters, topNodes;
+};
+
+ClusterTree clusterTree(const LayoutGraph& graph) {
+  std::unordered_map<std::string, std::size_t> clusterIndex;
+  for (std::size_t i = 0; i < graph.clusters.size(); ++i) {
+    if (!clusterIndex.emplace(graph.clusters[i].id, i).second)
+      throw std::invalid_argument("toDot: duplicate cluster id '" + graph.clusters[i].id + "'");
+  }
+  ClusterTree tree;
+  tree.childClusters.resize(graph.clusters.size());
+  tree.clusterNodes.resize(graph.clusters.size());
+  for (std::size_t i = 0; i < graph.clusters.size(); ++i) {
+    const auto& parent = graph.clusters[i].parent;
+    if (parent.empty()) {
+      tree.topClusters.push_back(i);
+      continue;
+    }
+    auto it = clusterIndex.find(parent);
+    if (it == clusterIndex.end())
+      throw std::invalid_argument("toDot: cluster '" + graph.clusters[i].id +
+                                  "' has unknown parent '" + parent + "'");
+    tree.childClusters[it->second].push_back(i);
+  }
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const auto& c = graph.nodes[i].cluster;
+    if (c.empty()) {
+      tree.topNodes.push_back(i);
+      continue;
+    }
+    auto it = clusterIndex.find(c);
+    if (it == clusterIndex.end())
+      throw std::invalid_argument("toDot: node '" + graph.nodes[i].id +
+                                  "' is in unknown cluster '" + c + "'");
+    tree.clusterNodes[it->second].push_back(i);
+  }
+  return tree;
+}
+
 }  // namespace
 
 std::string toDot(const LayoutGraph& graph) {
@@ -108,38 +152,7 @@ std::string toDot(const LayoutGraph& graph) {
   out += "];\n";
   out += "node [shape=box, fixedsize=true, label=\"\"];\nedge [arrowsize=0.6];\n";
 
-  std::unordered_map<std::string, std::size_t> clusterIndex;
-  for (std::size_t i = 0; i < graph.clusters.size(); ++i) {
-    if (!clusterIndex.emplace(graph.clusters[i].id, i).second)
-      throw std::invalid_argument("toDot: duplicate cluster id '" + graph.clusters[i].id + "'");
-  }
-  std::vector<std::vector<std::size_t>> childClusters(graph.clusters.size());
-  std::vector<std::vector<std::size_t>> clusterNodes(graph.clusters.size());
-  std::vector<std::size_t> topClusters, topNodes;
-  for (std::size_t i = 0; i < graph.clusters.size(); ++i) {
-    const auto& parent = graph.clusters[i].parent;
-    if (parent.empty()) {
-      topClusters.push_back(i);
-      continue;
-    }
-    auto it = clusterIndex.find(parent);
-    if (it == clusterIndex.end())
-      throw std::invalid_argument("toDot: cluster '" + graph.clusters[i].id +
-                                  "' has unknown parent '" + parent + "'");
-    childClusters[it->second].push_back(i);
-  }
-  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
-    const auto& c = graph.nodes[i].cluster;
-    if (c.empty()) {
-      topNodes.push_back(i);
-      continue;
-    }
-    auto it = clusterIndex.find(c);
-    if (it == clusterIndex.end())
-      throw std::invalid_argument("toDot: node '" + graph.nodes[i].id +
-                                  "' is in unknown cluster '" + c + "'");
-    clusterNodes[it->second].push_back(i);
-  }
+  const ClusterTree tree = clusterTree(graph);
 
   auto writeNode = [&](std::size_t i, int depth) {
     const auto& n = graph.nodes[i];
@@ -153,7 +166,8 @@ std::string toDot(const LayoutGraph& graph) {
     bool open;
   };
   std::vector<Frame> stack;
-  for (auto it = topClusters.rbegin(); it != topClusters.rend(); ++it) stack.push_back({*it, true});
+  for (auto it = tree.topClusters.rbegin(); it != tree.topClusters.rend(); ++it)
+    stack.push_back({*it, true});
   int depth = 1;
   while (!stack.empty()) {
     Frame f = stack.back();
@@ -170,12 +184,12 @@ std::string toDot(const LayoutGraph& graph) {
     ++depth;
     out.append(static_cast<std::size_t>(depth) * 2, ' ');
     out += "label=" + dotQuoted(c.label) + "; margin=8;\n";
-    for (std::size_t n : clusterNodes[f.cluster]) writeNode(n, depth);
+    for (std::size_t n : tree.clusterNodes[f.cluster]) writeNode(n, depth);
     stack.push_back({f.cluster, false});
-    const auto& kids = childClusters[f.cluster];
+    const auto& kids = tree.childClusters[f.cluster];
     for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back({*it, true});
   }
-  for (std::size_t n : topNodes) writeNode(n, 1);
+  for (std::size_t n : tree.topNodes) writeNode(n, 1);
   for (std::size_t i = 0; i < graph.edges.size(); ++i) {
     const auto& e = graph.edges[i];
     out += "  " + dotQuoted(e.tail) + " -> " + dotQuoted(e.head) + " [id=\"" + std::to_string(i) +

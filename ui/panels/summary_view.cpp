@@ -37,10 +37,19 @@ void SummaryView::refresh() {
     setHtml(running_ ? tr("<p><i>Running…</i></p>") : tr("<p><i>No run yet.</i></p>"));
     return;
   }
-  const RunSummary& s = snapshot_->summary;
-  const Trace& trace = snapshot_->trace();
   const Palette pal = Palette::forApplication();
   QString html = QStringLiteral("<table>");
+  html += statusRows(pal);
+  html += peakRows(pal);
+  html += costRows();
+  html += QStringLiteral("</table>");
+  setHtml(html);
+}
+
+// What ran and how it ended: the configuration, real or dry run, ok or the failure and its fix.
+QString SummaryView::statusRows(const Palette& pal) const {
+  const RunSummary& s = snapshot_->summary;
+  QString html;
   html += row(tr("configuration"), QString::fromStdString(s.label).toHtmlEscaped());
   if (!snapshot_->dryRun()) {
     html += row(tr("run"), tr("real run: bytes the allocator held, times measured"));
@@ -71,6 +80,13 @@ void SummaryView::refresh() {
                     .arg(pal.error.name(), tr("of the <b>failed run</b>, up to the failure: "
                                               "not a measurement of this configuration, and no "
                                               "saving")));
+  return html;
+}
+
+// The peak, its change from the previous configuration's, where it is and what it holds.
+QString SummaryView::peakRows(const Palette& pal) const {
+  const RunSummary& s = snapshot_->summary;
+  QString html;
   QString peak = QStringLiteral("<b>%1</b>").arg(fmt(s.peak.bytes));
   if (ghost_ && ghost_->peak_bytes > 0 && s.ok) {
     const std::int64_t d = s.peak.bytes - ghost_->peak_bytes;
@@ -96,6 +112,14 @@ void SummaryView::refresh() {
                     .arg(pal.categories[c].name(), categoryLabel(static_cast<MemoryCategory>(c))),
                 fmt(s.peak.by_category[c]));
   }
+  return html;
+}
+
+// What the checkpoints cost: op executions, recomputes, RNG state, time, and the trace itself.
+QString SummaryView::costRows() const {
+  const RunSummary& s = snapshot_->summary;
+  const Trace& trace = snapshot_->trace();
+  QString html;
   html += row(tr("end of forward"), tr("%1 live").arg(fmt(s.end_of_forward_total)));
   html += row(tr("op executions"), tr("forward %1 · recompute %2 · backward %3 (total %4)")
                                        .arg(s.executions.forward)
@@ -123,8 +147,7 @@ void SummaryView::refresh() {
   html +=
       row(tr("trace"),
           tr("%1 steps, %2 in memory").arg(trace.step_count()).arg(fmt(trace.memory_footprint())));
-  html += QStringLiteral("</table>");
-  setHtml(html);
+  return html;
 }
 
 }  // namespace ckpt::ui

@@ -10,6 +10,8 @@
 
 namespace ckpt::ui {
 
+struct Palette;
+
 class SummaryView : public QTextBrowser {
   Q_OBJECT
 
@@ -20,6 +22,10 @@ class SummaryView : public QTextBrowser {
 
  private:
   void refresh();
+  // The table's rows, in three groups.
+  QString statusRows(const Palette& pal) const;
+  QString peakRows(const Palette& pal) const;
+  QString costRows() const;
   RunSnapshotPtr snapshot_;
   MemorySeriesPtr ghost_;
   QString ghostLabel_;

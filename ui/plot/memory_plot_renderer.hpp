@@ -66,12 +66,18 @@ class MemoryPlotRenderer {
   std::int64_t yMax(const MemoryPlotModel& model) const;
 
  private:
-  void drawLegend(QPainter& p, const QRectF& rect, const MemoryPlotModel& m) const;
+  // memory_plot_axes.cpp
   void drawAxes(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawBands(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawBandLabels(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  // memory_plot_stack.cpp
   void drawStack(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawGhost(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawLegend(QPainter& p, const QRectF& rect, const MemoryPlotModel& m) const;
+  // memory_plot_annotations.cpp
+  void drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawGhostPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawRunKind(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   // memory_plot_pins.cpp
   void drawPins(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   // Over the current run's peak label, which would hide a pinned peak near it.
@@ -86,8 +92,6 @@ class MemoryPlotRenderer {
   };
   std::vector<PinLegendEntry> pinLegend(const QRectF& rect, const MemoryPlotModel& m) const;
   double pinLegendHeight(const QRectF& rect, const MemoryPlotModel& m) const;
-  void drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
-  void drawRunKind(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
 
   Palette palette_;
   QFont font_;
@@ -95,7 +99,7 @@ class MemoryPlotRenderer {
 
 // Writes the plot to `path`: .png (QImage, at `size` pixels) or .svg (QSvgGenerator). Needs a
 // QGuiApplication (the CLI can run one on the offscreen platform). On failure returns false
-// and sets *error to a message naming the file.
+// and sets *error to a message naming the file. In memory_plot_export.cpp.
 bool exportMemoryPlot(const QString& path, const MemoryPlotModel& model, QSize size = {1200, 480},
                       const Palette& palette = Palette::light(), QString* error = nullptr);
 // Convenience for the CLI: the plot of `trace`, with `ghost` (may be null) as the previous run.

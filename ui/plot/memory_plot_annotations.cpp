@@ -1,0 +1,150 @@
+// MemoryPlotRenderer: what is written over the curve. The peak, marked and labelled with its
+// change from the previous configuration's, and the previous peak as a dotted line; and, for a
+// dry run, a badge that says so.
+
+#include <QFontMetricsF>
+#include <QObject>
+#include <QPainter>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "ui/plot/memory_plot_renderer.hpp"
+#include "ui/plot/plot_scale.hpp"
+
+namespace ckpt::ui {
+
+using plot_scale::bytesText;
+
+namespace {
+
+// "peak 12.4 MiB  (−3.1 MiB, −20.0%)": the current peak and its change from the previous
+// configuration's, or where a failed run stopped.
+QString peakLabel(const MemoryPlotModel& m) {
+  const MemorySeries& s = *m.series;
+  QString label = QObject::tr("peak %1").arg(bytesText(s.peak_bytes));
+  if (s.failed) {
+    label = QObject::tr("run failed at step %1 (peak so far %2)")
+                .arg(s.steps() - 1)
+                .arg(bytesText(s.peak_bytes));
+  } else if (m.ghost && m.ghost->peak_bytes > 0) {
+    const std::int64_t delta = s.peak_bytes - m.ghost->peak_bytes;
+    const double pct =
+        100.0 * static_cast<double>(delta) / static_cast<double>(m.ghost->peak_bytes);
+    if (delta != 0)
+      label += QObject::tr("  (%1%2, %3%4%)")
+                   .arg(delta > 0 ? QStringLiteral("+") : QStringLiteral("−"))
+                   .arg(bytesText(std::llabs(delta)))
+                   .arg(delta > 0 ? QStringLiteral("+") : QStringLiteral("−"))
+                   .arg(std::fabs(pct), 0, 'f', 1);
+    else
+      label += QObject::tr("  (unchanged)");
+  }
+  // A reentrant checkpoint whose inputs need no grad "saves" memory by skipping gradients.
+  if (s.warned && !s.failed) label += QObject::tr("  ⚠ the run warned");
+  return label;
+}
+
+// "step 812 · conv2d · features.conv0": where the peak is.
+QString peakDetail(const MemoryPlotModel& m) {
+  const MemorySeries& s = *m.series;
+  QString detail = QObject::tr("step %1").arg(s.peak_step);
+  if (m.stepLabel) {
+    const QString what = m.stepLabel(s.peak_step);
+    if (!what.isEmpty()) detail += QStringLiteral(" · ") + what;
+  }
+  return detail;
+}
+
+}  // namespace
+
+void MemoryPlotRenderer::drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const {
+  if (!m.series || m.series->peak_step < 0) return;
+  QFontMetricsF fm(font_);
+  const MemorySeries& s = *m.series;
+  const std::int64_t n = stepCount(m);
+  const double top = static_cast<double>(yMax(m));
+  const double x = area.left() +
+                   (static_cast<double>(s.peak_step) + 0.5) * area.width() / static_cast<double>(n);
+  const double y = area.bottom() - area.height() * static_cast<double>(s.peak_bytes) / top;
+
+  drawGhostPeak(p, area, m);
+
+  QColor mark = palette_.text;
+  p.setPen(QPen(mark, 1, Qt::DotLine));
+  p.drawLine(QPointF(area.left(), y), QPointF(area.right(), y));
+  p.setPen(QPen(palette_.background, 1.5));
+  p.setBrush(palette_.highlight);
+  p.drawEllipse(QPointF(x, y), 4.5, 4.5);
+
+  const QString label = peakLabel(m);
+  const QString detail = peakDetail(m);
+  QFont bold = font_;
+  bold.setBold(true);
+  const QFontMetricsF bfm(bold);
+  const double w = std::max(bfm.horizontalAdvance(label), fm.horizontalAdvance(detail)) + 12;
+  const double h = 34;
+  double bx = x + 10;
+  if (bx + w > area.right()) bx = x - 10 - w;
+  bx = std::max(bx, area.left() + 2);
+  // Below the band labels along the top edge.
+  double by = std::max(area.top() + 22, y - h - 6);
+  QRectF box(bx, by, w, h);
+  QColor bg = palette_.background;
+  bg.setAlphaF(0.9);
+  p.setPen(QPen(palette_.highlight, 1));
+  p.setBrush(bg);
+  p.drawRoundedRect(box, 4, 4);
+  p.setFont(bold);
+  p.setPen(palette_.text);
+  p.drawText(box.adjusted(6, 2, -6, -h / 2), Qt::AlignLeft | Qt::AlignVCenter, label);
+  p.setFont(font_);
+  p.setPen(palette_.mutedText);
+  p.drawText(box.adjusted(6, h / 2 - 2, -6, -2), Qt::AlignLeft | Qt::AlignVCenter,
+             fm.elidedText(detail, Qt::ElideRight, w - 12));
+}
+
+// The previous configuration's peak, when it differs: a dotted line with its figure.
+void MemoryPlotRenderer::drawGhostPeak(QPainter& p, const QRectF& area,
+                                       const MemoryPlotModel& m) const {
+  if (!m.ghost || m.ghost->peak_bytes <= 0 || m.ghost->peak_bytes == m.series->peak_bytes) return;
+  QFontMetricsF fm(font_);
+  const double top = static_cast<double>(yMax(m));
+  const double gy = area.bottom() - area.height() * static_cast<double>(m.ghost->peak_bytes) / top;
+  QColor ghost = palette_.ghost;
+  ghost.setAlphaF(0.6);
+  p.setPen(QPen(ghost, 1, Qt::DotLine));
+  p.drawLine(QPointF(area.left(), gy), QPointF(area.right(), gy));
+  const QString t = QObject::tr("previous peak %1").arg(bytesText(m.ghost->peak_bytes));
+  p.setPen(palette_.mutedText);
+  p.drawText(
+      QRectF(area.right() - fm.horizontalAdvance(t) - 6, gy - 16, fm.horizontalAdvance(t) + 4, 14),
+      Qt::AlignRight | Qt::AlignVCenter, t);
+}
+
+// Which run the curve is: a dry run's bytes are exact and its times estimated; a real run's
+// are measured. Said on the plot itself, so that no picture of a dry run passes for a real one.
+void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
+                                     const MemoryPlotModel& m) const {
+  if (!m.series || !m.series->dry_run) return;
+  QString t = QObject::tr("DRY RUN · exact bytes · estimated times");
+  if (!m.series->not_computed.empty()) t += QObject::tr(" · real run not started: over the limit");
+  QFont bold = font_;
+  bold.setBold(true);
+  p.setFont(bold);
+  const QFontMetricsF fm(bold);
+  const QRectF box(area.left() + 6, area.top() + 4, fm.horizontalAdvance(t) + 12, fm.height() + 4);
+  p.setPen(Qt::NoPen);
+  QColor fill = palette_.background;
+  fill.setAlpha(220);
+  p.setBrush(fill);
+  p.drawRoundedRect(box, 3, 3);
+  p.setPen(QPen(palette_.mutedText, 1.0, Qt::DashLine));
+  p.setBrush(Qt::NoBrush);
+  p.drawRoundedRect(box, 3, 3);
+  p.setPen(palette_.text);
+  p.drawText(box, Qt::AlignCenter, t);
+  p.setFont(font_);
+}
+
+}  // namespace ckpt::ui

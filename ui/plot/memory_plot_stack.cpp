@@ -1,0 +1,144 @@
+// MemoryPlotRenderer: the current run's bytes stacked by category (with the recompute spans
+// shaded over them), the previous configuration's total as a dashed ghost, and the legend that
+// names the categories and the ghost.
+
+#include <QFontMetricsF>
+#include <QObject>
+#include <QPainter>
+#include <algorithm>
+#include <cmath>
+
+#include "ui/plot/memory_plot_renderer.hpp"
+#include "ui/plot/plot_scale.hpp"
+
+namespace ckpt::ui {
+
+using plot_scale::kStackOrder;
+using plot_scale::kTitleHeight;
+
+void MemoryPlotRenderer::drawStack(QPainter& p, const QRectF& area,
+                                   const MemoryPlotModel& m) const {
+  if (!m.series || m.series->empty()) return;
+  const MemorySeries& s = *m.series;
+  const std::int64_t n = stepCount(m);
+  const double top = static_cast<double>(yMax(m));
+  // Columns for the series' own steps, on the common x scale.
+  const int pixels = std::max(1, static_cast<int>(std::ceil(area.width() * s.steps() / n)));
+  const auto cols = decimate(s, 0, s.steps(), pixels);
+  auto xAt = [&](std::int64_t k) {
+    return area.left() + static_cast<double>(k) * area.width() / static_cast<double>(n);
+  };
+  auto yAt = [&](double bytes) { return area.bottom() - area.height() * bytes / top; };
+
+  std::vector<double> cum(cols.size(), 0.0);
+  std::vector<std::vector<double>> levels;  // cumulative top per stack level
+  levels.reserve(kStackOrder.size());
+  for (MemoryCategory c : kStackOrder) {
+    for (std::size_t i = 0; i < cols.size(); ++i)
+      cum[i] += static_cast<double>(cols[i].atMax[static_cast<std::size_t>(c)]);
+    levels.push_back(cum);
+  }
+  p.setPen(Qt::NoPen);
+  for (std::size_t l = kStackOrder.size(); l-- > 0;) {
+    if (s.max_by_category[static_cast<std::size_t>(kStackOrder[l])] <= 0) continue;
+    QPolygonF poly;
+    poly.reserve(static_cast<qsizetype>(cols.size() * 2 + 2));
+    poly << QPointF(xAt(cols.front().firstStep), area.bottom());
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+      const double y = yAt(levels[l][i]);
+      poly << QPointF(xAt(cols[i].firstStep), y) << QPointF(xAt(cols[i].lastStep + 1), y);
+    }
+    poly << QPointF(xAt(cols.back().lastStep + 1), area.bottom());
+    p.setBrush(palette_.category(kStackOrder[l]));
+    p.drawPolygon(poly);
+  }
+  // Outline of the total, so the curve reads as one line over the bands.
+  QPolygonF outline;
+  for (const auto& c : cols) {
+    const double y = yAt(static_cast<double>(c.maxTotal));
+    outline << QPointF(xAt(c.firstStep), y) << QPointF(xAt(c.lastStep + 1), y);
+  }
+  QColor line = palette_.text;
+  line.setAlphaF(0.55);
+  p.setPen(QPen(line, 1.1));
+  p.setBrush(Qt::NoBrush);
+  p.drawPolyline(outline);
+
+  // Recompute spans: shaded over the bands and flagged along the top edge.
+  for (const auto& span : s.recomputes) {
+    const QRectF r(QPointF(xAt(span.begin), area.top()), QPointF(xAt(span.end), area.bottom()));
+    QColor shade = palette_.recomputeShade;
+    shade.setAlphaF(0.16);
+    p.fillRect(r, shade);
+    QColor hatch = palette_.recomputeShade;
+    hatch.setAlphaF(0.35);
+    p.fillRect(r, QBrush(hatch, Qt::BDiagPattern));
+    p.fillRect(QRectF(r.left(), area.top(), std::max(1.0, r.width()), 4), palette_.recomputeShade);
+  }
+}
+
+void MemoryPlotRenderer::drawGhost(QPainter& p, const QRectF& area,
+                                   const MemoryPlotModel& m) const {
+  if (!m.ghost || m.ghost->empty()) return;
+  const MemorySeries& g = *m.ghost;
+  const std::int64_t n = stepCount(m);
+  const double top = static_cast<double>(yMax(m));
+  const int pixels = std::max(1, static_cast<int>(std::ceil(area.width() * g.steps() / n)));
+  const auto cols = decimate(g, 0, g.steps(), pixels);
+  auto xAt = [&](std::int64_t k) {
+    return area.left() + static_cast<double>(k) * area.width() / static_cast<double>(n);
+  };
+  QPolygonF line;
+  for (const auto& c : cols) {
+    const double y = area.bottom() - area.height() * static_cast<double>(c.maxTotal) / top;
+    line << QPointF(xAt(c.firstStep), y) << QPointF(xAt(c.lastStep + 1), y);
+  }
+  QColor ghost = palette_.ghost;
+  ghost.setAlphaF(0.8);
+  p.setPen(QPen(ghost, 1.6, Qt::DashLine));
+  p.setBrush(Qt::NoBrush);
+  p.drawPolyline(line);
+}
+
+void MemoryPlotRenderer::drawLegend(QPainter& p, const QRectF& rect,
+                                    const MemoryPlotModel& m) const {
+  QFontMetricsF fm(font_);
+  double x = rect.left() + 8;
+  const double y = rect.top() + (m.title.isEmpty() ? 0 : kTitleHeight) + 4;
+  auto item = [&](const QString& text, const std::function<void(const QRectF&)>& swatch) {
+    const double w = fm.horizontalAdvance(text);
+    if (x + 18 + w > rect.right() - 4) return;
+    swatch(QRectF(x, y + 4, 12, 12));
+    p.setPen(palette_.text);
+    p.drawText(QRectF(x + 16, y, w + 2, 20), Qt::AlignLeft | Qt::AlignVCenter, text);
+    x += 16 + w + 14;
+  };
+  if (m.series) {
+    for (auto it = kStackOrder.rbegin(); it != kStackOrder.rend(); ++it) {
+      const MemoryCategory c = *it;
+      if (m.series->max_by_category[static_cast<std::size_t>(c)] <= 0) continue;
+      item(categoryLabel(c), [&](const QRectF& r) {
+        p.setPen(Qt::NoPen);
+        p.setBrush(palette_.category(c));
+        p.drawRoundedRect(r, 2, 2);
+      });
+    }
+    if (!m.series->recomputes.empty())
+      item(QObject::tr("recompute"), [&](const QRectF& r) {
+        QColor c = palette_.recomputeShade;
+        c.setAlphaF(0.25);
+        p.setPen(QPen(palette_.recomputeShade, 1));
+        p.setBrush(QBrush(c));
+        p.drawRect(r);
+      });
+  }
+  if (m.ghost)
+    item(m.ghostLabel.isEmpty() ? QObject::tr("previous configuration")
+                                : QObject::tr("previous: %1").arg(m.ghostLabel),
+         [&](const QRectF& r) {
+           p.setPen(QPen(palette_.ghost, 1.6, Qt::DashLine));
+           p.drawLine(QPointF(r.left(), r.center().y()), QPointF(r.right(), r.center().y()));
+         });
+}
+
+}  // namespace ckpt::ui
