@@ -1,8 +1,8 @@
 #include "engine/autograd/execution_context.hpp"
 
 #include <algorithm>
-#include <utility>
 #include <chrono>
+#include <utility>
 
 namespace ckpt {
 
@@ -120,6 +120,14 @@ void ExecutionContext::on_allocation(const AllocationEvent& a) {
   publish(e);
 }
 
+void ExecutionContext::tag(AllocationId allocation, LabelId name) {
+  if (listeners_.empty()) return;
+  RunEvent e = make(RunEvent::Kind::tag);
+  e.text = name;
+  e.allocation = allocation;
+  publish(e);
+}
+
 LabelId ExecutionContext::intern(std::string_view s) {
   auto it = label_ids_.find(s);
   if (it != label_ids_.end()) return it->second;
@@ -226,6 +234,10 @@ PhaseScope::~PhaseScope() {
 
 NodeScope::NodeScope(std::string_view node) : context_(ExecutionContext::current()) {
   context_->push_node(context_->intern(node));
+}
+
+NodeScope::NodeScope(LabelId node) : context_(ExecutionContext::current()) {
+  context_->push_node(node);
 }
 
 NodeScope::~NodeScope() {

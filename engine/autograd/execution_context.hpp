@@ -109,6 +109,9 @@ class ExecutionContext final : public AllocationListener {
   void remove_listener(RunListener* listener);
 
   void on_allocation(const AllocationEvent& event) override;
+  // Names an allocation by an interned label: the ledger's tag() without interning the name
+  // again (for this context's listeners only; the Runner tags every op output).
+  void tag(AllocationId allocation, LabelId name);
 
  private:
   RunEvent make(RunEvent::Kind kind) const;
@@ -176,6 +179,9 @@ class PhaseScope {
 class NodeScope {
  public:
   explicit NodeScope(std::string_view node);
+  // A node label the caller interned in the current context already (the Runner keeps one per
+  // op, so a 100,000-op model does not hash its node names again on every step).
+  explicit NodeScope(LabelId node);
   ~NodeScope();
   NodeScope(const NodeScope&) = delete;
   NodeScope& operator=(const NodeScope&) = delete;

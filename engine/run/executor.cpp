@@ -139,12 +139,30 @@ const Module* Executor::pick(std::int64_t k, const Module* owner, std::int64_t e
   return nullptr;
 }
 
+LabelId Executor::node_label(ExecutionContext& context, std::int64_t k, const std::string& name) {
+  if (labels_of_ != &context) {
+    labels_of_ = &context;
+    node_labels_.assign(plan_.ops().size(), 0);
+    value_labels_.assign(static_cast<std::size_t>(plan_.value_count()), 0);
+  }
+  LabelId& l = node_labels_[static_cast<std::size_t>(k)];
+  if (l == 0) l = context.intern(name);
+  return l;
+}
+
+LabelId Executor::value_label(ExecutionContext& context, int id, const std::string& name) {
+  LabelId& l = value_labels_[static_cast<std::size_t>(id)];
+  if (l == 0) l = context.intern(name);
+  return l;
+}
+
 void Executor::run_op(Frame& f, std::int64_t k) {
   const CompiledOp& op = plan_.ops()[static_cast<std::size_t>(k)];
   TensorList xs;
   xs.reserve(op.inputs.size());
   for (int id : op.inputs) xs.push_back(id < 0 ? Tensor() : f.get(id));
-  NodeScope node(op.node->name);
+  const std::shared_ptr<ExecutionContext> context = ExecutionContext::current();
+  NodeScope node(node_label(*context, k, op.node->name));
   TensorList ys = run_op_node(*op.kind, *op.node, xs);
   if (config_.detect_anomaly) check_anomaly(ys, op.node->op_type, op.node->name);
   if (costs_ && op.kind->cost && ExecutionContext::current()->phase() == Phase::forward)
@@ -159,7 +177,14 @@ void Executor::run_op(Frame& f, std::int64_t k) {
     bool fresh = y.defined();
     for (const auto& x : xs)
       if (fresh && x.defined() && x.shares_storage(y)) fresh = false;
-    if (fresh) y.storage()->ledger().tag(y.storage()->id(), op.node->outputs[i]);
+    if (fresh) {
+      // The run's context listens to the tensor's ledger: tag it there by label. A tensor from
+      // another ledger (none in a Runner's run) is tagged through its own.
+      if (&y.storage()->ledger() == &context->ledger())
+        context->tag(y.storage()->id(), value_label(*context, op.outputs[i], op.node->outputs[i]));
+      else
+        y.storage()->ledger().tag(y.storage()->id(), op.node->outputs[i]);
+    }
     f.set(op.outputs[i], y);
   }
 }
