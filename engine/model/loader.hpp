@@ -4,6 +4,7 @@
 // Model (ops, parameters, module tree, scenario). Every error is a std::invalid_argument (or
 // std::runtime_error for I/O) whose message starts with the file name.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,10 @@ std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::
 std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std::string& source,
                                              const std::map<std::string, Tensor>& bind = {},
                                              std::int64_t batch = 0);
+// An ONNX model read from the file `path` (its bytes given); loading it at another batch reads
+// the file again through `read_again` instead of keeping the bytes.
+std::shared_ptr<Model> load_model_onnx_file(const std::string& bytes, const std::string& path,
+                                            std::function<std::string()> read_again);
 // ONNX op types the importer understands (sorted).
 std::vector<std::string> supported_onnx_ops();
 

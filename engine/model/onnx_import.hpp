@@ -27,6 +27,10 @@ class Importer {
            std::map<std::string, Tensor> bind = {}, std::int64_t batch = 0);
   // Whether the first input's batch dimension is symbolic (exported with a dynamic axis).
   bool dynamic_batch() const { return dynamic_batch_; }
+  // Parameters of `model` (the same file loaded at another batch) are taken as they are
+  // instead of read again: weights do not depend on the batch, and a rebatched model then
+  // holds no second copy of them (runs copy parameters anyway).
+  void share_weights_of(const Model& model) { weights_of_ = &model; }
   void run();
 
   // The op types translate() understands (the op table's ONNX rules), sorted.
@@ -75,6 +79,7 @@ class Importer {
   bool dynamic_batch_ = false;
   std::int64_t opset_ = 0;
   std::unordered_map<std::string, Value> values_;
+  const Model* weights_of_ = nullptr;
   std::unordered_map<std::string, Tensor> probes_;            // dry-run tensor of every graph value
   std::unordered_map<std::string, std::string> unavailable_;  // ONNX outputs we do not make
   // What a node leaves for a later one (a zero Pad for its AveragePool), by value name.

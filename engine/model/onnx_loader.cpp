@@ -5,6 +5,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <queue>
 #include <set>
@@ -22,33 +23,43 @@ namespace onnx_import {
 
 namespace {
 
-// Reads n elements stored as S (raw little-endian bytes or the typed repeated field) as T.
+// A tensor of `shape` holding the elements stored as S (raw little-endian bytes or the typed
+// repeated field), converted to T: written straight into the tensor's storage, since a model's
+// weights can be hundreds of megabytes and every extra copy of them is felt at load.
 template <typename S, typename T, typename Field>
-std::vector<T> read_values(const onnx::TensorProto& t, const Field& field, std::int64_t n,
-                           const std::string& where) {
+Tensor read_values(const onnx::TensorProto& t, const Field& field, const Shape& shape,
+                   const std::string& where) {
+  const std::int64_t n = shape_numel(shape);
   // The element count is checked against the bytes the file actually holds before anything is
   // allocated: a corrupt or absurd shape must be an error, not a multi-terabyte allocation.
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
     if (raw.size() % sizeof(S) != 0 || static_cast<std::int64_t>(raw.size() / sizeof(S)) != n)
-      throw std::invalid_argument(
-          where + ": its raw data holds " + std::to_string(raw.size()) + " bytes, its shape " +
-          shape_str(Shape(t.dims().begin(), t.dims().end())) + " needs " + std::to_string(n) +
-          " elements of " + std::to_string(sizeof(S)) + " bytes");
-    std::vector<T> out(static_cast<std::size_t>(n));
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      S v;
-      std::memcpy(&v, raw.data() + i * sizeof(S), sizeof(S));
-      out[i] = static_cast<T>(v);
+      throw std::invalid_argument(where + ": its raw data holds " + std::to_string(raw.size()) +
+                                  " bytes, its shape " + shape_str(shape) + " needs " +
+                                  std::to_string(n) + " elements of " + std::to_string(sizeof(S)) +
+                                  " bytes");
+  } else if (field.size() != n) {
+    throw std::invalid_argument(where + ": it holds " + std::to_string(field.size()) +
+                                " values, its shape needs " + std::to_string(n));
+  }
+  Tensor out = Tensor::empty(shape, dtype_of<T>());
+  if (n == 0) return out;
+  T* o = out.data<T>();
+  if (t.has_raw_data()) {
+    const char* raw = t.raw_data().data();
+    if constexpr (std::is_same_v<S, T>) {
+      std::memcpy(o, raw, static_cast<std::size_t>(n) * sizeof(T));
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) {
+        S v;
+        std::memcpy(&v, raw + i * static_cast<std::int64_t>(sizeof(S)), sizeof(S));
+        o[i] = static_cast<T>(v);
+      }
     }
     return out;
   }
-  if (field.size() != n)
-    throw std::invalid_argument(where + ": it holds " + std::to_string(field.size()) +
-                                " values, its shape needs " + std::to_string(n));
-  std::vector<T> out(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] = static_cast<T>(field.Get(static_cast<int>(i)));
+  for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(field.Get(static_cast<int>(i)));
   return out;
 }
 
@@ -121,22 +132,19 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where) {
     throw std::invalid_argument(where + ": tensor '" + t.name() +
                                 "' keeps its data in an external file, which is not supported");
   const Shape shape(t.dims().begin(), t.dims().end());
-  const std::int64_t n = shape_numel(shape);
+  shape_numel(shape);  // an absurd shape is an error before anything else
   const std::string w = where + ": tensor '" + t.name() + "'";
   switch (t.data_type()) {
     case onnx::TensorProto_DataType_FLOAT:
-      return Tensor::from_vector(read_values<float, float>(t, t.float_data(), n, w), shape);
+      return read_values<float, float>(t, t.float_data(), shape, w);
     case onnx::TensorProto_DataType_DOUBLE:
-      return Tensor::from_vector(read_values<double, double>(t, t.double_data(), n, w), shape);
+      return read_values<double, double>(t, t.double_data(), shape, w);
     case onnx::TensorProto_DataType_INT64:
-      return Tensor::from_vector(read_values<std::int64_t, std::int64_t>(t, t.int64_data(), n, w),
-                                 shape);
+      return read_values<std::int64_t, std::int64_t>(t, t.int64_data(), shape, w);
     case onnx::TensorProto_DataType_INT32:
-      return Tensor::from_vector(read_values<std::int32_t, std::int64_t>(t, t.int32_data(), n, w),
-                                 shape);
+      return read_values<std::int32_t, std::int64_t>(t, t.int32_data(), shape, w);
     case onnx::TensorProto_DataType_BOOL:
-      return Tensor::from_vector(read_values<std::uint8_t, std::int64_t>(t, t.int32_data(), n, w),
-                                 shape);
+      return read_values<std::uint8_t, std::int64_t>(t, t.int32_data(), shape, w);
     default:
       throw std::invalid_argument(w + " has element type " + type_name(t.data_type()) +
                                   ", which is not supported (FLOAT, DOUBLE, INT64, INT32, BOOL)");
@@ -169,9 +177,16 @@ void Importer::read_initializers() {
   for (const auto& n : g.node())
     for (const auto& i : n.input()) used.insert(i);
   for (const auto& o : g.output()) used.insert(o.name());
+  std::unordered_map<std::string, const Tensor*> shared;
+  if (weights_of_)
+    for (const auto& p : weights_of_->parameters) shared.emplace(p.name, &p.initial);
   for (const auto& init : g.initializer()) {
     if (values_.count(init.name())) fail("initializer '" + init.name() + "' is defined twice");
-    Tensor t = init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL
+    const auto same = shared.find(init.name());
+    const bool reuse = same != shared.end() &&
+                       same->second->shape() == Shape(init.dims().begin(), init.dims().end());
+    Tensor t = reuse ? *same->second
+               : init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL
                    ? tensor_from_proto(with_external_data(init, source_), source_ + ": initializer")
                    : tensor_from_proto(init, source_ + ": initializer");
     if (!used.count(init.name())) continue;
@@ -187,7 +202,11 @@ void Importer::read_initializers() {
     p.requires_grad = !p.is_buffer;
     m_.parameters.push_back(p);
     define(p.name, Value{false, p.name, t});
-    probes_[p.name] = contiguous_copy(t);  // BatchNorm updates its running statistics in place
+    // The shape probes run on the meta device (emit_op), so a parameter's probe is its shape
+    // alone: no copy of the weights, and BatchNorm's in-place update of its running
+    // statistics touches nothing at load.
+    DeviceScope meta(Device::meta);
+    probes_[p.name] = Tensor::empty(t.shape(), t.dtype());
   }
 }
 
@@ -438,9 +457,14 @@ void Importer::run() {
 
 }  // namespace onnx_import
 
-std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std::string& source,
-                                             const std::map<std::string, Tensor>& bind,
-                                             std::int64_t batch) {
+namespace {
+
+// The model's bytes again, for loading it at another batch.
+using Reread = std::function<std::shared_ptr<const std::string>()>;
+
+std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& source,
+                                 const std::map<std::string, Tensor>& bind, std::int64_t batch,
+                                 Reread reread, const Model* weights_of) {
   onnx::ModelProto proto;
   if (!proto.ParseFromString(bytes))
     throw std::invalid_argument(source +
@@ -462,6 +486,7 @@ std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std
     LedgerScope ledger(std::make_shared<MemoryLedger>());
     NoGradGuard no_grad;
     onnx_import::Importer importer(*m, proto, source, bind, batch);
+    if (weights_of) importer.share_weights_of(*weights_of);
     try {
       importer.run();
       finalize_model(*m);
@@ -474,22 +499,24 @@ std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std
     }
     if (importer.dynamic_batch()) {
       m->scenario.batch_fixed = false;  // any batch runs, through at_batch
-      auto shared_bytes = std::make_shared<const std::string>(bytes);
       // The last few batches asked for stay loaded: every click of the app at the Batch box's
-      // value runs the same rebatched model (a dry run, then the real one).
+      // value runs the same rebatched model (a dry run, then the real one). They share this
+      // model's weights; the model is held weakly, so that it is not kept alive by itself.
       struct Loaded {
         std::mutex mutex;
         std::deque<std::pair<std::int64_t, std::shared_ptr<const Model>>> recent;
       };
       auto loaded = std::make_shared<Loaded>();
-      m->at_batch = [shared_bytes, source, bind,
-                     loaded](std::int64_t b) -> std::shared_ptr<const Model> {
+      std::weak_ptr<const Model> self = m;
+      m->at_batch = [reread, source, bind, loaded,
+                     self](std::int64_t b) -> std::shared_ptr<const Model> {
         {
           std::lock_guard<std::mutex> lock(loaded->mutex);
           for (const auto& [batch, model] : loaded->recent)
             if (batch == b) return model;
         }
-        auto model = load_model_onnx_bytes(*shared_bytes, source, bind, b);
+        const auto original = self.lock();
+        auto model = load_onnx(*reread(), source, bind, b, reread, original.get());
         std::lock_guard<std::mutex> lock(loaded->mutex);
         loaded->recent.emplace_front(b, model);
         if (loaded->recent.size() > 3) loaded->recent.pop_back();
@@ -506,6 +533,32 @@ std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std
     }
   }
   return m;
+}
+
+}  // namespace
+
+std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std::string& source,
+                                             const std::map<std::string, Tensor>& bind,
+                                             std::int64_t batch) {
+  auto kept = std::make_shared<const std::string>(bytes);
+  return load_onnx(
+      *kept, source, bind, batch, [kept] { return kept; }, nullptr);
+}
+
+std::shared_ptr<Model> load_model_onnx_file(const std::string& bytes, const std::string& path,
+                                            std::function<std::string()> read_again) {
+  // The bytes are not kept (a model's weights can be hundreds of megabytes): another batch
+  // reads the file again, and a file that changed since is an error, not another model.
+  Reread reread = [read_again = std::move(read_again), path,
+                   size = bytes.size()]() -> std::shared_ptr<const std::string> {
+    auto again = std::make_shared<const std::string>(read_again());
+    if (again->size() != size)
+      throw std::invalid_argument(path +
+                                  ": the file changed since it was opened; open it again to "
+                                  "run it at another batch");
+    return again;
+  };
+  return load_onnx(bytes, path, {}, 0, reread, nullptr);
 }
 
 }  // namespace ckpt

@@ -475,6 +475,50 @@ class TestOnnxLoader : public QObject {
     QVERIFY2(refused.error.find("dynamic_axes") != std::string::npos, refused.error.c_str());
   }
 
+  // A dynamic-batch file opened from disk: another batch reads the file again (its bytes are
+  // not kept), shares the weights of the model first loaded, and a file that changed since is
+  // an error naming it.
+  void dynamicBatchFromAFileSharesWeightsAndRereads() {
+    auto m = tiny();
+    m.mutable_graph()
+        ->mutable_input(0)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape()
+        ->mutable_dim(0)
+        ->set_dim_param("batch");
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("dynamic.onnx").toStdString();
+    {
+      std::ofstream f(path, std::ios::binary);
+      f << m.SerializeAsString();
+    }
+    const auto model = load_model(path);
+    QVERIFY(model->at_batch);
+    const auto at5 = model->at_batch(5);
+    QCOMPARE(at5->scenario.batch, std::int64_t{5});
+    QCOMPARE(at5->parameters.size(), model->parameters.size());
+    for (std::size_t i = 0; i < model->parameters.size(); ++i)
+      QVERIFY(at5->parameters[i].initial.shares_storage(model->parameters[i].initial));
+    CheckpointConfig c;
+    c.batch = 5;
+    const RunResult r = Runner(model).run(c);
+    QVERIFY2(r.ok, r.error.c_str());
+    QCOMPARE(r.outputs.at(0).shape(), (Shape{5, 4}));
+    {
+      std::ofstream f(path, std::ios::binary | std::ios::trunc);
+      f << "changed";
+    }
+    try {
+      model->at_batch(6);
+      QFAIL("a changed file loaded at another batch");
+    } catch (const std::invalid_argument& e) {
+      const QString what = e.what();
+      QVERIFY2(what.startsWith(QString::fromStdString(path)) && what.contains("changed"),
+               qPrintable(what));
+    }
+  }
+
   void shapeThatDoesNotFit() {
     auto m = tiny();
     m.mutable_graph()->mutable_initializer(0)->set_dims(0, 4);
