@@ -64,10 +64,8 @@ int cmd_modules(const std::vector<std::string>& args) {
     std::cerr << "ckptlab-cli: run failed: " << r.error << "\n";
     return kExitRun;
   }
-  // Saved bytes per module: tensors whose saving op ran inside the module's ops.
-  std::map<std::string, std::int64_t> saved_by_node;
-  for (const auto& t : r.trace.tensors())
-    if (t.saved_at_step >= 0) saved_by_node[r.trace.step(t.saved_at_step).node] += t.bytes;
+  // Saved bytes per module: what its ops saved for backward in the forward.
+  const auto saved_by_node = forward_saved_bytes_by_node(r.trace);
   auto saved_in = [&](const Module& m) {
     std::int64_t total = 0;
     for (auto i = m.first_op; i < m.end_op; ++i) {

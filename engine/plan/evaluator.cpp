@@ -64,10 +64,8 @@ PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, CheckpointConfi
   steps_ = std::move(steps);
   // Bytes and saved tensors from a dry run: the same as the real run's, event for event.
   if (!r.dry_run) r = runner_.run(run_config(base_), cancel_);
-  for (const TensorLife& t : r.trace.tensors()) {
-    values_.emplace(t.name, t.bytes);
-    if (t.saved_at_step >= 0) saved_[r.trace.step(t.saved_at_step).node] += t.bytes;
-  }
+  for (const TensorLife& t : r.trace.tensors()) values_.emplace(t.name, t.bytes);
+  saved_ = forward_saved_bytes_by_node(r.trace);
   baseline_ = measure(r);
   for (const auto& [name, g] : r.gradients) gradients_.push_back(name);
   cache_[plan_key(base_)] = baseline_;

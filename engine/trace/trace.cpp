@@ -261,4 +261,17 @@ bool Trace::times_estimated() const {
   return d_->times_estimated;
 }
 
+std::unordered_map<std::string, std::int64_t> forward_saved_bytes_by_node(const Trace& trace) {
+  std::unordered_map<std::string, std::int64_t> saved;
+  for (std::int64_t k = 0; k < trace.step_count(); ++k) {
+    if (trace.step_phase(k) != Phase::forward) continue;
+    for (auto i = trace.first_event(k); i < trace.first_event(k + 1); ++i) {
+      const TraceEvent e = trace.event(i);
+      if (e.category == MemoryCategory::activation && e.kind != TraceEventKind::free)
+        saved[trace.step_node(k)] += e.bytes;
+    }
+  }
+  return saved;
+}
+
 }  // namespace ckpt

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/autograd/execution_context.hpp"
@@ -150,6 +151,11 @@ class Trace {
   friend class Recorder;
   std::unique_ptr<Data> d_;
 };
+
+// Bytes each model node saved for backward in the forward: every allocation one of its steps
+// made as, or turned into, an activation, including copies an op saves itself (a 4-D matmul's
+// contiguous operands), which carry no tensor name.
+std::unordered_map<std::string, std::int64_t> forward_saved_bytes_by_node(const Trace& trace);
 
 // Listens to a run's execution context and builds a Trace. Attach before the run; finish()
 // after.
