@@ -1,466 +1,53 @@
-// ONNX import: reading the protobuf, opsets, initializers, inputs, node order and module scopes.
-// The per-op translation is in onnx_ops.cpp.
-#include <algorithm>
-#include <cstring>
+// ONNX import: the public load functions (parsing the bytes, loading at another batch); the
+// Importer that walks the graph is in onnx_importer.cpp.
 #include <deque>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <mutex>
-#include <queue>
-#include <set>
 #include <stdexcept>
 
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/kernels/kernels.hpp"
 #include "engine/model/finalize.hpp"
 #include "engine/model/onnx_import.hpp"
-#include "engine/tensor/generator.hpp"
 
 namespace ckpt {
-
-namespace onnx_import {
-
-namespace {
-
-// A tensor of `shape` holding the elements stored as S (raw little-endian bytes or the typed
-// repeated field), converted to T: written straight into the tensor's storage, since a model's
-// weights can be hundreds of megabytes and every extra copy of them is felt at load.
-template <typename S, typename T, typename Field>
-Tensor read_values(const onnx::TensorProto& t, const Field& field, const Shape& shape,
-                   const std::string& where) {
-  const std::int64_t n = shape_numel(shape);
-  // The element count is checked against the bytes the file actually holds before anything is
-  // allocated: a corrupt or absurd shape must be an error, not a multi-terabyte allocation.
-  if (t.has_raw_data()) {
-    const std::string& raw = t.raw_data();
-    if (raw.size() % sizeof(S) != 0 || static_cast<std::int64_t>(raw.size() / sizeof(S)) != n)
-      throw std::invalid_argument(where + ": its raw data holds " + std::to_string(raw.size()) +
-                                  " bytes, its shape " + shape_str(shape) + " needs " +
-                                  std::to_string(n) + " elements of " + std::to_string(sizeof(S)) +
-                                  " bytes");
-  } else if (field.size() != n) {
-    throw std::invalid_argument(where + ": it holds " + std::to_string(field.size()) +
-                                " values, its shape needs " + std::to_string(n));
-  }
-  Tensor out = Tensor::empty(shape, dtype_of<T>());
-  if (n == 0) return out;
-  T* o = out.data<T>();
-  if (t.has_raw_data()) {
-    const char* raw = t.raw_data().data();
-    if constexpr (std::is_same_v<S, T>) {
-      std::memcpy(o, raw, static_cast<std::size_t>(n) * sizeof(T));
-    } else {
-      for (std::int64_t i = 0; i < n; ++i) {
-        S v;
-        std::memcpy(&v, raw + i * static_cast<std::int64_t>(sizeof(S)), sizeof(S));
-        o[i] = static_cast<T>(v);
-      }
-    }
-    return out;
-  }
-  for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(field.Get(static_cast<int>(i)));
-  return out;
-}
-
-std::string type_name(int t) {
-  return onnx::TensorProto_DataType_IsValid(t)
-             ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t))
-             : "unknown";
-}
-
-// Models over 2 GB keep their weights in files beside the model (`location`, `offset`, `length`
-// entries). The file must stay inside the model's folder: a location that leaves it, a missing
-// file or a range the file does not hold is an error naming the tensor.
-onnx::TensorProto with_external_data(const onnx::TensorProto& t, const std::string& model_path) {
-  namespace fs = std::filesystem;
-  const std::string what = model_path + ": tensor '" + t.name() + "'";
-  std::string location;
-  std::int64_t offset = 0, length = -1;
-  for (const auto& e : t.external_data()) {
-    try {
-      if (e.key() == "location") location = e.value();
-      if (e.key() == "offset") offset = std::stoll(e.value());
-      if (e.key() == "length") length = std::stoll(e.value());
-    } catch (const std::exception&) {
-      throw std::invalid_argument(what + ": external data " + e.key() + " '" + e.value() +
-                                  "' is not a number");
-    }
-  }
-  if (location.empty())
-    throw std::invalid_argument(what + ": keeps its data in an external file but names none");
-  const fs::path folder = fs::absolute(fs::path(model_path)).parent_path();
-  const fs::path file = (folder / location).lexically_normal();
-  const auto rel = file.lexically_relative(folder);
-  if (fs::path(location).is_absolute() || rel.empty() || *rel.begin() == "..")
-    throw std::invalid_argument(what + ": its external data file '" + location +
-                                "' is outside the model's folder");
-  std::error_code ec;
-  const auto size = static_cast<std::int64_t>(fs::file_size(file, ec));
-  if (ec)
-    throw std::invalid_argument(what + ": cannot read its external data file '" + file.string() +
-                                "' (" + ec.message() + ")");
-  if (length < 0) length = size - offset;
-  if (offset < 0 || length < 0 || offset > size || length > size - offset)
-    throw std::invalid_argument(what + ": bytes " + std::to_string(offset) + " to " +
-                                std::to_string(offset + length) + " are outside its external " +
-                                "data file '" + location + "' of " + std::to_string(size) +
-                                " bytes");
-  const std::int64_t needed = shape_numel(Shape(t.dims().begin(), t.dims().end()));
-  std::ifstream in(file, std::ios::binary);
-  onnx::TensorProto copy = t;
-  copy.clear_external_data();
-  copy.set_data_location(onnx::TensorProto_DataLocation_DEFAULT);
-  // The byte count is checked against the shape by tensor_from_proto; a length far beyond
-  // what any shape of the tensor could need is refused before reading it.
-  if (needed >= 0 && length / 8 > needed + 8)
-    throw std::invalid_argument(what + ": its external data range holds " + std::to_string(length) +
-                                " bytes, far more than its shape needs");
-  std::string raw(static_cast<std::size_t>(length), '\0');
-  in.seekg(offset);
-  if (!in.read(raw.data(), length))
-    throw std::invalid_argument(what + ": reading its external data file '" + location +
-                                "' failed");
-  copy.set_raw_data(std::move(raw));
-  return copy;
-}
-
-}  // namespace
-
-Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where) {
-  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
-    throw std::invalid_argument(where + ": tensor '" + t.name() +
-                                "' keeps its data in an external file, which is not supported");
-  const Shape shape(t.dims().begin(), t.dims().end());
-  shape_numel(shape);  // an absurd shape is an error before anything else
-  const std::string w = where + ": tensor '" + t.name() + "'";
-  switch (t.data_type()) {
-    case onnx::TensorProto_DataType_FLOAT:
-      return read_values<float, float>(t, t.float_data(), shape, w);
-    case onnx::TensorProto_DataType_DOUBLE:
-      return read_values<double, double>(t, t.double_data(), shape, w);
-    case onnx::TensorProto_DataType_INT64:
-      return read_values<std::int64_t, std::int64_t>(t, t.int64_data(), shape, w);
-    case onnx::TensorProto_DataType_INT32:
-      return read_values<std::int32_t, std::int64_t>(t, t.int32_data(), shape, w);
-    case onnx::TensorProto_DataType_BOOL:
-      return read_values<std::uint8_t, std::int64_t>(t, t.int32_data(), shape, w);
-    default:
-      throw std::invalid_argument(w + " has element type " + type_name(t.data_type()) +
-                                  ", which is not supported (FLOAT, DOUBLE, INT64, INT32, BOOL)");
-  }
-}
-
-Importer::Importer(Model& model, const onnx::ModelProto& proto, std::string source,
-                   std::map<std::string, Tensor> bind, std::int64_t batch)
-    : m_(model), proto_(proto), source_(std::move(source)), bind_(std::move(bind)), batch_(batch) {}
-
-void Importer::fail(const std::string& what) const {
-  throw std::invalid_argument(source_ + ": " + what);
-}
-
-void Importer::fail(const onnx::NodeProto& n, const std::string& what) const {
-  throw std::invalid_argument(source_ + ": node '" + n.name() + "' (" + n.op_type() + "): " + what);
-}
-
-void Importer::read_opset() {
-  for (const auto& o : proto_.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
-  if (opset_ == 0) fail("the model imports no version of the default ONNX opset");
-  if (opset_ < 11 || opset_ > 17)
-    fail("opset " + std::to_string(opset_) + " is not supported (opsets 11 to 17 are)");
-}
-
-void Importer::read_initializers() {
-  const auto& g = proto_.graph();
-  std::set<std::string> used;
-  for (const auto& n : g.node())
-    for (const auto& i : n.input()) used.insert(i);
-  for (const auto& o : g.output()) used.insert(o.name());
-  std::unordered_map<std::string, const Tensor*> shared;
-  if (weights_of_)
-    for (const auto& p : weights_of_->parameters) shared.emplace(p.name, &p.initial);
-  for (const auto& init : g.initializer()) {
-    if (values_.count(init.name())) fail("initializer '" + init.name() + "' is defined twice");
-    const auto same = shared.find(init.name());
-    const bool reuse = same != shared.end() &&
-                       same->second->shape() == Shape(init.dims().begin(), init.dims().end());
-    Tensor t = reuse ? *same->second
-               : init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL
-                   ? tensor_from_proto(with_external_data(init, source_), source_ + ": initializer")
-                   : tensor_from_proto(init, source_ + ": initializer");
-    if (!used.count(init.name())) continue;
-    if (t.dtype() != DType::f32 && t.dtype() != DType::f64) {
-      // Integer initializers are shapes and indices: constants, evaluated at load time.
-      define(init.name(), Value{true, "", t});
-      continue;
-    }
-    ParameterInfo p;
-    p.name = init.name();
-    p.initial = t;
-    p.is_buffer = std::find(buffers_.begin(), buffers_.end(), p.name) != buffers_.end();
-    p.requires_grad = !p.is_buffer;
-    m_.parameters.push_back(p);
-    define(p.name, Value{false, p.name, t});
-    // The shape probes run on the meta device (emit_op), so a parameter's probe is its shape
-    // alone: no copy of the weights, and BatchNorm's in-place update of its running
-    // statistics touches nothing at load.
-    DeviceScope meta(Device::meta);
-    probes_[p.name] = Tensor::empty(t.shape(), t.dtype());
-  }
-}
-
-void Importer::read_inputs() {
-  const auto& g = proto_.graph();
-  for (const auto& in : g.input()) {
-    if (values_.count(in.name())) continue;  // an initializer listed as an input
-    if (auto b = bind_.find(in.name()); b != bind_.end()) {
-      define(in.name(), Value{true, "", b->second});
-      continue;
-    }
-    const std::string w = "input '" + in.name() + "'";
-    if (!in.type().has_tensor_type()) fail(w + " is not a tensor");
-    const auto& tt = in.type().tensor_type();
-    InputInfo info;
-    info.name = in.name();
-    switch (tt.elem_type()) {
-      case onnx::TensorProto_DataType_FLOAT:
-        info.dtype = DType::f32;
-        break;
-      case onnx::TensorProto_DataType_DOUBLE:
-        info.dtype = DType::f64;
-        break;
-      case onnx::TensorProto_DataType_INT64:
-        info.dtype = DType::i64;
-        break;
-      default:
-        fail(w + " has element type " + type_name(tt.elem_type()) +
-             ", which is not supported (FLOAT, DOUBLE, INT64)");
-    }
-    if (!tt.has_shape()) fail(w + " has no shape");
-    for (int d = 0; d < tt.shape().dim_size(); ++d) {
-      const auto& dim = tt.shape().dim(d);
-      if (dim.has_dim_value()) {
-        info.shape.push_back(dim.dim_value());
-      } else if (d == 0) {
-        // A symbolic batch: shapes are evaluated at the requested batch (1 by default).
-        info.shape.push_back(batch_ > 0 ? batch_ : 1);
-        dynamic_batch_ = true;
-      } else {
-        fail(w + " has a symbolic dimension " + std::to_string(d) + " ('" + dim.dim_param() +
-             "'); only the first may be");
-      }
-    }
-    info.batched = !info.shape.empty();
-    info.requires_grad = false;
-    m_.inputs.push_back(info);
-    DeviceScope meta(Device::meta);  // an input is known by its shape only (see emit_op)
-    define(info.name, Value{false, info.name, Tensor::zeros(info.shape, info.dtype)});
-    probes_[info.name] = values_[info.name].probe;
-  }
-  if (m_.inputs.empty()) fail("the graph has no input");
-  m_.scenario.batch = m_.inputs[0].shape.empty() ? 1 : m_.inputs[0].shape[0];
-  m_.scenario.batch_fixed = true;
-}
-
-std::vector<const onnx::NodeProto*> Importer::topological_order() const {
-  const auto& g = proto_.graph();
-  const int n = g.node_size();
-  std::unordered_map<std::string, int> producer;
-  for (int i = 0; i < n; ++i)
-    for (const auto& o : g.node(i).output()) {
-      if (o.empty()) continue;
-      if (!producer.emplace(o, i).second || values_.count(o))
-        fail(g.node(i), "value '" + o + "' is made twice");
-    }
-  std::vector<int> pending(static_cast<std::size_t>(n), 0);
-  std::vector<std::vector<int>> users(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    std::set<int> deps;
-    for (const auto& in : g.node(i).input()) {
-      auto it = producer.find(in);
-      if (it != producer.end()) deps.insert(it->second);
-    }
-    for (int d : deps) {
-      users[static_cast<std::size_t>(d)].push_back(i);
-      ++pending[static_cast<std::size_t>(i)];
-    }
-  }
-  // Kahn's algorithm, keeping the file's order among ready nodes.
-  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  for (int i = 0; i < n; ++i)
-    if (pending[static_cast<std::size_t>(i)] == 0) ready.push(i);
-  std::vector<const onnx::NodeProto*> order;
-  while (!ready.empty()) {
-    const int i = ready.top();
-    ready.pop();
-    order.push_back(&g.node(i));
-    for (int u : users[static_cast<std::size_t>(i)])
-      if (--pending[static_cast<std::size_t>(u)] == 0) ready.push(u);
-  }
-  if (static_cast<int>(order.size()) != n) {
-    for (int i = 0; i < n; ++i)
-      if (pending[static_cast<std::size_t>(i)] > 0) {
-        std::string waits;
-        for (const auto& in : g.node(i).input())
-          if (producer.count(in)) waits += (waits.empty() ? "'" : ", '") + in + "'";
-        fail(g.node(i), "the graph has a cycle: this node needs " + waits +
-                            ", which depend on its own output");
-      }
-  }
-  return order;
-}
-
-std::string Importer::module_of(const onnx::NodeProto& n) {
-  // PyTorch names nodes after the module call stack: /features/denseblock1/denselayer1/Concat,
-  // /layer1/layer1.0/conv1/Conv. A Sequential's child is named after its parent's scope name:
-  // /features/features.13/conv/conv.1/conv.1.0/Conv is features.13.conv.1.0 (MobileNetV2).
-  const std::string& name = n.name();
-  if (name.empty() || name[0] != '/') return "";
-  std::vector<std::string> parts;
-  for (std::size_t at = 1; at <= name.size();) {
-    const std::size_t next = std::min(name.find('/', at), name.size());
-    parts.push_back(name.substr(at, next - at));
-    at = next + 1;
-  }
-  parts.pop_back();  // the op itself
-  std::string path, previous;
-  for (const auto& p : parts) {
-    if (p.empty()) continue;
-    const std::string child =
-        !previous.empty() && p.rfind(previous + ".", 0) == 0 ? p.substr(previous.size() + 1) : p;
-    path = path.empty() ? child : path + "." + child;
-    previous = p;
-  }
-  // Every prefix is a module.
-  std::string prefix;
-  Module* parent = &m_.root;
-  for (std::size_t at = 0; at <= path.size() && !path.empty();) {
-    const std::size_t next = std::min(path.find('.', at), path.size());
-    const std::string part = path.substr(at, next - at);
-    prefix = prefix.empty() ? part : prefix + "." + part;
-    auto it = modules_.find(prefix);
-    if (it == modules_.end()) {
-      auto mod = std::make_unique<Module>();
-      mod->name = part.empty() ? "_" : part;
-      mod->path = prefix;
-      mod->definition = prefix;
-      mod->kind = "Module";
-      it = modules_.emplace(prefix, mod.get()).first;
-      parent->children.push_back(std::move(mod));
-    }
-    parent = it->second;
-    at = next + 1;
-  }
-  return path;
-}
-
-std::string Importer::op_name(const onnx::NodeProto& n) {
-  const std::string module = module_of(n);
-  std::string leaf = n.name().empty() ? n.op_type() : n.name().substr(n.name().rfind('/') + 1);
-  for (char& c : leaf)
-    if (c == '.') c = '_';
-  std::string base = module.empty() ? leaf : module + "." + leaf;
-  std::int64_t& count = name_counts_[base];
-  return count++ == 0 ? base : base + "_" + std::to_string(count);
-}
-
-void Importer::define(const std::string& onnx_name, Value v) {
-  if (onnx_name.empty()) return;
-  values_[onnx_name] = std::move(v);
-}
-
-void Importer::alias(const std::string& onnx_name, const Value& v) {
-  define(onnx_name, v);
-}
-
-const onnx::AttributeProto* Importer::attr(const onnx::NodeProto& n,
-                                           const std::string& name) const {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
-void Importer::translate(const onnx::NodeProto& n) {
-  if (!n.domain().empty() && n.domain() != "ai.onnx")
-    fail(n, "op domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
-  const OnnxRule* rule = OpTable::instance().onnx_rule(n.op_type(), opset_);
-  if (!rule) {
-    std::string list;
-    for (const auto& o : supported()) list += (list.empty() ? "" : ", ") + o;
-    const auto known = OpTable::instance().onnx_types();
-    const bool other_opsets = std::binary_search(known.begin(), known.end(), n.op_type());
-    fail(n, "op type '" + n.op_type() + "' is not supported" +
-                (other_opsets ? " at opset " + std::to_string(opset_) : std::string()) +
-                " (supported: " + list + ")");
-  }
-  Inputs in;
-  for (const auto& name : n.input()) {
-    if (name.empty()) {
-      in.push_back(nullptr);
-      continue;
-    }
-    auto it = values_.find(name);
-    if (it == values_.end() && unavailable_.count(name)) fail(n, unavailable_.at(name));
-    if (it == values_.end())
-      fail(n, "input '" + name + "' is missing: no graph input, initializer or earlier node " +
-                  "makes it");
-    in.push_back(&it->second);
-  }
-  try {
-    translate_with(*rule, n, in);
-  } catch (const std::exception& e) {
-    // Whatever the engine throws while translating (a shape rule, a load-time evaluation) is
-    // this node's error and says so.
-    const std::string what = e.what();
-    if (what.rfind(source_ + ":", 0) == 0) throw;
-    fail(n, what);
-  }
-}
-
-void Importer::run() {
-  const auto& g = proto_.graph();
-  for (const auto& n : g.node())
-    if (n.op_type() == "BatchNormalization")
-      for (int i = 3; i < std::min(5, n.input_size()); ++i) buffers_.push_back(n.input(i));
-  read_opset();
-  read_initializers();
-  read_inputs();
-  Generator gen(0);  // dropout in the shape probes
-  GeneratorScope generator(gen);
-  for (const onnx::NodeProto* n : topological_order()) translate(*n);
-  for (const auto& o : g.output()) {
-    auto it = values_.find(o.name());
-    if (it == values_.end() && unavailable_.count(o.name()))
-      fail("graph output '" + o.name() + "': " + unavailable_.at(o.name()));
-    if (it == values_.end()) fail("graph output '" + o.name() + "' is made by no node");
-    if (it->second.constant)
-      fail("graph output '" + o.name() + "' is a constant; the engine computes no gradient for it");
-    if (std::find(m_.outputs.begin(), m_.outputs.end(), it->second.graph) == m_.outputs.end())
-      m_.outputs.push_back(it->second.graph);
-  }
-  // A module that is one ONNX node is named after that op's PyTorch layer.
-  static const std::map<std::string, std::string> kinds{
-      {"Conv", "Conv2d"},       {"BatchNormalization", "BatchNorm2d"},
-      {"Relu", "ReLU"},         {"Clip", "ReLU6"},
-      {"MaxPool", "MaxPool2d"}, {"AveragePool", "AvgPool2d"},
-      {"Gemm", "Linear"},       {"LayerNormalization", "LayerNorm"},
-      {"Dropout", "Dropout"},   {"GlobalAveragePool", "AdaptiveAvgPool2d"},
-      {"Softmax", "Softmax"},   {"Sigmoid", "Sigmoid"},
-      {"Tanh", "Tanh"}};
-  for (auto& [path, mod] : modules_) {
-    if (!mod->children.empty() || module_node_count_[path] != 1) continue;
-    auto it = kinds.find(module_op_type_[path]);
-    if (it != kinds.end()) mod->kind = it->second;
-  }
-}
-
-}  // namespace onnx_import
 
 namespace {
 
 // The model's bytes again, for loading it at another batch.
 using Reread = std::function<std::shared_ptr<const std::string>()>;
+
+std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& source,
+                                 const std::map<std::string, Tensor>& bind, std::int64_t batch,
+                                 Reread reread, const Model* weights_of);
+
+// m->at_batch for a model whose batch axis is dynamic: loads the file again at that batch.
+void install_at_batch(const std::shared_ptr<Model>& m, const std::string& source,
+                      const std::map<std::string, Tensor>& bind, const Reread& reread) {
+  // The last few batches asked for stay loaded: every click of the app at the Batch box's
+  // value runs the same rebatched model (a dry run, then the real one). They share this
+  // model's weights; the model is held weakly, so that it is not kept alive by itself.
+  struct Loaded {
+    std::mutex mutex;
+    std::deque<std::pair<std::int64_t, std::shared_ptr<const Model>>> recent;
+  };
+  auto loaded = std::make_shared<Loaded>();
+  std::weak_ptr<const Model> self = m;
+  m->at_batch = [reread, source, bind, loaded,
+                 self](std::int64_t b) -> std::shared_ptr<const Model> {
+    {
+      std::lock_guard<std::mutex> lock(loaded->mutex);
+      for (const auto& [batch, model] : loaded->recent)
+        if (batch == b) return model;
+    }
+    const auto original = self.lock();
+    auto model = load_onnx(*reread(), source, bind, b, reread, original.get());
+    std::lock_guard<std::mutex> lock(loaded->mutex);
+    loaded->recent.emplace_front(b, model);
+    if (loaded->recent.size() > 3) loaded->recent.pop_back();
+    return model;
+  };
+}
 
 std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& source,
                                  const std::map<std::string, Tensor>& bind, std::int64_t batch,
@@ -499,29 +86,7 @@ std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& so
     }
     if (importer.dynamic_batch()) {
       m->scenario.batch_fixed = false;  // any batch runs, through at_batch
-      // The last few batches asked for stay loaded: every click of the app at the Batch box's
-      // value runs the same rebatched model (a dry run, then the real one). They share this
-      // model's weights; the model is held weakly, so that it is not kept alive by itself.
-      struct Loaded {
-        std::mutex mutex;
-        std::deque<std::pair<std::int64_t, std::shared_ptr<const Model>>> recent;
-      };
-      auto loaded = std::make_shared<Loaded>();
-      std::weak_ptr<const Model> self = m;
-      m->at_batch = [reread, source, bind, loaded,
-                     self](std::int64_t b) -> std::shared_ptr<const Model> {
-        {
-          std::lock_guard<std::mutex> lock(loaded->mutex);
-          for (const auto& [batch, model] : loaded->recent)
-            if (batch == b) return model;
-        }
-        const auto original = self.lock();
-        auto model = load_onnx(*reread(), source, bind, b, reread, original.get());
-        std::lock_guard<std::mutex> lock(loaded->mutex);
-        loaded->recent.emplace_front(b, model);
-        if (loaded->recent.size() > 3) loaded->recent.pop_back();
-        return model;
-      };
+      install_at_batch(m, source, bind, reread);
       m->scenario.notes +=
           "\nIts batch axis is dynamic: any batch runs (the file is loaded again at that batch, "
           "as its shape arithmetic was folded at load time).\n";

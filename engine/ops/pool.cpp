@@ -11,85 +11,16 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/ops/pool_detail.hpp"
 #include "engine/ops/reduce.hpp"
+
+// max_pool2d; the average poolings are in pool_avg.cpp.
 
 namespace ckpt {
 
+using namespace pool_detail;
+
 namespace {
-
-struct PoolGeometry {
-  std::int64_t planes, h, w, ho, wo;
-  std::int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-};
-
-std::int64_t pooled_size(std::int64_t in, std::int64_t k, std::int64_t p, std::int64_t s,
-                         std::int64_t d, bool ceil_mode) {
-  // PyTorch's pooling_output_shape: floor (or ceil) division, and with ceil_mode the last
-  // window must start inside the input or the left padding.
-  const std::int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
-  std::int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-  if (ceil_mode && (out - 1) * s >= in + p) --out;
-  return out;
-}
-
-PoolGeometry pool_geometry(const char* op, const Tensor& x, std::array<std::int64_t, 2> k,
-                           std::array<std::int64_t, 2> s, std::array<std::int64_t, 2> p,
-                           std::array<std::int64_t, 2> d, bool ceil_mode) {
-  const std::string name(op);
-  if (x.dim() != 3 && x.dim() != 4)
-    throw std::invalid_argument(name +
-                                ": non-empty 3D or 4D (batch mode) tensor expected for "
-                                "input, got " +
-                                x.str());
-  if (!is_floating(x.dtype()))
-    throw std::invalid_argument(name + ": expected a floating-point input, got " + x.str());
-  if (k[0] <= 0 || k[1] <= 0)
-    throw std::invalid_argument(name + ": kernel size should be greater than zero, but got kH: " +
-                                std::to_string(k[0]) + " kW: " + std::to_string(k[1]));
-  if (s[0] <= 0 || s[1] <= 0)
-    throw std::invalid_argument(name + ": stride should be greater than zero, but got dH: " +
-                                std::to_string(s[0]) + " dW: " + std::to_string(s[1]));
-  if (d[0] <= 0 || d[1] <= 0)
-    throw std::invalid_argument(name +
-                                ": dilation should be greater than zero, but got "
-                                "dilationH: " +
-                                std::to_string(d[0]) + " dilationW: " + std::to_string(d[1]));
-  for (int i = 0; i < 2; ++i)
-    if (p[i] < 0 || p[i] > k[i] / 2)
-      throw std::invalid_argument(
-          name + ": pad should be at most half of kernel size, but got pad=" +
-          std::to_string(p[i]) + " and kernel_size=" + std::to_string(k[i]));
-  PoolGeometry g{};
-  const auto nd = x.dim();
-  g.h = x.shape()[static_cast<std::size_t>(nd - 2)];
-  g.w = x.shape()[static_cast<std::size_t>(nd - 1)];
-  g.planes = nd == 4 ? x.shape()[0] * x.shape()[1] : x.shape()[0];
-  g.kh = k[0];
-  g.kw = k[1];
-  g.sh = s[0];
-  g.sw = s[1];
-  g.ph = p[0];
-  g.pw = p[1];
-  g.dh = d[0];
-  g.dw = d[1];
-  g.ho = pooled_size(g.h, g.kh, g.ph, g.sh, g.dh, ceil_mode);
-  g.wo = pooled_size(g.w, g.kw, g.pw, g.sw, g.dw, ceil_mode);
-  if (g.ho < 1 || g.wo < 1) {
-    const std::int64_t ch = nd == 4 ? x.shape()[1] : x.shape()[0];
-    throw std::invalid_argument(
-        name + ": Given input size: (" + std::to_string(ch) + "x" + std::to_string(g.h) + "x" +
-        std::to_string(g.w) + "). Calculated output size: (" + std::to_string(ch) + "x" +
-        std::to_string(g.ho) + "x" + std::to_string(g.wo) + "). Output size is too small");
-  }
-  return g;
-}
-
-Shape pooled_shape(const Tensor& x, std::int64_t ho, std::int64_t wo) {
-  Shape s = x.shape();
-  s[s.size() - 2] = ho;
-  s[s.size() - 1] = wo;
-  return s;
-}
 
 // Per plane, the input is copied once into a padded scratch plane, each row split into its
 // `stride` column phases (so that every tap of a block of outputs reads contiguous lanes),
@@ -233,34 +164,6 @@ void max_pool_forward(const T* x, const PoolGeometry& g, T* out, std::int64_t* i
   }
 }
 
-// The divisor and clipped window of output (oh, ow), as PyTorch's avg_pool2d computes them.
-struct AvgWindow {
-  std::int64_t h0, h1, w0, w1, divisor;
-};
-inline AvgWindow avg_window(const PoolGeometry& g, std::int64_t oh, std::int64_t ow,
-                            bool count_include_pad) {
-  AvgWindow a{};
-  a.h0 = oh * g.sh - g.ph;
-  a.w0 = ow * g.sw - g.pw;
-  a.h1 = std::min(a.h0 + g.kh, g.h + g.ph);
-  a.w1 = std::min(a.w0 + g.kw, g.w + g.pw);
-  const std::int64_t pool_size = (a.h1 - a.h0) * (a.w1 - a.w0);
-  a.h0 = std::max<std::int64_t>(a.h0, 0);
-  a.w0 = std::max<std::int64_t>(a.w0, 0);
-  a.h1 = std::min(a.h1, g.h);
-  a.w1 = std::min(a.w1, g.w);
-  a.divisor = count_include_pad ? pool_size : (a.h1 - a.h0) * (a.w1 - a.w0);
-  return a;
-}
-
-// PyTorch's adaptive windows: [floor(o*in/out), ceil((o+1)*in/out)).
-inline std::int64_t adaptive_start(std::int64_t o, std::int64_t out, std::int64_t in) {
-  return (o * in) / out;
-}
-inline std::int64_t adaptive_end(std::int64_t o, std::int64_t out, std::int64_t in) {
-  return ((o + 1) * in + out - 1) / out;
-}
-
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
@@ -300,118 +203,6 @@ Tensor max_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
              });
            return {dx};
          });
-  return out;
-}
-
-Tensor avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
-                  std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
-                  bool ceil_mode, bool count_include_pad) {
-  OpScope op("avg_pool2d");
-  const PoolGeometry g =
-      pool_geometry("avg_pool2d", x_in, kernel, stride, padding, {1, 1}, ceil_mode);
-  const Tensor x = as_contiguous(x_in);
-  Tensor out = Tensor::empty(pooled_shape(x, g.ho, g.wo), x.dtype());
-  if (!out.is_meta())
-    dispatch_floating(x.dtype(), "avg_pool2d", [&]<typename T>() {
-      const T* xp = x.data<T>();
-      T* op_ = out.data<T>();
-#pragma omp parallel for schedule(static) if (g.planes * g.ho * g.wo * g.kh * g.kw > kParallelGrain)
-      for (std::int64_t pl = 0; pl < g.planes; ++pl)
-        for (std::int64_t oh = 0; oh < g.ho; ++oh)
-          for (std::int64_t ow = 0; ow < g.wo; ++ow) {
-            const AvgWindow a = avg_window(g, oh, ow, count_include_pad);
-            T acc = 0;
-            for (std::int64_t ih = a.h0; ih < a.h1; ++ih)
-              for (std::int64_t iw = a.w0; iw < a.w1; ++iw) acc += xp[(pl * g.h + ih) * g.w + iw];
-            op_[(pl * g.ho + oh) * g.wo + ow] =
-                a.h0 >= a.h1 || a.w0 >= a.w1 ? T(0) : acc / static_cast<T>(a.divisor);
-          }
-    });
-  record("AvgPool2DBackward0", {x_in}, {out}, {x_in},
-         [g, count_include_pad, shape = x_in.shape()](BackwardContext& c) -> TensorList {
-           const Tensor gy = as_contiguous(c.grads[0]);
-           Tensor dx = Tensor::zeros(shape, gy.dtype());
-           if (!dx.is_meta())
-             dispatch_floating(gy.dtype(), "avg_pool2d backward", [&]<typename T>() {
-               const T* gp = gy.data<T>();
-               T* dp = dx.data<T>();
-#pragma omp parallel for schedule(static) if (g.planes * g.ho * g.wo > kParallelGrain)
-               for (std::int64_t pl = 0; pl < g.planes; ++pl)
-                 for (std::int64_t oh = 0; oh < g.ho; ++oh)
-                   for (std::int64_t ow = 0; ow < g.wo; ++ow) {
-                     const AvgWindow a = avg_window(g, oh, ow, count_include_pad);
-                     if (a.h0 >= a.h1 || a.w0 >= a.w1) continue;
-                     const T v = gp[(pl * g.ho + oh) * g.wo + ow] / static_cast<T>(a.divisor);
-                     for (std::int64_t ih = a.h0; ih < a.h1; ++ih)
-                       for (std::int64_t iw = a.w0; iw < a.w1; ++iw)
-                         dp[(pl * g.h + ih) * g.w + iw] += v;
-                   }
-             });
-           return {dx};
-         });
-  return out;
-}
-
-Tensor adaptive_avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> output_size) {
-  if (x_in.dim() != 3 && x_in.dim() != 4)
-    throw std::invalid_argument("adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got " +
-                                shape_str(x_in.shape()));
-  if (output_size[0] <= 0 || output_size[1] <= 0)
-    throw std::invalid_argument("adaptive_avg_pool2d: output size must be positive, got [" +
-                                std::to_string(output_size[0]) + ", " +
-                                std::to_string(output_size[1]) + "] for input " + x_in.str());
-  // PyTorch 1.13 turns the global pool into a mean over H and W, which saves its input.
-  if (output_size[0] == 1 && output_size[1] == 1) return mean(x_in, {-1, -2}, true);
-  OpScope op("adaptive_avg_pool2d");
-  if (!is_floating(x_in.dtype()))
-    throw std::invalid_argument("adaptive_avg_pool2d: expected a floating-point input, got " +
-                                x_in.str());
-  const Tensor x = as_contiguous(x_in);
-  const auto nd = static_cast<std::size_t>(x.dim());
-  const std::int64_t h = x.shape()[nd - 2], w = x.shape()[nd - 1];
-  const std::int64_t ho = output_size[0], wo = output_size[1];
-  const std::int64_t planes = nd == 4 ? x.shape()[0] * x.shape()[1] : x.shape()[0];
-  Tensor out = Tensor::empty(pooled_shape(x, ho, wo), x.dtype());
-  if (!out.is_meta())
-    dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&]<typename T>() {
-      const T* xp = x.data<T>();
-      T* op_ = out.data<T>();
-#pragma omp parallel for schedule(static) if (planes * h * w > kParallelGrain)
-      for (std::int64_t pl = 0; pl < planes; ++pl)
-        for (std::int64_t oh = 0; oh < ho; ++oh) {
-          const std::int64_t h0 = adaptive_start(oh, ho, h), h1 = adaptive_end(oh, ho, h);
-          for (std::int64_t ow = 0; ow < wo; ++ow) {
-            const std::int64_t w0 = adaptive_start(ow, wo, w), w1 = adaptive_end(ow, wo, w);
-            T acc = 0;
-            for (std::int64_t ih = h0; ih < h1; ++ih)
-              for (std::int64_t iw = w0; iw < w1; ++iw) acc += xp[(pl * h + ih) * w + iw];
-            op_[(pl * ho + oh) * wo + ow] = acc / static_cast<T>((h1 - h0) * (w1 - w0));
-          }
-        }
-    });
-  record(
-      "AdaptiveAvgPool2DBackward0", {x_in}, {out}, {x_in},
-      [planes, h, w, ho, wo, shape = x_in.shape()](BackwardContext& c) -> TensorList {
-        const Tensor gy = as_contiguous(c.grads[0]);
-        Tensor dx = Tensor::zeros(shape, gy.dtype());
-        if (!dx.is_meta())
-          dispatch_floating(gy.dtype(), "adaptive_avg_pool2d backward", [&]<typename T>() {
-            const T* gp = gy.data<T>();
-            T* dp = dx.data<T>();
-#pragma omp parallel for schedule(static) if (planes * h * w > kParallelGrain)
-            for (std::int64_t pl = 0; pl < planes; ++pl)
-              for (std::int64_t oh = 0; oh < ho; ++oh) {
-                const std::int64_t h0 = adaptive_start(oh, ho, h), h1 = adaptive_end(oh, ho, h);
-                for (std::int64_t ow = 0; ow < wo; ++ow) {
-                  const std::int64_t w0 = adaptive_start(ow, wo, w), w1 = adaptive_end(ow, wo, w);
-                  const T v = gp[(pl * ho + oh) * wo + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
-                  for (std::int64_t ih = h0; ih < h1; ++ih)
-                    for (std::int64_t iw = w0; iw < w1; ++iw) dp[(pl * h + ih) * w + iw] += v;
-                }
-              }
-          });
-        return {dx};
-      });
   return out;
 }
 

@@ -1,0 +1,47 @@
+#pragma once
+
+// Private to conv_impl*.cpp and conv_columns.cpp, which share conv2d's CPU kernels:
+//   conv_columns.cpp     im2col and col2im, between image planes and GEMM column matrices
+//   conv_impl.cpp        the choice of path (Winograd, per image, batched) and the forward
+//   conv_backward.cpp    the input and weight gradients
+//   conv_transposed.cpp  conv_transpose2d as the adjoint of conv2d
+// The templates are instantiated for float and double (what dispatch_floating dispatches to).
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/kernels/conv_geometry.hpp"
+#include "engine/kernels/winograd.hpp"
+#include "engine/tensor/tensor.hpp"
+
+namespace ckpt::conv_detail {
+
+// Whether a per-image GEMM is wide enough to run at full speed (else one GEMM over the batch).
+bool per_image(const Geometry& g);
+bool use_winograd(const Geometry& g, ConvPath path);
+// Nested parallel regions only add overhead: inner loops run serially inside an outer one.
+bool may_parallelize(std::int64_t work);
+// Threads for the per-image loop: at most one per image, and one when the whole convolution
+// is too small to pay for a thread team.
+int image_threads(const Geometry& g);
+
+// Scratch for im2col and col2im: one zero-padded input plane per thread.
+Tensor im2col_scratch(const Geometry& g, DType dtype);
+// col [K, count * HoWo] from the `count` images of x from n0.
+template <typename T>
+void im2col(const T* x, const Geometry& g, std::int64_t n0, std::int64_t count, T* col, T* scratch);
+// The adjoint of im2col (dx is overwritten).
+template <typename T>
+void col2im(const T* dcol, const Geometry& g, std::int64_t n0, std::int64_t count, T* dx,
+            T* scratch);
+// col2im from the transposed column matrix dcolT [count * HoWo, K].
+template <typename T>
+void col2im_t(const T* dcolT, const Geometry& g, std::int64_t count, T* dx, T* scratch);
+
+template <typename T>
+Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g);
+template <typename T>
+TensorList backward_t(const Tensor& gy, const Tensor& x, const Tensor& w, const Geometry& g,
+                      const std::vector<bool>& need, bool has_bias);
+
+}  // namespace ckpt::conv_detail
