@@ -11,7 +11,7 @@ endif()
 
 add_library(ckptlab_optimise INTERFACE)
 add_library(ckptlab::optimise ALIAS ckptlab_optimise)
-if(CKPTLAB_NATIVE AND NOT CKPTLAB_SANITIZE AND NOT CKPTLAB_FUZZ)
+if(CKPTLAB_NATIVE AND NOT CKPTLAB_SANITIZE AND NOT CKPTLAB_FUZZ AND NOT CKPTLAB_TSAN)
   target_compile_options(ckptlab_optimise INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()
 target_compile_options(ckptlab_optimise INTERFACE
@@ -20,6 +20,14 @@ target_compile_options(ckptlab_optimise INTERFACE
 if(CKPTLAB_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+endif()
+
+if(CKPTLAB_TSAN)
+  if(CKPTLAB_SANITIZE)
+    message(FATAL_ERROR "CKPTLAB_TSAN and CKPTLAB_SANITIZE cannot be combined")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
 endif()
 
 # The fuzz build: coverage instrumentation everywhere (fuzzer-no-link), the fuzzer's main only

@@ -1,7 +1,7 @@
 # CUDA is optional: AUTO turns it on when nvcc is found (on these machines CUDA lives in
 # /usr/local/cuda, which is not an apt package), never required, never in the sanitizer build.
 set(CKPTLAB_HAVE_CUDA OFF)
-if(CKPTLAB_SANITIZE)
+if(CKPTLAB_SANITIZE OR CKPTLAB_TSAN)
   set(CKPTLAB_CUDA OFF)
 endif()
 if(NOT CKPTLAB_CUDA STREQUAL "OFF")

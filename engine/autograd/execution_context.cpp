@@ -129,11 +129,19 @@ void ExecutionContext::tag(AllocationId allocation, LabelId name) {
 }
 
 LabelId ExecutionContext::intern(std::string_view s) {
-  auto it = label_ids_.find(s);
-  if (it != label_ids_.end()) return it->second;
-  labels_.emplace_back(s);
-  const auto id = static_cast<LabelId>(labels_.size() - 1);
-  label_ids_.emplace(labels_.back(), id);
+  RecentLabel& recent =
+      recent_labels_[((reinterpret_cast<std::uintptr_t>(s.data()) >> 4) ^ s.size()) %
+                     recent_labels_.size()];
+  if (recent.data == s.data() && recent.id != 0 && labels_[recent.id] == s) return recent.id;
+  LabelId id = 0;
+  if (auto it = label_ids_.find(s); it != label_ids_.end()) {
+    id = it->second;
+  } else {
+    labels_.emplace_back(s);
+    id = static_cast<LabelId>(labels_.size() - 1);
+    label_ids_.emplace(labels_.back(), id);
+  }
+  recent = RecentLabel{s.data(), id};
   return id;
 }
 

@@ -8,6 +8,7 @@
 //
 // CONTRACT shared by engine/autograd, ops, checkpoint, trace and run. Additions are fine.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -127,6 +128,15 @@ class ExecutionContext final : public AllocationListener {
   std::vector<LabelId> node_stack_;
   std::deque<std::string> labels_{""};
   std::unordered_map<std::string_view, LabelId> label_ids_{{"", 0}};
+  // The labels interned last, by the address of the text asked for: every step interns its op
+  // name ("add", "AddBackward0": mostly string literals), and looking it up in a table of
+  // 200,000 labels costs a hash and a cache miss. A hit is checked by content, so a reused
+  // address never returns another label.
+  struct RecentLabel {
+    const char* data = nullptr;
+    LabelId id = 0;
+  };
+  std::array<RecentLabel, 64> recent_labels_{};
   std::vector<std::pair<Severity, std::string>> messages_;
   std::vector<RunListener*> listeners_;
 };

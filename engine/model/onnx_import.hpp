@@ -1,8 +1,8 @@
 #pragma once
 
-// Internal to the ONNX loader (onnx_loader.cpp, onnx_ops.cpp): turns an ONNX graph into a
-// Model. Runtime values become engine ops; int64 shape arithmetic (and anything else whose
-// inputs are all constants) is evaluated at load time, on the shapes a dry run of the ops
+// Internal to the ONNX loader (onnx_loader.cpp, onnx_importer.cpp, onnx_ops.cpp): turns an ONNX
+// graph into a Model. Runtime values become engine ops; int64 shape arithmetic (and anything else
+// whose inputs are all constants) is evaluated at load time, on the shapes a dry run of the ops
 // emitted so far gives.
 
 #include <onnx/onnx_pb.h>

@@ -65,6 +65,19 @@ onnx::ModelProto tiny() {
   return m;
 }
 
+// tiny() exported with a dynamic batch axis.
+onnx::ModelProto dynamic_tiny() {
+  auto m = tiny();
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("batch");
+  return m;
+}
+
 // x [1, 1, 2, 2] -> Resize by scales [1, 1, 2, 2] (roi empty) with `mode` and `coordinates`
 // -> y, as PyTorch exports F.interpolate(scale_factor=2).
 onnx::ModelProto resize_model(const std::string& mode, const std::string& coordinates) {
@@ -443,14 +456,7 @@ class TestOnnxLoader : public QObject {
   // A dynamic batch axis: any batch runs (the file is loaded again at that batch); a fixed one
   // says how to export it dynamic.
   void dynamicBatch() {
-    auto m = tiny();
-    m.mutable_graph()
-        ->mutable_input(0)
-        ->mutable_type()
-        ->mutable_tensor_type()
-        ->mutable_shape()
-        ->mutable_dim(0)
-        ->set_dim_param("batch");
+    const auto m = dynamic_tiny();
     auto model = load_model_onnx_bytes(m.SerializeAsString(), "dynamic.onnx");
     QVERIFY(model->at_batch);
     QVERIFY(!model->scenario.batch_fixed);
@@ -479,14 +485,7 @@ class TestOnnxLoader : public QObject {
   // not kept), shares the weights of the model first loaded, and a file that changed since is
   // an error naming it.
   void dynamicBatchFromAFileSharesWeightsAndRereads() {
-    auto m = tiny();
-    m.mutable_graph()
-        ->mutable_input(0)
-        ->mutable_type()
-        ->mutable_tensor_type()
-        ->mutable_shape()
-        ->mutable_dim(0)
-        ->set_dim_param("batch");
+    const auto m = dynamic_tiny();
     QTemporaryDir dir;
     const std::string path = dir.filePath("dynamic.onnx").toStdString();
     {
