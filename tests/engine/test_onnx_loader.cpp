@@ -283,7 +283,7 @@ class TestOnnxLoader : public QObject {
     m.mutable_graph()->mutable_node(1)->set_op_type("Celu");
     const QString e = error_of(m);
     QVERIFY2(e.startsWith("bad.onnx: node '/act/Relu' (Celu): op type 'Celu' is not supported "
-                          "(supported: Abs, Add, AveragePool, BatchNormalization,"),
+                          "(supported: Abs, Add, And, AveragePool, BatchNormalization,"),
              qPrintable(e));
     // The list is complete: it ends with the last ONNX op type of the table.
     QVERIFY(e.contains(QString::fromStdString(OpTable::instance().onnx_types().back() + ")")));
@@ -387,17 +387,18 @@ class TestOnnxLoader : public QObject {
   }
 
   // Load-time arithmetic PyTorch's exports use for shapes (ViT's shape assertion and
-  // expand(n, -1, -1), Swin's shifted windows): Mod (Python's and C's), Equal, Where, Expand.
+  // expand(n, -1, -1), Swin's shifted windows): Mod (Python's and C's), Equal, Where, Expand;
+  // And, Or, Xor on booleans (nn.MultiheadAttention's attn_mask | key_padding_mask).
   void shapeArithmeticFolds() {
     const char* root = std::getenv("CKPTLAB_SOURCE_DIR");
     auto m = load_model(std::string(root ? root : ".") + "/tests/engine/data/folds.onnx");
     CheckpointConfig c;
     c.backward = false;
-    c.inputs = {Tensor::zeros({20})};
+    c.inputs = {Tensor::zeros({32})};
     const RunResult r = Runner(m).run(c);
     QVERIFY2(r.ok, r.error.c_str());
-    const std::vector<double> expected{2, 1, -1, -2, -1, 1, -1, 1, 1, 0,
-                                       0, 1, -7, 3,  -3, 7, 1,  1, 1, 1};
+    const std::vector<double> expected{2, 1, -1, -2, -1, 1, -1, 1, 1, 0, 0, 1, -7, 3, -3, 7,
+                                       1, 1, 1,  1,  1,  0, 0,  0, 1, 1, 0, 1, 0,  1, 0,  1};
     QCOMPARE(r.outputs.at(0).to_vector(), expected);
   }
 

@@ -11,9 +11,12 @@ and the int64 shape arithmetic of a reshape into heads), a tiny U-Net (Resize, P
 Elu, Softplus, Abs, ReduceMax, Split, Max), a tiny segmentation network (ConvTranspose, Resize
 linear in both coordinate modes, Tile), a causal nn.TransformerEncoder (Trilu), and the committed samples/*.onnx with
 their own weights, and torchvision's ResNet-18, MobileNetV2, DenseNet-121, MobileNetV3, a small
-VisionTransformer, a small Swin Transformer, a small MaxViT (Einsum), and the segmentation
-models FCN-ResNet50, DeepLabV3-ResNet50, DeepLabV3-MobileNetV3 and LR-ASPP-MobileNetV3 when
-python3-torchvision is installed.
+VisionTransformer, a small Swin Transformer, a small MaxViT (Einsum), one model of each other
+torchvision family (SqueezeNet, ShuffleNetV2, MNASNet, EfficientNet, RegNet, ConvNeXt, GoogLeNet
+with its auxiliary heads' three outputs, Inception v3), and the segmentation models
+FCN-ResNet50, DeepLabV3-ResNet50, DeepLabV3-MobileNetV3 and LR-ASPP-MobileNetV3 when
+python3-torchvision is installed; nn.MultiheadAttention with boolean masks (Or) and an
+nn.Transformer with padding masks (two inputs: input.npy, input1.npy).
 """
 import math
 import os
@@ -135,14 +138,20 @@ SEGMENTATION_CASES = [("fcn_resnet50", 13), ("deeplabv3_resnet50", 17),
 
 
 def write_case(out_dir, name, model, x, onnx_path=None, opset=13):
+    """x: the input, or a tuple of inputs (input.npy, input1.npy, ...). A model with several
+    outputs (GoogLeNet's auxiliary heads) is compared on the sum of all of them, as the
+    engine's `sum` loss; output.npy is the first."""
+    xs = x if isinstance(x, tuple) else (x,)
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "model.onnx")
     if onnx_path is None:
-        state = {k: v.clone() for k, v in model.state_dict().items()}
-        torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
-                          output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False)
+        sd = model.state_dict()
+        state = type(sd)((k, v.clone()) for k, v in sd.items())
+        state._metadata = getattr(sd, "_metadata", None)  # MNASNet's loader reads its version
+        torch.onnx.export(model, xs, path, opset_version=opset, input_names=None if len(xs) > 1
+                          else ["input"], output_names=None if len(xs) > 1 else ["output"],
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
         model.load_state_dict(state)  # the export ran the model: undo its BatchNorm updates
     else:
         with open(onnx_path, "rb") as src, open(path, "wb") as dst:
@@ -155,16 +164,64 @@ def write_case(out_dir, name, model, x, onnx_path=None, opset=13):
         if missing:
             raise RuntimeError(f"{onnx_path}: no initializer for {missing}")
     model.train()
-    x = x.clone()
-    out = model(x)
-    out.sum().backward()
-    numpy.save(os.path.join(d, "input.npy"), x.numpy())
-    numpy.save(os.path.join(d, "output.npy"), out.detach().numpy())
+    xs = tuple(t.clone() for t in xs)
+    out = model(*xs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    sum(o.sum() for o in outs).backward()
+    for i, t in enumerate(xs):
+        numpy.save(os.path.join(d, "input.npy" if i == 0 else f"input{i}.npy"), t.numpy())
+    numpy.save(os.path.join(d, "output.npy"), outs[0].detach().numpy())
     initializers = {t.name for t in onnx.load(path).graph.initializer}
     for pname, p in model.named_parameters():
         if pname in initializers:
             numpy.save(os.path.join(d, "grad__" + pname + ".npy"), p.grad.numpy())
     return name
+
+
+def comparable(model):
+    """float64, no dropout or stochastic depth (no mask to share), BatchNorm's eps the float32
+    value the ONNX attribute holds."""
+    for m in model.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+        if isinstance(m, nn.MultiheadAttention):
+            m.dropout = 0.0
+        if type(m).__name__ == "StochasticDepth":
+            m.p = 0.0
+        if isinstance(m, nn.BatchNorm2d):
+            m.eps = float(numpy.float32(m.eps))
+    return model.double()
+
+
+class MaskedAttention(nn.Module):
+    """nn.MultiheadAttention with a boolean causal mask (a buffer: no torch.triu, so opset 13
+    exports it) and a key padding mask, merged by the exporter with Or; attention weights too."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(16, 4, batch_first=False)
+        self.register_buffer("causal", torch.ones(6, 6).triu(1).bool())
+
+    def forward(self, x):
+        pad = torch.zeros(x.shape[1], x.shape[0], dtype=torch.bool)
+        pad[1, -2:] = True
+        out, weights = self.attn(x, x, x, attn_mask=self.causal, key_padding_mask=pad)
+        return out + weights.sum()
+
+
+class Seq2Seq(nn.Module):
+    """nn.Transformer as users train one: a causal target mask, source padding masks."""
+
+    def __init__(self):
+        super().__init__()
+        self.t = nn.Transformer(16, 2, 1, 1, 32, 0.0, batch_first=True)
+
+    def forward(self, src, tgt):
+        mask = self.t.generate_square_subsequent_mask(tgt.shape[1]).to(src.dtype)
+        pad = torch.zeros(src.shape[0], src.shape[1], dtype=torch.bool)
+        pad[0, -1] = True
+        return self.t(src, tgt, tgt_mask=mask, src_key_padding_mask=pad,
+                      memory_key_padding_mask=pad)
 
 
 def main():
@@ -231,6 +288,8 @@ def main():
             torch.manual_seed(13 + opset)
             model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
                                       hidden_dim=32, mlp_dim=64, num_classes=10).double()
+            # Its head starts at zero, which makes every other gradient 0: random instead.
+            torch.nn.init.normal_(model.heads.head.weight, 0, 0.02)
             names.append(write_case(out_dir, f"torchvision_vit_opset{opset}", model,
                                     torch.randn(4, 3, 32, 32, dtype=torch.float64), opset=opset))
         # torchvision's Swin Transformer, small: 40x40 makes a 10x10 patch grid, padded to 12x12
@@ -271,6 +330,32 @@ def main():
                     m.eps = float(numpy.float32(m.eps))
             names.append(write_case(out_dir, f"torchvision_{name}_opset{opset}", model,
                                     torch.randn(2, 3, 64, 64, dtype=torch.float64), opset=opset))
+        # One of each torchvision family not above (issue 15; tests/oracle/category_grads.py
+        # runs every model at opsets 13 and 17): 2 x 3 x 64 x 64, so that the last stage's
+        # batch norms normalise eight values (at 32 x 32, two: rounding decides both sides).
+        for name, kwargs, side, opset in (
+                ("squeezenet1_1", {}, 64, 13),
+                ("shufflenet_v2_x0_5", {}, 64, 17),  # channel shuffle: Reshape, Transpose
+                ("mnasnet0_5", {}, 64, 13),
+                ("efficientnet_b0", {}, 64, 17),  # SiLU, squeeze-excitation
+                ("regnet_y_400mf", {}, 64, 13),  # grouped convolutions, SE
+                ("convnext_tiny", {}, 32, 17),  # LayerNorm2d by permutes, layer scale
+                ("googlenet", {"init_weights": True}, 64, 13),  # three outputs (aux heads)
+                ("inception_v3", {"aux_logits": False, "init_weights": True}, 107, 17)):
+            torch.manual_seed(70 + opset)
+            model = comparable(getattr(torchvision.models, name)(num_classes=10, **kwargs))
+            names.append(write_case(out_dir, f"torchvision_{name}_opset{opset}", model,
+                                    torch.randn(2, 3, side, side, dtype=torch.float64),
+                                    opset=opset))
+    # nn.MultiheadAttention with boolean masks (Or) and nn.Transformer with padding masks and
+    # two inputs, sequence-first and batch-first.
+    torch.manual_seed(90)
+    names.append(write_case(out_dir, "mha_bool_masks_opset13", comparable(MaskedAttention()),
+                            torch.randn(6, 2, 16, dtype=torch.float64), opset=13))
+    torch.manual_seed(91)
+    names.append(write_case(out_dir, "transformer_padding_opset17", comparable(Seq2Seq()),
+                            (torch.randn(2, 6, 16, dtype=torch.float64),
+                             torch.randn(2, 5, 16, dtype=torch.float64)), opset=17))
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
 

@@ -131,6 +131,27 @@ bool fold_not(OnnxNode& n) {
                         x.shape(), DType::i64));
 }
 
+// And, Or, Xor on known values: nn.MultiheadAttention merges a boolean attn_mask with the
+// key_padding_mask by logical_or; booleans as int64, broadcast as ONNX's binary ops.
+template <class F>
+bool fold_logical(OnnxNode& n, const char* op, F f) {
+  if (!all_inputs_constant(n)) return false;
+  const Tensor a = n.constant_input(0, "A"), b = n.constant_input(1, "B");
+  return n.fold_to(fold_binary(
+      make(a.to_vector(), a.shape(), DType::i64), b,
+      [&](double p, double q) { return f(p != 0, q != 0) ? 1.0 : 0.0; }, op));
+}
+
+bool fold_and(OnnxNode& n) {
+  return fold_logical(n, "And", [](bool p, bool q) { return p && q; });
+}
+bool fold_or(OnnxNode& n) {
+  return fold_logical(n, "Or", [](bool p, bool q) { return p || q; });
+}
+bool fold_xor(OnnxNode& n) {
+  return fold_logical(n, "Xor", [](bool p, bool q) { return p != q; });
+}
+
 // data with the slices named by indices' last dimension replaced by updates (reduction none):
 // Swin's shifted-window mask, `mask[h0:h1, w0:w1] = region`, built on known values.
 bool fold_scatter_nd(OnnxNode& n) {
@@ -196,6 +217,9 @@ void register_onnx_constants_ops(OpTable& t) {
   t.add({.type = "onnx::Where", .onnx = {{.op_type = "Where", .since = 9, .fold = fold_where}}});
   t.add({.type = "onnx::Trilu", .onnx = {{.op_type = "Trilu", .since = 14, .fold = fold_trilu}}});
   t.add({.type = "onnx::Not", .onnx = {{.op_type = "Not", .fold = fold_not}}});
+  t.add({.type = "onnx::And", .onnx = {{.op_type = "And", .since = 7, .fold = fold_and}}});
+  t.add({.type = "onnx::Or", .onnx = {{.op_type = "Or", .since = 7, .fold = fold_or}}});
+  t.add({.type = "onnx::Xor", .onnx = {{.op_type = "Xor", .since = 7, .fold = fold_xor}}});
   t.add({.type = "onnx::ScatterND",
          .onnx = {{.op_type = "ScatterND", .since = 11, .fold = fold_scatter_nd}}});
   t.add({.type = "onnx::Mod", .onnx = {{.op_type = "Mod", .since = 10, .fold = fold_mod}}});
