@@ -57,7 +57,7 @@ std::shared_ptr<MemoryLedger> MemoryLedger::current() {
 }
 
 MemoryCategory MemoryLedger::default_category() const {
-  return category_stack_.empty() ? base_category_ : category_stack_.back();
+  return category_stack_.empty() ? base_category() : category_stack_.back();
 }
 
 void MemoryLedger::publish(const AllocationEvent& e) {

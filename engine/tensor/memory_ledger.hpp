@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -111,8 +112,8 @@ class MemoryLedger {
   MemoryCategory default_category() const;
   void push_category(MemoryCategory c) { category_stack_.push_back(c); }
   void pop_category() { category_stack_.pop_back(); }
-  MemoryCategory base_category() const { return base_category_; }
-  void set_base_category(MemoryCategory c) { base_category_ = c; }
+  MemoryCategory base_category() const { return base_category_.load(std::memory_order_relaxed); }
+  void set_base_category(MemoryCategory c) { base_category_.store(c, std::memory_order_relaxed); }
 
   void add_listener(AllocationListener* listener);
   void remove_listener(AllocationListener* listener);
@@ -138,7 +139,9 @@ class MemoryLedger {
   std::function<std::string()> locator_;
   std::vector<std::string> purposes_;
   std::vector<MemoryCategory> category_stack_;
-  MemoryCategory base_category_ = MemoryCategory::input;
+  // Atomic: every thread's default execution context sets the phase's category on the
+  // process's default ledger (ThreadSanitizer found the concurrent writes, `./run.sh tsan`).
+  std::atomic<MemoryCategory> base_category_{MemoryCategory::input};
   std::vector<AllocationListener*> listeners_;
 };
 
