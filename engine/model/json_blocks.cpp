@@ -215,18 +215,8 @@ Values Builder::repeat(const json& j, const std::string& where, Scope& s, const 
   const std::string name = get_string(body, "name", bw, "");
   const bool shared = get_bool(j, "shared", where, true);
   const std::int64_t start = get_int(j, "start", where, 0);
-  static const std::set<std::string> inline_types{
-      "relu",    "gelu",      "sigmoid",     "tanh",      "sin",
-      "cos",     "exp",       "log",         "sqrt",      "neg",
-      "erf",     "identity",  "clone",       "relu6",     "hardtanh",
-      "clamp",   "softmax",   "log_softmax", "dropout",   "flatten",
-      "reshape", "view",      "transpose",   "permute",   "select",
-      "slice",   "unsqueeze", "squeeze",     "cat",       "sum",
-      "mean",    "add",       "sub",         "mul",       "div",
-      "pow",     "matmul",    "maxpool2d",   "avgpool2d", "adaptive_avgpool2d",
-      "repeat"};
-  const bool is_module =
-      !name.empty() || (!inline_types.count(type) && !OpTable::instance().find_native_layer(type));
+  const bool is_module = !name.empty() || (!simple_types().count(type) && type != "repeat" &&
+                                           !OpTable::instance().find_native_layer(type));
   if (is_module && name.empty()) throw JsonError(bw, "a repeated module needs a \"name\"");
   if (is_module && !shared && count > 1 && name.find("{i}") == std::string::npos)
     throw JsonError(bw,

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -109,5 +110,8 @@ class Builder {
   std::unordered_map<std::string, std::size_t> param_index_;
   Scope root_;
 };
+
+// The layer types that are one engine op without parameters ("relu", "add", "reshape", ...).
+const std::set<std::string>& simple_types();
 
 }  // namespace ckpt::json_model

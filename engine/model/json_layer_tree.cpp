@@ -25,18 +25,6 @@ const std::set<std::string>& param_types() {
   static const std::set<std::string> t{"linear", "conv2d", "batchnorm2d", "layernorm", "embedding"};
   return t;
 }
-const std::set<std::string>& simple_types() {
-  static const std::set<std::string> t{
-      "relu",    "gelu",      "sigmoid",     "tanh",      "sin",
-      "cos",     "exp",       "log",         "sqrt",      "neg",
-      "erf",     "identity",  "clone",       "relu6",     "hardtanh",
-      "clamp",   "softmax",   "log_softmax", "dropout",   "flatten",
-      "reshape", "view",      "transpose",   "permute",   "select",
-      "slice",   "unsqueeze", "squeeze",     "cat",       "sum",
-      "mean",    "add",       "sub",         "mul",       "div",
-      "pow",     "matmul",    "maxpool2d",   "avgpool2d", "adaptive_avgpool2d"};
-  return t;
-}
 
 // Display kinds, named like the PyTorch modules they stand for.
 std::string kind_of(const std::string& type) {
@@ -113,6 +101,19 @@ Attributes config_attrs(const json& j) {
 }
 
 }  // namespace
+
+const std::set<std::string>& simple_types() {
+  static const std::set<std::string> t{
+      "relu",    "gelu",      "sigmoid",     "tanh",      "sin",
+      "cos",     "exp",       "log",         "sqrt",      "neg",
+      "erf",     "identity",  "clone",       "relu6",     "hardtanh",
+      "clamp",   "softmax",   "log_softmax", "dropout",   "flatten",
+      "reshape", "view",      "transpose",   "permute",   "select",
+      "slice",   "unsqueeze", "squeeze",     "cat",       "sum",
+      "mean",    "add",       "sub",         "mul",       "div",
+      "pow",     "matmul",    "maxpool2d",   "avgpool2d", "adaptive_avgpool2d"};
+  return t;
+}
 
 Builder::Scope Builder::child(Scope& s, const std::string& name, const std::string& kind,
                               const json* layer, const std::string& where, const Naming* naming) {
