@@ -4,19 +4,19 @@
 #
 # Floors, lowest first; a floor may include itself and every floor below, never a sibling on its
 # own level or anything above:
-#   tensor -> kernels (and the cuda backend) -> autograd -> ops -> {trace, checkpoint, model}
-#   -> run -> {plan, report}
-set(level_tensor 0)
-set(level_kernels 1)
-set(level_cuda 1)
-set(level_autograd 2)
-set(level_ops 3)
-set(level_trace 4)
-set(level_checkpoint 4)
-set(level_model 4)
-set(level_run 5)
-set(level_plan 6)
-set(level_report 6)
+#   cuda (the CUDA runtime over raw device pointers) -> tensor -> kernels -> autograd -> ops
+#   -> {trace, checkpoint, model} -> run -> {plan, report}
+set(level_cuda 0)
+set(level_tensor 1)
+set(level_kernels 2)
+set(level_autograd 3)
+set(level_ops 4)
+set(level_trace 5)
+set(level_checkpoint 5)
+set(level_model 5)
+set(level_run 6)
+set(level_plan 7)
+set(level_report 7)
 
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_floors.cmake: pass -DSOURCE_DIR=<the engine directory>")

@@ -8,6 +8,7 @@
 
 #include "engine/autograd/anomaly.hpp"
 #include "engine/model/loader.hpp"
+#include "engine/tensor/device.hpp"
 #include "sample_path.hpp"
 #include "ui/plot/memory_plot_renderer.hpp"
 
@@ -57,20 +58,28 @@ std::shared_ptr<Model> load_or_exit(const std::string& path, int* code) {
   }
 }
 
-// --device: the CPU is the only backend this build can run on (no GPU on these machines).
+// --device: runs go to the CPU. A GPU's storage and first kernel table exist behind the device
+// seam (engine/kernels/kernel_table.hpp), but most ops' loops are host-only, so a run there
+// would stop at its first such op: refused up front, saying which of the two is missing.
 bool check_device(DeviceChoice d) {
   if (d == DeviceChoice::cuda) {
-#ifdef CKPTLAB_HAVE_CUDA
-    std::cerr << "ckptlab-cli: --device cuda: no CUDA device is available (the CUDA backend is "
-                 "built, but no GPU was found)\n";
-#else
-    std::cerr << "ckptlab-cli: --device cuda: this build has no CUDA backend (nvcc was not "
-                 "found when it was configured)\n";
-#endif
+    std::string why;
+    if (device_available(Device::cuda, &why))
+      std::cerr << "ckptlab-cli: --device cuda: a GPU is present, but whole runs do not run on "
+                   "it yet: its kernel table has the raw kernels (elementwise, sums, copies, "
+                   "GEMM), while most ops' own loops run on the host; run on the cpu\n";
+    else
+      std::cerr << "ckptlab-cli: --device cuda: " << why << "\n";
     return false;
   }
-  if (d == DeviceChoice::auto_select)
-    std::cerr << "ckptlab-cli: device auto: no CUDA device, running on the CPU\n";
+  if (d == DeviceChoice::auto_select) {
+    std::string why;
+    if (device_available(Device::cuda, &why))
+      std::cerr << "ckptlab-cli: device auto: running on the CPU (whole runs do not run on the "
+                   "GPU yet)\n";
+    else
+      std::cerr << "ckptlab-cli: device auto: running on the CPU (" << why << ")\n";
+  }
   return true;
 }
 

@@ -1,9 +1,12 @@
 #include "engine/kernels/kernels.hpp"
 
 #include "engine/kernels/blas.hpp"
+#include "engine/kernels/kernel_table.hpp"
+#include "engine/tensor/device.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 
 namespace ckpt {
@@ -16,14 +19,23 @@ void require_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
                                 b.str());
 }
 
-// A 2-D operand as BLAS sees it: row-major with a leading dimension (unit column stride), or
-// column-major likewise (a transposed row-major block); anything else must be copied.
-struct MatrixLayout {
-  bool ok = false;
-  bool trans = false;
-  std::int64_t ld = 1;
-};
-MatrixLayout layout_of(const Tensor& t) {
+// The kernels of `out`'s device read every input: when that device computes, each input must
+// live there too. A meta output reads nothing, so inputs on any device go with it (the loader
+// infers shapes with meta probes and cpu constants mixed).
+void require_device_of(const Tensor& out, std::initializer_list<const Tensor*> inputs,
+                       const char* op) {
+  if (!backend(out.device()).computes) return;
+  for (const Tensor* t : inputs)
+    if (t->defined() && t->device() != out.device())
+      throw std::invalid_argument(std::string(op) +
+                                  ": expected all tensors to be on the same device, but found "
+                                  "at least two devices, " +
+                                  device_name(out.device()) + " and " + device_name(t->device()));
+}
+
+}  // namespace
+
+MatrixLayout blas_layout(const Tensor& t) {
   const auto r = t.shape()[0], c = t.shape()[1];
   const auto sr = t.strides()[0], sc = t.strides()[1];
   if ((sc == 1 || c <= 1) && (r <= 1 || sr >= std::max<std::int64_t>(c, 1)))
@@ -33,20 +45,10 @@ MatrixLayout layout_of(const Tensor& t) {
   return {};
 }
 
-}  // namespace
-
 Tensor contiguous_copy(const Tensor& t) {
   Tensor out = Tensor::empty(t.shape(), t.dtype());
-  if (out.is_meta()) return out;
-  dispatch_all(t.dtype(), [&]<typename T>() {
-    T* o = out.data<T>();
-    const T* p = t.data<T>();
-    if (t.is_contiguous()) {
-      if (t.numel()) std::memcpy(o, p, static_cast<std::size_t>(t.nbytes()));
-    } else {
-      for_each_offset(t, [&](std::int64_t off, std::int64_t i) { o[i] = p[off]; });
-    }
-  });
+  require_device_of(out, {&t}, "contiguous");
+  kernel_table(out.device()).copy(t, out);
   return out;
 }
 
@@ -57,191 +59,93 @@ Tensor as_contiguous(const Tensor& t) {
 Tensor cast_raw(const Tensor& t, DType to) {
   if (t.dtype() == to) return contiguous_copy(t);
   Tensor out = Tensor::empty(t.shape(), to);
-  if (out.is_meta()) return out;
-  dispatch_all(t.dtype(), [&]<typename S>() {
-    dispatch_all(to, [&]<typename D>() {
-      D* o = out.data<D>();
-      const S* p = t.data<S>();
-      for_each_offset(t, [&](std::int64_t off, std::int64_t i) { o[i] = static_cast<D>(p[off]); });
-    });
-  });
+  require_device_of(out, {&t}, "to");
+  kernel_table(out.device()).copy(t, out);
+  return out;
+}
+
+Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b) {
+  const char* name = binary_op_name(op);
+  require_same_dtype(a, b, name);
+  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name), a.dtype());
+  require_device_of(out, {&a, &b}, name);
+  kernel_table(out.device()).binary(op, a, b, out);
   return out;
 }
 
 Tensor add_raw(const Tensor& a, const Tensor& b) {
-  require_same_dtype(a, b, "add");
-  return dispatch_all(a.dtype(), [&]<typename T>() {
-    return binary_map<T>(
-        a, b, [](T x, T y) { return x + y; }, "add");
-  });
+  return binary_raw(BinaryOp::add, a, b);
 }
 
 Tensor sub_raw(const Tensor& a, const Tensor& b) {
-  require_same_dtype(a, b, "sub");
-  return dispatch_all(a.dtype(), [&]<typename T>() {
-    return binary_map<T>(
-        a, b, [](T x, T y) { return x - y; }, "sub");
-  });
+  return binary_raw(BinaryOp::sub, a, b);
 }
 
 Tensor mul_raw(const Tensor& a, const Tensor& b) {
-  require_same_dtype(a, b, "mul");
-  return dispatch_all(a.dtype(), [&]<typename T>() {
-    return binary_map<T>(
-        a, b, [](T x, T y) { return x * y; }, "mul");
-  });
+  return binary_raw(BinaryOp::mul, a, b);
 }
 
 Tensor div_raw(const Tensor& a, const Tensor& b) {
-  require_same_dtype(a, b, "div");
-  return dispatch_all(a.dtype(), [&]<typename T>() {
-    return binary_map<T>(
-        a, b, [](T x, T y) { return x / y; }, "div");
-  });
+  return binary_raw(BinaryOp::div, a, b);
+}
+
+Tensor binary_scalar_raw(BinaryOp op, const Tensor& a, double s) {
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  require_device_of(out, {&a}, binary_op_name(op));
+  kernel_table(out.device()).binary_scalar(op, a, s, out);
+  return out;
 }
 
 Tensor mul_scalar_raw(const Tensor& a, double s) {
-  return dispatch_all(a.dtype(), [&]<typename T>() {
-    const T v = static_cast<T>(s);
-    return unary_map<T>(a, [v](T x) { return x * v; });
-  });
+  return binary_scalar_raw(BinaryOp::mul, a, s);
 }
 
 Tensor add_scalar_raw(const Tensor& a, double s) {
-  return dispatch_all(a.dtype(), [&]<typename T>() {
-    const T v = static_cast<T>(s);
-    return unary_map<T>(a, [v](T x) { return x + v; });
-  });
+  return binary_scalar_raw(BinaryOp::add, a, s);
 }
 
 void add_inplace_raw(Tensor& acc, const Tensor& g) {
   require_same_dtype(acc, g, "add_");
+  require_device_of(acc, {&g}, "add_");
   if (acc.shape() != g.shape())
     throw std::invalid_argument("add_: shape " + shape_str(g.shape()) + " does not match " +
                                 shape_str(acc.shape()));
   const bool flat = acc.is_contiguous() && g.is_contiguous();
   const Tensor gc = flat ? Tensor() : as_contiguous(g);
-  if (acc.is_meta() || g.is_meta()) return;
-  dispatch_all(acc.dtype(), [&]<typename T>() {
-    T* o = acc.data<T>();
-    const std::int64_t n = acc.numel();
-    if (flat) {
-      const T* p = g.data<T>();
-      parallel_for(n, [&](std::int64_t i) { o[i] += p[i]; });
-    } else {
-      const T* q = gc.data<T>();
-      for_each_offset(acc, [&](std::int64_t off, std::int64_t i) { o[off] += q[i]; });
-    }
-  });
+  kernel_table(acc.device()).accumulate(acc, g, gc);
 }
 
 void fill_raw(Tensor& t, double value) {
-  if (t.is_meta()) return;
-  dispatch_all(t.dtype(), [&]<typename T>() {
-    T* o = t.data<T>();
-    const T v = static_cast<T>(value);
-    for_each_offset(t, [&](std::int64_t off, std::int64_t) { o[off] = v; });
-  });
+  kernel_table(t.device()).fill(t, value);
 }
 
 void copy_into_raw(Tensor& dst, const Tensor& src) {
   if (dst.shape() != src.shape())
     throw std::invalid_argument("copy: shape " + shape_str(src.shape()) + " does not match " +
                                 shape_str(dst.shape()));
+  require_device_of(dst, {&src}, "copy_");
   Tensor s = src.dtype() == dst.dtype() ? as_contiguous(src) : cast_raw(src, dst.dtype());
-  if (dst.is_meta() || s.is_meta()) return;
-  dispatch_all(dst.dtype(), [&]<typename T>() {
-    T* o = dst.data<T>();
-    const T* p = s.data<T>();
-    for_each_offset(dst, [&](std::int64_t off, std::int64_t i) { o[off] = p[i]; });
-  });
+  kernel_table(dst.device()).copy(s, dst);
 }
 
 Tensor sum_dims_raw(const Tensor& t, const std::vector<std::int64_t>& dims_in, bool keepdim) {
   const auto nd = t.dim();
   std::vector<bool> reduce(static_cast<std::size_t>(nd), dims_in.empty());
   for (auto d : dims_in) reduce[static_cast<std::size_t>(wrap_dim(d, nd, "sum"))] = true;
-  Shape kept_shape = t.shape();
   Shape out_shape;
   for (std::int64_t d = 0; d < nd; ++d) {
     const auto k = static_cast<std::size_t>(d);
-    if (reduce[k]) {
-      kept_shape[k] = 1;
-      if (keepdim) out_shape.push_back(1);
-    } else {
+    if (!reduce[k]) {
       out_shape.push_back(t.shape()[k]);
+    } else if (keepdim) {
+      out_shape.push_back(1);
     }
   }
   Tensor out = Tensor::zeros(out_shape, t.dtype());
-  const std::int64_t n = t.numel();
-  if (n == 0) return out;
+  if (t.numel() == 0) return out;
+  require_device_of(out, {&t}, "sum");
   const Tensor c = as_contiguous(t);
-  if (out.is_meta() || c.is_meta()) return out;
-  dispatch_all(t.dtype(), [&]<typename T>() {
-    T* o = out.data<T>();
-    const T* p = c.data<T>();
-    // Fast paths on the contiguous input: all, a prefix of dims, or a suffix of dims.
-    std::int64_t prefix = 0;
-    while (prefix < nd && reduce[static_cast<std::size_t>(prefix)]) ++prefix;
-    std::int64_t suffix = 0;
-    while (suffix < nd && reduce[static_cast<std::size_t>(nd - 1 - suffix)]) ++suffix;
-    std::int64_t reduced_count = 0;
-    for (auto r : reduce) reduced_count += r;
-    if (reduced_count == nd) {
-      double acc = 0;
-      if (n > kParallelGrain) {
-#pragma omp parallel for reduction(+ : acc) schedule(static)
-        for (std::int64_t i = 0; i < n; ++i) acc += static_cast<double>(p[i]);
-      } else {
-        for (std::int64_t i = 0; i < n; ++i) acc += static_cast<double>(p[i]);
-      }
-      o[0] = static_cast<T>(acc);
-      return;
-    }
-    if (prefix == reduced_count) {
-      std::int64_t rows = 1;
-      for (std::int64_t d = 0; d < prefix; ++d) rows *= t.shape()[static_cast<std::size_t>(d)];
-      const std::int64_t cols = n / rows;
-#pragma omp parallel for if (n > kParallelGrain) schedule(static)
-      for (std::int64_t j = 0; j < cols; ++j) {
-        T acc = 0;
-        for (std::int64_t r = 0; r < rows; ++r) acc += p[r * cols + j];
-        o[j] = acc;
-      }
-      return;
-    }
-    if (suffix == reduced_count) {
-      std::int64_t cols = 1;
-      for (std::int64_t d = nd - suffix; d < nd; ++d)
-        cols *= t.shape()[static_cast<std::size_t>(d)];
-      const std::int64_t rows = n / cols;
-#pragma omp parallel for if (n > kParallelGrain) schedule(static)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        double acc = 0;
-        for (std::int64_t j = 0; j < cols; ++j) acc += static_cast<double>(p[r * cols + j]);
-        o[r] = static_cast<T>(acc);
-      }
-      return;
-    }
-    // General case: output strides are 0 on reduced dims.
-    const Strides ks = contiguous_strides(kept_shape);
-    std::vector<std::int64_t> ostride(static_cast<std::size_t>(nd));
-    for (std::size_t k = 0; k < ostride.size(); ++k) ostride[k] = reduce[k] ? 0 : ks[k];
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
-    std::int64_t off = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      o[off] += p[i];
-      for (auto d = nd - 1; d >= 0; --d) {
-        const auto k = static_cast<std::size_t>(d);
-        if (++idx[k] < t.shape()[k]) {
-          off += ostride[k];
-          break;
-        }
-        off -= ostride[k] * (t.shape()[k] - 1);
-        idx[k] = 0;
-      }
-    }
-  });
+  kernel_table(out.device()).sum(c, reduce, out);
   return out;
 }
 
@@ -295,32 +199,16 @@ void gemm_raw(const Tensor& a, const Tensor& b, Tensor& c, bool accumulate) {
     throw std::invalid_argument("mm: shapes " + shape_str(a.shape()) + " and " +
                                 shape_str(b.shape()) + " cannot be multiplied");
   require_same_dtype(a, b, "mm");
+  require_device_of(c, {&a, &b}, "mm");
+  dispatch_floating(a.dtype(), "mm", []<typename>() {});
   if (c.numel() == 0) return;  // [m, 0] or [0, n]: nothing to write, whatever its strides
   if (!c.is_contiguous()) throw std::logic_error("gemm_raw: output must be contiguous");
-  dispatch_floating(a.dtype(), "mm", [&]<typename T>() {
-    // Row-major operands go as they are, column-major ones as transposed row-major; anything
-    // else is copied first.
-    auto operand = [](const Tensor& t, Tensor& keep, bool& trans, std::int64_t& ld) -> const T* {
-      const MatrixLayout l = layout_of(t);
-      if (l.ok) {
-        trans = l.trans;
-        ld = l.ld;
-        return t.is_meta() ? nullptr : t.data<T>();
-      }
-      keep = contiguous_copy(t);
-      trans = false;
-      ld = std::max<std::int64_t>(t.shape()[1], 1);
-      return keep.is_meta() ? nullptr : keep.data<T>();
-    };
-    Tensor ka, kb;
-    bool ta = false, tb = false;
-    std::int64_t lda = 1, ldb = 1;
-    const T* pa = operand(a, ka, ta, lda);
-    const T* pb = operand(b, kb, tb, ldb);
-    if (!pa || !pb || c.is_meta()) return;  // a dry run: the copies are made, no product
-    gemm_rm<T>(ta, tb, a.shape()[0], b.shape()[1], a.shape()[1], T(1), pa, lda, pb, ldb,
-               accumulate ? T(1) : T(0), c.data<T>(), std::max<std::int64_t>(c.shape()[1], 1));
-  });
+  // Row-major operands go as they are, column-major ones as transposed row-major; anything
+  // else is copied first, on every device alike (a dry run makes the same copies).
+  auto operand = [](const Tensor& t) { return blas_layout(t).ok ? t : contiguous_copy(t); };
+  const Tensor pa = operand(a);
+  const Tensor pb = operand(b);
+  kernel_table(c.device()).gemm(pa, pb, c, accumulate);
 }
 
 Tensor matmul2d_raw(const Tensor& a, const Tensor& b) {

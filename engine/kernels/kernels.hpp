@@ -1,12 +1,15 @@
 #pragma once
 
-// Raw CPU kernels: no autograd, no steps. The autograd ops and backward functions are built on
-// these. Outputs come from the current ledger.
+// Raw kernels: no autograd, no steps. The autograd ops and backward functions are built on
+// these. Outputs come from the current ledger, on the current device; the arithmetic of the
+// non-template entry points goes through their tensors' device's kernel table
+// (kernel_table.hpp). The templates below are host loops.
 
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "engine/kernels/kernel_table.hpp"
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt {
@@ -31,10 +34,13 @@ Tensor contiguous_copy(const Tensor& t);
 // t itself when already contiguous, else a contiguous copy.
 Tensor as_contiguous(const Tensor& t);
 Tensor cast_raw(const Tensor& t, DType to);
+// a op b with NumPy broadcasting (the four below are its rows).
+Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor add_raw(const Tensor& a, const Tensor& b);
 Tensor sub_raw(const Tensor& a, const Tensor& b);
 Tensor mul_raw(const Tensor& a, const Tensor& b);
 Tensor div_raw(const Tensor& a, const Tensor& b);
+Tensor binary_scalar_raw(BinaryOp op, const Tensor& a, double s);
 Tensor mul_scalar_raw(const Tensor& a, double s);
 Tensor add_scalar_raw(const Tensor& a, double s);
 void add_inplace_raw(Tensor& acc, const Tensor& g);
@@ -47,6 +53,15 @@ Tensor sum_dims_raw(const Tensor& t, const std::vector<std::int64_t>& dims, bool
 Tensor expand_raw(const Tensor& t, const Shape& shape);  // a broadcast view (stride 0)
 // C = A @ B for 2-D tensors (any strides), with optional accumulation into C.
 void gemm_raw(const Tensor& a, const Tensor& b, Tensor& c, bool accumulate = false);
+// A 2-D operand as BLAS sees it: row-major with a leading dimension (unit column stride), or
+// column-major likewise (a transposed row-major block); anything else (ok false) is copied
+// before a product.
+struct MatrixLayout {
+  bool ok = false;
+  bool trans = false;
+  std::int64_t ld = 1;
+};
+MatrixLayout blas_layout(const Tensor& t);
 Tensor matmul2d_raw(const Tensor& a, const Tensor& b);
 Tensor transpose_raw(const Tensor& t, std::int64_t d0, std::int64_t d1);  // a view
 
@@ -85,11 +100,9 @@ void for_each_offset(const Tensor& t, F&& f) {
   }
 }
 
-// out = f(x) elementwise; out is a new contiguous tensor of x's shape and dtype.
+// out = f(x) elementwise into `out`, a contiguous tensor of x's shape (host memory).
 template <typename T, typename F>
-Tensor unary_map(const Tensor& x, F&& f) {
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  if (out.is_meta()) return out;
+void unary_map_into(const Tensor& x, Tensor& out, F&& f) {
   T* o = out.data<T>();
   const T* p = x.data<T>();
   const std::int64_t n = x.numel();
@@ -98,33 +111,40 @@ Tensor unary_map(const Tensor& x, F&& f) {
   } else {
     for_each_offset(x, [&](std::int64_t off, std::int64_t i) { o[i] = f(p[off]); });
   }
+}
+
+// out = f(x) elementwise; out is a new contiguous tensor of x's shape and dtype.
+template <typename T, typename F>
+Tensor unary_map(const Tensor& x, F&& f) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  if (out.is_meta()) return out;
+  unary_map_into<T>(x, out, f);
   return out;
 }
 
-// out = f(a, b) with NumPy broadcasting; a and b have the same dtype.
+// out = f(a, b) with NumPy broadcasting into `out`, a contiguous tensor of the broadcast shape
+// (host memory); a and b have out's dtype.
 template <typename T, typename F>
-Tensor binary_map(const Tensor& a, const Tensor& b, F&& f, const char* op) {
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
-  Tensor out = Tensor::empty(shape, a.dtype());
-  if (out.is_meta()) return out;
+void binary_map_into(const Tensor& a, const Tensor& b, Tensor& out, F&& f) {
+  const Shape& shape = out.shape();
   T* o = out.data<T>();
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   const std::int64_t n = out.numel();
-  if (n == 0) return out;
+  if (n == 0) return;
   if (a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous()) {
     parallel_for(n, [&](std::int64_t i) { o[i] = f(pa[i], pb[i]); });
-    return out;
+    return;
   }
   if (b.numel() == 1 && a.shape() == shape && a.is_contiguous()) {
     const T vb = pb[0];
     parallel_for(n, [&](std::int64_t i) { o[i] = f(pa[i], vb); });
-    return out;
+    return;
   }
   if (a.numel() == 1 && b.shape() == shape && b.is_contiguous()) {
     const T va = pa[0];
     parallel_for(n, [&](std::int64_t i) { o[i] = f(va, pb[i]); });
-    return out;
+    return;
   }
   // General broadcast: strides aligned to the output, 0 on broadcast dimensions.
   const std::size_t nd = shape.size();
@@ -154,6 +174,14 @@ Tensor binary_map(const Tensor& a, const Tensor& b, F&& f, const char* op) {
     T* orow = o + r * inner;
     for (std::int64_t j = 0; j < inner; ++j) orow[j] = f(pa[offa + j * ia], pb[offb + j * ib]);
   });
+}
+
+// out = f(a, b) with NumPy broadcasting; a and b have the same dtype.
+template <typename T, typename F>
+Tensor binary_map(const Tensor& a, const Tensor& b, F&& f, const char* op) {
+  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op), a.dtype());
+  if (out.is_meta()) return out;
+  binary_map_into<T>(a, b, out, f);
   return out;
 }
 

@@ -1,13 +1,16 @@
 #pragma once
 
-// The device seam (DESIGN.md "Devices behind one seam"): where a tensor's bytes live and
-// whether kernels compute on them. One Backend per device, in the spirit of ggml's backend
-// struct: `cpu` holds real memory from the storage pool; `meta` holds none (a dry run: every
-// allocation is in the ledger with its bytes and category, kernels skip their arithmetic);
-// `cuda` is reached through the same table when the CUDA backend is built.
+// The device seam (DESIGN.md "Devices behind one seam"), storage half: where a tensor's bytes
+// live and how they are moved. One Backend per device, in the spirit of ggml's backend and
+// buffer structs: `cpu` holds real memory from the storage pool; `meta` holds none (a dry run:
+// every allocation is in the ledger with its bytes and category, kernels skip their
+// arithmetic); `cuda` holds device memory from cudaMalloc when the CUDA backend is built and a
+// GPU is present. The arithmetic half, one kernel table per device, is
+// engine/kernels/kernel_table.hpp. Every allocation on every device is a ledger event.
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "engine/tensor/dtype.hpp"
 
@@ -22,7 +25,17 @@ struct Backend {
   // release() needs. Throws std::bad_alloc when the device has no memory left.
   void* (*acquire)(std::size_t bytes, std::size_t& capacity);
   void (*release)(void* block, std::size_t capacity) noexcept;
+  // Byte moves within this device's memory and across the host boundary (host pointers are
+  // plain memory); none is called on a device that does not compute.
+  void (*zero)(void* block, std::size_t bytes);
+  void (*write)(void* device_dst, const void* host_src, std::size_t bytes);
+  void (*read)(void* host_dst, const void* device_src, std::size_t bytes);
+  void (*copy)(void* dst, const void* src, std::size_t bytes);
 };
+
+// Whether a backend for `device` exists in this build and on this machine; `why` says what is
+// missing when not (no CUDA backend built, or no GPU found).
+bool device_available(Device device, std::string* why = nullptr);
 
 // The backend of a device; throws std::runtime_error for a device this build cannot use.
 const Backend& backend(Device device);

@@ -21,14 +21,36 @@ Tensor make_contiguous(const Shape& shape, DType dtype) {
   return Tensor(std::move(impl));
 }
 
+// A new contiguous tensor's bytes from host memory, on whichever device it lives.
+void write_from_host(const Tensor& t, const void* host) {
+  const Backend& b = backend(t.device());
+  if (b.computes && t.nbytes())
+    b.write(t.storage()->data(), host, static_cast<std::size_t>(t.nbytes()));
+}
+
+// `fill(p, n)` writes a new contiguous tensor's n values: in place on the host, through a
+// staging buffer on a device (outside the ledger, as PyTorch's host staging is outside
+// torch.cuda.memory_allocated).
+template <typename T, typename F>
+void write_values(const Tensor& t, F&& fill) {
+  if (!backend(t.device()).computes) return;
+  const std::int64_t n = t.numel();
+  if (t.device() == Device::cpu) {
+    fill(t.data<T>(), n);
+    return;
+  }
+  std::vector<T> staging(static_cast<std::size_t>(n));
+  fill(staging.data(), n);
+  write_from_host(t, staging.data());
+}
+
 template <typename T>
 Tensor from_values(const std::vector<T>& values, const Shape& shape) {
   if (static_cast<std::int64_t>(values.size()) != shape_numel(shape))
     throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
                                 " values do not fill shape " + shape_str(shape));
   Tensor t = make_contiguous(shape, dtype_of<T>());
-  if (!values.empty() && !t.is_meta())
-    std::memcpy(t.data<T>(), values.data(), values.size() * sizeof(T));
+  write_from_host(t, values.data());
   return t;
 }
 
@@ -45,10 +67,14 @@ void Tensor::check_dtype(DType expected) const {
                                 " but the tensor is " + dtype_name(dtype()));
 }
 
-void Tensor::fail_meta_data() const {
-  throw std::logic_error("the values of " + str() +
-                         " were asked for on the meta device (a dry run " +
-                         "has shapes and bytes, not values)");
+void Tensor::fail_host_data() const {
+  if (is_meta())
+    throw std::logic_error("the values of " + str() +
+                           " were asked for on the meta device (a dry run " +
+                           "has shapes and bytes, not values)");
+  throw std::logic_error("the values of " + str() + " live on the " + device_name(device()) +
+                         " device, and this kernel runs on the host: it has no " +
+                         device_name(device()) + " row in the kernel table yet");
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
@@ -57,7 +83,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   Tensor t = make_contiguous(shape, dtype);
-  if (!t.is_meta()) std::memset(t.storage()->data(), 0, static_cast<std::size_t>(t.nbytes()));
+  const Backend& b = backend(t.device());
+  if (b.computes) b.zero(t.storage()->data(), static_cast<std::size_t>(t.nbytes()));
   return t;
 }
 
@@ -67,11 +94,10 @@ Tensor Tensor::ones(const Shape& shape, DType dtype) {
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   Tensor t = make_contiguous(shape, dtype);
-  if (t.is_meta()) return t;
   dispatch_all(dtype, [&]<typename T>() {
-    T* p = t.data<T>();
-    const std::int64_t n = t.numel();
-    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value);
+    write_values<T>(t, [&](T* p, std::int64_t n) {
+      for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value);
+    });
   });
   return t;
 }
@@ -92,10 +118,10 @@ Tensor Tensor::from_vector(const std::vector<std::int64_t>& v, const Shape& s) {
 
 Tensor Tensor::arange(std::int64_t n, DType dtype) {
   Tensor t = make_contiguous({n}, dtype);
-  if (t.is_meta()) return t;
   dispatch_all(dtype, [&]<typename T>() {
-    T* p = t.data<T>();
-    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(i);
+    write_values<T>(t, [](T* p, std::int64_t count) {
+      for (std::int64_t i = 0; i < count; ++i) p[i] = static_cast<T>(i);
+    });
   });
   return t;
 }
@@ -141,7 +167,20 @@ std::vector<double> Tensor::to_vector() const {
   const std::size_t nd = s.size();
   std::vector<std::int64_t> idx(nd, 0);
   dispatch_all(dtype(), [&]<typename T>() {
-    const T* base = data<T>();
+    // A device tensor's whole storage span is read to the host first (outside the ledger).
+    std::vector<T> staging;
+    const T* base = nullptr;
+    if (device() == Device::cpu) {
+      base = data<T>();
+    } else {
+      const Backend& b = backend(device());
+      if (!b.computes) fail_host_data();
+      std::int64_t span = 1;
+      for (std::size_t d = 0; d < nd; ++d) span += (s[d] - 1) * st[d];
+      staging.resize(static_cast<std::size_t>(span));
+      b.read(staging.data(), device_data<T>(), staging.size() * sizeof(T));
+      base = staging.data();
+    }
     for (std::int64_t i = 0; i < n; ++i) {
       std::int64_t off = 0;
       for (std::size_t d = 0; d < nd; ++d) off += idx[d] * st[d];

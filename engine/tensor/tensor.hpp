@@ -86,15 +86,24 @@ class Tensor {
   bool shares_storage(const Tensor& other) const;
   std::string str() const;  // "float32[2, 3]"
 
-  // Throws std::logic_error on a meta tensor: a kernel that reaches for data there has missed
-  // its dry-run return, and the dry run fails naming it instead of reading nothing.
+  // Host memory only. Throws std::logic_error on a meta tensor (a kernel that reaches for data
+  // there has missed its dry-run return, and the dry run fails naming it instead of reading
+  // nothing) and on a device tensor (a host loop that has no row in that device's kernel table
+  // fails naming the device instead of reading device memory).
   template <typename T>
   T* data() const {
     check_dtype(dtype_of<T>());
-    if (is_meta()) fail_meta_data();
+    if (device() != Device::cpu) fail_host_data();
     return static_cast<T*>(ref().storage->data()) + ref().offset;
   }
-  // The value of a one-element tensor, converted to double (not available on meta: throws).
+  // The first element's address in its device's memory, for that device's kernel table.
+  template <typename T>
+  T* device_data() const {
+    check_dtype(dtype_of<T>());
+    return static_cast<T*>(ref().storage->data()) + ref().offset;
+  }
+  // The value of a one-element tensor, converted to double (not available on meta: throws;
+  // read across the host boundary on a device).
   double item() const;
   // Values in row-major order (any layout, any dtype), for tests and exporters.
   std::vector<double> to_vector() const;
@@ -123,7 +132,7 @@ class Tensor {
  private:
   TensorImpl& ref() const;
   void check_dtype(DType expected) const;
-  [[noreturn]] void fail_meta_data() const;
+  [[noreturn]] void fail_host_data() const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -7,6 +7,7 @@
 #include "engine/cuda/elementwise.cuh"
 #include "engine/cuda/gemm_tile.cuh"
 #include "engine/cuda/softmax.cuh"
+#include "engine/cuda/strided.cuh"
 #include "engine/ops/ops.hpp"
 #include "engine/tensor/generator.hpp"
 
@@ -128,6 +129,30 @@ class TestCudaMath : public QObject {
     const auto b = random_values(static_cast<std::size_t>(k) * n, 8, 1.0);
     const auto want = matmul(Tensor::from_vector(a, {m, k}), Tensor::from_vector(b, {k, n}));
     compare(tiled_gemm(a, b, m, n, k), want.to_vector(), 1e-5);
+  }
+
+  // The strided copy's and the sum's addressing: a transposed view walked in row-major order,
+  // and a sum over dimensions 1 and 3 of a [3, 4, 5, 2] tensor, against the engine's kernels.
+  void stridedLayoutsWalkLikeTheCpu() {
+    const Tensor t = Tensor::from_vector(random_values(3 * 4 * 5 * 2, 21), {3, 4, 5, 2});
+    const Tensor view = t.alias({5, 3}, {1, 5}, 0);  // the first 15 elements, transposed
+    const auto want = view.to_vector();
+    const auto values = t.to_vector();
+    cm::StridedLayout l;
+    l.nd = 2;
+    l.size[0] = 5, l.size[1] = 3, l.stride[0] = 1, l.stride[1] = 5;
+    for (std::int64_t i = 0; i < 15; ++i)
+      QCOMPARE(values[static_cast<std::size_t>(cm::offset_of(l, i))],
+               want[static_cast<std::size_t>(i)]);
+    cm::StridedLayout kept, reduced;
+    kept.nd = 2, kept.size[0] = 3, kept.size[1] = 5, kept.stride[0] = 40, kept.stride[1] = 2;
+    reduced.nd = 2, reduced.size[0] = 4, reduced.size[1] = 2, reduced.stride[0] = 10,
+    reduced.stride[1] = 1;
+    const auto sums = sum(t, {1, 3}, false).to_vector();
+    const auto host = std::vector<float>(values.begin(), values.end());
+    for (std::int64_t j = 0; j < 15; ++j)
+      QVERIFY(std::abs(cm::sum_one(host.data(), kept, reduced, 8, j) -
+                       sums[static_cast<std::size_t>(j)]) < 1e-5);
   }
 };
 

@@ -98,6 +98,16 @@ std::string peak_op(const RunResult& r) {
   return r.trace.step(r.trace.peak().step).op;
 }
 
+// Under the sanitizers (ten to twenty times slower) the 100,000-op HeavyModels' plain runs are
+// left to the release run: the seed004 functions still run both samples, checkpointed, under
+// ASan, through the same ops; CI's sanitizer stage stays inside its hour.
+bool plain_heavy_run_left_to_release(const QString& file) {
+  if (!file.startsWith("heavy_model") || !qEnvironmentVariableIsSet("CKPTLAB_SANITIZED"))
+    return false;
+  qInfo("sanitized build: %s's plain run is checked by the release build only", qPrintable(file));
+  return true;
+}
+
 const char* kNoInputGrad = "None of the inputs have requires_grad=True. Gradients will be None";
 const char* kElement0 = "element 0 of tensors does not require grad and does not have a grad_fn";
 
@@ -117,6 +127,7 @@ class TestSamples : public QObject {
   }
   void loadsRunsAndTrainsEveryParameter() {
     QFETCH(QString, file);
+    if (plain_heavy_run_left_to_release(file)) return;
     auto model = load_model(sample(file));
     QVERIFY(!model->scenario.notes.empty());
     QVERIFY(!model->scenario.title.empty());
@@ -600,6 +611,7 @@ class TestSamples : public QObject {
   }
 
   void heavyModelSavesNothingAndItsSinVariantSavesEverything() {
+    if (plain_heavy_run_left_to_release("heavy_model.json")) return;
     const auto act = static_cast<std::size_t>(MemoryCategory::activation);
     auto plain_model = load_model(sample("heavy_model.json"));
     QCOMPARE(plain_model->ops.size(), std::size_t{100000});
