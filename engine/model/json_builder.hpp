@@ -77,6 +77,30 @@ class Builder {
                      const Values& in);
   Values simple_op(const std::string& type, const json& j, const std::string& where, Scope& s,
                    const Values& in, bool own_module);
+
+ public:
+  // One native layer kind that is one op (json_layers.cpp): the PyTorch module class it shows
+  // as, and how it reads its keys. The builder looks layers up here; it lists none itself.
+  struct LayerCall {
+    Builder& b;
+    const std::string& type;
+    const json& j;
+    const std::string& where;
+    Scope& s;
+    const Values& in;
+    std::string hint;  // the op's label when the layer is not a module of its own
+    Values one() const { return expect(in, 1, where, ""); }
+  };
+  struct LayerRule {
+    const char* module_class;  // nullptr: the type, capitalised
+    Values (*build)(const LayerCall& call);
+  };
+  using LayerRules = std::map<std::string, LayerRule, std::less<>>;
+  // Layers with parameters (always modules), and one-op layers without (inline unless named).
+  static const LayerRules& param_layer_rules();
+  static const LayerRules& simple_layer_rules();
+
+ private:
   Values residual(const json& j, const std::string& where, Scope& s, const Values& in);
   Values dense_block(const json& j, const std::string& where, Scope& s, const Values& in);
   Values dense_layer(const json& j, const std::string& where, Scope& s, const Values& features,

@@ -21,41 +21,28 @@ const std::set<std::string>& block_types() {
                                        "attention"};
   return t;
 }
+// The type names of a table of layer rules.
+std::set<std::string> keys_of(const Builder::LayerRules& rules) {
+  std::set<std::string> keys;
+  for (const auto& [type, rule] : rules) keys.insert(type);
+  return keys;
+}
+
 const std::set<std::string>& param_types() {
-  static const std::set<std::string> t{"linear", "conv2d", "batchnorm2d", "layernorm", "embedding"};
+  static const std::set<std::string> t = keys_of(Builder::param_layer_rules());
   return t;
 }
 
 // Display kinds, named like the PyTorch modules they stand for.
 std::string kind_of(const std::string& type) {
-  static const std::map<std::string, std::string> k{{"sequential", "Sequential"},
-                                                    {"function", "Function"},
-                                                    {"residual", "Residual"},
-                                                    {"dense_block", "DenseBlock"},
-                                                    {"transition", "Transition"},
-                                                    {"lstm", "LSTM"},
-                                                    {"attention", "Attention"},
-                                                    {"linear", "Linear"},
-                                                    {"conv2d", "Conv2d"},
-                                                    {"batchnorm2d", "BatchNorm2d"},
-                                                    {"layernorm", "LayerNorm"},
-                                                    {"embedding", "Embedding"},
-                                                    {"relu", "ReLU"},
-                                                    {"gelu", "GELU"},
-                                                    {"sigmoid", "Sigmoid"},
-                                                    {"tanh", "Tanh"},
-                                                    {"relu6", "ReLU6"},
-                                                    {"hardtanh", "Hardtanh"},
-                                                    {"softmax", "Softmax"},
-                                                    {"log_softmax", "LogSoftmax"},
-                                                    {"dropout", "Dropout"},
-                                                    {"flatten", "Flatten"},
-                                                    {"identity", "Identity"},
-                                                    {"maxpool2d", "MaxPool2d"},
-                                                    {"avgpool2d", "AvgPool2d"},
-                                                    {"adaptive_avgpool2d", "AdaptiveAvgPool2d"}};
-  auto it = k.find(type);
-  if (it != k.end()) return it->second;
+  static const std::map<std::string, std::string> k{
+      {"sequential", "Sequential"},  {"function", "Function"},     {"residual", "Residual"},
+      {"dense_block", "DenseBlock"}, {"transition", "Transition"}, {"lstm", "LSTM"},
+      {"attention", "Attention"}};
+  if (auto it = k.find(type); it != k.end()) return it->second;
+  for (const auto* rules : {&Builder::param_layer_rules(), &Builder::simple_layer_rules()})
+    if (auto it = rules->find(type); it != rules->end() && it->second.module_class)
+      return it->second.module_class;
   if (const OpSchema* row = OpTable::instance().find_native_layer(type); row && row->module_class)
     return row->module_class;
   std::string s = type;
@@ -103,15 +90,7 @@ Attributes config_attrs(const json& j) {
 }  // namespace
 
 const std::set<std::string>& simple_types() {
-  static const std::set<std::string> t{
-      "relu",    "gelu",      "sigmoid",     "tanh",      "sin",
-      "cos",     "exp",       "log",         "sqrt",      "neg",
-      "erf",     "identity",  "clone",       "relu6",     "hardtanh",
-      "clamp",   "softmax",   "log_softmax", "dropout",   "flatten",
-      "reshape", "view",      "transpose",   "permute",   "select",
-      "slice",   "unsqueeze", "squeeze",     "cat",       "sum",
-      "mean",    "add",       "sub",         "mul",       "div",
-      "pow",     "matmul",    "maxpool2d",   "avgpool2d", "adaptive_avgpool2d"};
+  static const std::set<std::string> t = keys_of(Builder::simple_layer_rules());
   return t;
 }
 

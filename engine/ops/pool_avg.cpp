@@ -101,6 +101,55 @@ Tensor avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
   return out;
 }
 
+namespace {
+
+// An adaptive pool's planes and sizes: output cell (oh, ow) averages input rows
+// [adaptive_start(oh), adaptive_end(oh)) and the columns likewise.
+struct AdaptiveGeometry {
+  std::int64_t planes, h, w, ho, wo;
+};
+
+void adaptive_avg_forward(const Tensor& x, Tensor& out, const AdaptiveGeometry& g) {
+  if (out.is_meta()) return;
+  dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    T* yp = out.data<T>();
+#pragma omp parallel for schedule(static) if (g.planes * g.h * g.w > kParallelGrain)
+    for (std::int64_t pl = 0; pl < g.planes; ++pl)
+      for (std::int64_t oh = 0; oh < g.ho; ++oh) {
+        const std::int64_t h0 = adaptive_start(oh, g.ho, g.h), h1 = adaptive_end(oh, g.ho, g.h);
+        for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+          const std::int64_t w0 = adaptive_start(ow, g.wo, g.w), w1 = adaptive_end(ow, g.wo, g.w);
+          T acc = 0;
+          for (std::int64_t ih = h0; ih < h1; ++ih)
+            for (std::int64_t iw = w0; iw < w1; ++iw) acc += xp[(pl * g.h + ih) * g.w + iw];
+          yp[(pl * g.ho + oh) * g.wo + ow] = acc / static_cast<T>((h1 - h0) * (w1 - w0));
+        }
+      }
+  });
+}
+
+void adaptive_avg_backward(const Tensor& gy, Tensor& dx, const AdaptiveGeometry& g) {
+  if (dx.is_meta()) return;
+  dispatch_floating(gy.dtype(), "adaptive_avg_pool2d backward", [&]<typename T>() {
+    const T* gp = gy.data<T>();
+    T* dp = dx.data<T>();
+#pragma omp parallel for schedule(static) if (g.planes * g.h * g.w > kParallelGrain)
+    for (std::int64_t pl = 0; pl < g.planes; ++pl)
+      for (std::int64_t oh = 0; oh < g.ho; ++oh) {
+        const std::int64_t h0 = adaptive_start(oh, g.ho, g.h), h1 = adaptive_end(oh, g.ho, g.h);
+        for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+          const std::int64_t w0 = adaptive_start(ow, g.wo, g.w), w1 = adaptive_end(ow, g.wo, g.w);
+          const T v = gp[(pl * g.ho + oh) * g.wo + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
+          for (std::int64_t ih = h0; ih < h1; ++ih)
+            for (std::int64_t iw = w0; iw < w1; ++iw) dp[(pl * g.h + ih) * g.w + iw] += v;
+        }
+      }
+  });
+}
+
+}  // namespace
+
 Tensor adaptive_avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> output_size) {
   if (x_in.dim() != 3 && x_in.dim() != 4)
     throw std::invalid_argument("adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got " +
@@ -117,50 +166,17 @@ Tensor adaptive_avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> outpu
                                 x_in.str());
   const Tensor x = as_contiguous(x_in);
   const auto nd = static_cast<std::size_t>(x.dim());
-  const std::int64_t h = x.shape()[nd - 2], w = x.shape()[nd - 1];
-  const std::int64_t ho = output_size[0], wo = output_size[1];
-  const std::int64_t planes = nd == 4 ? x.shape()[0] * x.shape()[1] : x.shape()[0];
-  Tensor out = Tensor::empty(pooled_shape(x, ho, wo), x.dtype());
-  if (!out.is_meta())
-    dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&]<typename T>() {
-      const T* xp = x.data<T>();
-      T* op_ = out.data<T>();
-#pragma omp parallel for schedule(static) if (planes * h * w > kParallelGrain)
-      for (std::int64_t pl = 0; pl < planes; ++pl)
-        for (std::int64_t oh = 0; oh < ho; ++oh) {
-          const std::int64_t h0 = adaptive_start(oh, ho, h), h1 = adaptive_end(oh, ho, h);
-          for (std::int64_t ow = 0; ow < wo; ++ow) {
-            const std::int64_t w0 = adaptive_start(ow, wo, w), w1 = adaptive_end(ow, wo, w);
-            T acc = 0;
-            for (std::int64_t ih = h0; ih < h1; ++ih)
-              for (std::int64_t iw = w0; iw < w1; ++iw) acc += xp[(pl * h + ih) * w + iw];
-            op_[(pl * ho + oh) * wo + ow] = acc / static_cast<T>((h1 - h0) * (w1 - w0));
-          }
-        }
-    });
-  record(
-      "AdaptiveAvgPool2DBackward0", {x_in}, {out}, {x_in},
-      [planes, h, w, ho, wo, shape = x_in.shape()](BackwardContext& c) -> TensorList {
-        const Tensor gy = as_contiguous(c.grads[0]);
-        Tensor dx = Tensor::zeros(shape, gy.dtype());
-        if (!dx.is_meta())
-          dispatch_floating(gy.dtype(), "adaptive_avg_pool2d backward", [&]<typename T>() {
-            const T* gp = gy.data<T>();
-            T* dp = dx.data<T>();
-#pragma omp parallel for schedule(static) if (planes * h * w > kParallelGrain)
-            for (std::int64_t pl = 0; pl < planes; ++pl)
-              for (std::int64_t oh = 0; oh < ho; ++oh) {
-                const std::int64_t h0 = adaptive_start(oh, ho, h), h1 = adaptive_end(oh, ho, h);
-                for (std::int64_t ow = 0; ow < wo; ++ow) {
-                  const std::int64_t w0 = adaptive_start(ow, wo, w), w1 = adaptive_end(ow, wo, w);
-                  const T v = gp[(pl * ho + oh) * wo + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
-                  for (std::int64_t ih = h0; ih < h1; ++ih)
-                    for (std::int64_t iw = w0; iw < w1; ++iw) dp[(pl * h + ih) * w + iw] += v;
-                }
-              }
-          });
-        return {dx};
-      });
+  const AdaptiveGeometry g{nd == 4 ? x.shape()[0] * x.shape()[1] : x.shape()[0], x.shape()[nd - 2],
+                           x.shape()[nd - 1], output_size[0], output_size[1]};
+  Tensor out = Tensor::empty(pooled_shape(x, g.ho, g.wo), x.dtype());
+  adaptive_avg_forward(x, out, g);
+  record("AdaptiveAvgPool2DBackward0", {x_in}, {out}, {x_in},
+         [g, shape = x_in.shape()](BackwardContext& c) -> TensorList {
+           const Tensor gy = as_contiguous(c.grads[0]);
+           Tensor dx = Tensor::zeros(shape, gy.dtype());
+           adaptive_avg_backward(gy, dx, g);
+           return {dx};
+         });
   return out;
 }
 

@@ -214,6 +214,17 @@ Tensor expand(const Tensor& x, const Shape& shape_in) {
   const std::size_t lead = shape.size() - std::min(shape.size(), x.shape().size());
   for (std::size_t i = lead; i < shape.size(); ++i)
     if (shape[i] == -1) shape[i] = x.shape()[i - lead];
+  // PyTorch's messages for a size below zero.
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] >= 0) continue;
+    if (i < lead)
+      throw std::invalid_argument("expand: the expanded size of the tensor (" +
+                                  std::to_string(shape[i]) +
+                                  ") isn't allowed in a leading, non-existing dimension " +
+                                  std::to_string(i));
+    throw std::invalid_argument("expand: trying to create tensor with negative dimension " +
+                                std::to_string(shape[i]) + ": " + shape_str(shape_in));
+  }
   Tensor out = expand_raw(x, shape);
   record("ExpandBackward0", {x}, {out}, {},
          [s = x.shape()](BackwardContext& c) -> TensorList { return {sum_to_raw(c.grads[0], s)}; });

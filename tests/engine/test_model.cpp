@@ -245,6 +245,25 @@ class TestModel : public QObject {
     QVERIFY2(e.contains("attn.masked"), qPrintable(e));
   }
 
+  // The native format's `expand` layer (a class token broadcast over the batch, a mask over
+  // heads): a view of the input, -1 keeping a dimension, the shape inferred at load; a size
+  // below zero is an error naming the layer's node, as PyTorch words it.
+  void expandLayerIsABroadcastView() {
+    const std::string text = R"({"inputs": [{"name": "x", "shape": [2, 1, 4]}],
+      "model": {"type": "sequential", "parameters": {"cls": {"shape": [1, 1, 4], "init": 1.0}},
+        "layers": [{"type": "add", "param": "cls"}, {"type": "expand", "shape": [-1, 3, 4]},
+                   {"type": "relu", "name": "act"}]}})";
+    auto m = load_model_json_text(text, "e.json");
+    QCOMPARE(m->ops[1].op_type, std::string("expand"));
+    QCOMPARE(m->values.at(m->ops[1].outputs[0]).shape, (Shape{2, 3, 4}));
+    QCOMPARE(m->find_module("act")->kind, std::string("ReLU"));
+    std::string bad = text;
+    bad.replace(bad.find("[-1, 3, 4]"), 10, "[2, -3, 4]");
+    const QString e = error_of(bad);
+    QVERIFY2(e.startsWith("t.json") && e.contains("expand") && e.contains("negative dimension -3"),
+             qPrintable(e));
+  }
+
   void everyRegisteredKindIsListed() {
     const auto kinds = op_kinds();
     QVERIFY(std::is_sorted(kinds.begin(), kinds.end()));

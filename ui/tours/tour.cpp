@@ -29,81 +29,108 @@ const QStringList& cursorNames() {
   return names;
 }
 
-// One step: what it states overrides `previous`; the rest is inherited.
-TourStep parseStep(const QJsonObject& o, const TourStep& previous, const QString& source,
-                   const QString& where) {
-  static const QStringList known{QStringLiteral("caption"),      QStringLiteral("sample"),
-                                 QStringLiteral("modules"),      QStringLiteral("reentrant"),
-                                 QStringLiteral("preserve_rng"), QStringLiteral("policy"),
-                                 QStringLiteral("cursor"),       QStringLiteral("highlight"),
-                                 QStringLiteral("segments"),     QStringLiteral("batch")};
-  for (const QString& key : o.keys())
-    if (!known.contains(key)) fail(source, where, QStringLiteral("unknown field '%1'").arg(key));
-  TourStep s = previous;
-  s.caption = o.value(QStringLiteral("caption")).toString();
-  if (s.caption.trimmed().isEmpty()) fail(source, where, QStringLiteral("no caption"));
-  if (o.contains(QStringLiteral("sample"))) {
-    s.sample = o.value(QStringLiteral("sample")).toString();
-    // A new sample starts from its own settings, unless the step states them.
-    s.modules = std::set<std::string>{};
-    s.reentrant.reset();
-    s.preserveRng.reset();
-    s.policy = SelectivePolicy::none;
-    s.segments.reset();
-    s.batch.reset();
+// One step's JSON object, read field by field; every error names the file and the step.
+struct StepFields {
+  const QJsonObject& o;
+  const QString& source;
+  const QString& where;
+
+  [[noreturn]] void fail(const QString& what) const { ckpt::ui::fail(source, where, what); }
+
+  void checkKeys() const {
+    static const QStringList known{QStringLiteral("caption"),      QStringLiteral("sample"),
+                                   QStringLiteral("modules"),      QStringLiteral("reentrant"),
+                                   QStringLiteral("preserve_rng"), QStringLiteral("policy"),
+                                   QStringLiteral("cursor"),       QStringLiteral("highlight"),
+                                   QStringLiteral("segments"),     QStringLiteral("batch")};
+    for (const QString& key : o.keys())
+      if (!known.contains(key)) fail(QStringLiteral("unknown field '%1'").arg(key));
   }
-  if (s.sample.isEmpty())
-    fail(source, where, QStringLiteral("no sample (the first step names one)"));
-  if (o.contains(QStringLiteral("modules"))) {
+
+  std::optional<std::set<std::string>> modules() const {
+    if (!o.contains(QStringLiteral("modules"))) return std::nullopt;
     const QJsonValue v = o.value(QStringLiteral("modules"));
-    if (!v.isArray()) fail(source, where, QStringLiteral("'modules' is not a list of names"));
-    std::set<std::string> modules;
+    if (!v.isArray()) fail(QStringLiteral("'modules' is not a list of names"));
+    std::set<std::string> names;
     for (const QJsonValue& m : v.toArray()) {
-      if (!m.isString()) fail(source, where, QStringLiteral("'modules' holds a non-string"));
-      modules.insert(m.toString().toStdString());
+      if (!m.isString()) fail(QStringLiteral("'modules' holds a non-string"));
+      names.insert(m.toString().toStdString());
     }
-    s.modules = std::move(modules);
+    return names;
   }
-  const auto flag = [&](const char* key, std::optional<bool>& into) {
+
+  void flag(const char* key, std::optional<bool>& into) const {
     const QJsonValue v = o.value(QLatin1String(key));
     if (v.isUndefined()) return;
-    if (!v.isBool()) fail(source, where, QStringLiteral("'%1' is not true or false").arg(key));
+    if (!v.isBool()) fail(QStringLiteral("'%1' is not true or false").arg(key));
     into = v.toBool();
-  };
-  flag("reentrant", s.reentrant);
-  flag("preserve_rng", s.preserveRng);
-  if (o.contains(QStringLiteral("policy"))) {
+  }
+
+  void policy(std::optional<SelectivePolicy>& into) const {
+    if (!o.contains(QStringLiteral("policy"))) return;
     const QString p = o.value(QStringLiteral("policy")).toString();
     if (p == QStringLiteral("none"))
-      s.policy = SelectivePolicy::none;
+      into = SelectivePolicy::none;
     else if (p == QStringLiteral("save-matmul"))
-      s.policy = SelectivePolicy::save_matmul;
+      into = SelectivePolicy::save_matmul;
     else
-      fail(source, where, QStringLiteral("policy '%1' (none or save-matmul)").arg(p));
+      fail(QStringLiteral("policy '%1' (none or save-matmul)").arg(p));
   }
-  const auto count = [&](const char* key, std::int64_t most) -> std::optional<std::int64_t> {
+
+  std::optional<std::int64_t> count(const char* key, std::int64_t most) const {
     const QJsonValue v = o.value(QLatin1String(key));
     if (v.isUndefined()) return std::nullopt;
     const double d = v.toDouble(-1);
     if (!v.isDouble() || d < 0 || d > static_cast<double>(most) || d != std::floor(d))
-      fail(source, where,
-           QStringLiteral("'%1' is not a whole number from 0 to %2").arg(key).arg(most));
+      fail(QStringLiteral("'%1' is not a whole number from 0 to %2").arg(key).arg(most));
     return static_cast<std::int64_t>(d);
-  };
-  if (const auto n = count("segments", 1 << 20)) s.segments = static_cast<int>(*n);
-  if (const auto n = count("batch", 1 << 24)) s.batch = *n;
-  s.cursor = o.value(QStringLiteral("cursor")).toString();
-  if (!cursorNames().contains(s.cursor))
-    fail(source, where,
-         QStringLiteral("cursor '%1' (one of: %2)")
-             .arg(s.cursor, cursorNames().mid(1).join(QStringLiteral(", "))));
-  s.highlight = o.value(QStringLiteral("highlight")).toString();
-  static const QRegularExpression placeholder(QStringLiteral("\\{([a-z_]+)\\}"));
-  for (auto it = placeholder.globalMatch(s.caption); it.hasNext();) {
-    const QString name = it.next().captured(1);
-    if (!tourPlaceholders().contains(name))
-      fail(source, where, QStringLiteral("unknown placeholder {%1}").arg(name));
   }
+
+  QString cursor() const {
+    const QString c = o.value(QStringLiteral("cursor")).toString();
+    if (!cursorNames().contains(c))
+      fail(QStringLiteral("cursor '%1' (one of: %2)")
+               .arg(c, cursorNames().mid(1).join(QStringLiteral(", "))));
+    return c;
+  }
+
+  QString caption() const {
+    const QString c = o.value(QStringLiteral("caption")).toString();
+    if (c.trimmed().isEmpty()) fail(QStringLiteral("no caption"));
+    static const QRegularExpression placeholder(QStringLiteral("\\{([a-z_]+)\\}"));
+    for (auto it = placeholder.globalMatch(c); it.hasNext();) {
+      const QString name = it.next().captured(1);
+      if (!tourPlaceholders().contains(name))
+        fail(QStringLiteral("unknown placeholder {%1}").arg(name));
+    }
+    return c;
+  }
+};
+
+// One step: what it states overrides `previous`; the rest is inherited.
+TourStep parseStep(const QJsonObject& o, const TourStep& previous, const QString& source,
+                   const QString& where) {
+  const StepFields f{o, source, where};
+  f.checkKeys();
+  TourStep s = previous;
+  s.caption = f.caption();
+  if (o.contains(QStringLiteral("sample"))) {
+    // A new sample starts from its own settings, unless the step states them.
+    s = TourStep{};
+    s.caption = f.caption();
+    s.sample = o.value(QStringLiteral("sample")).toString();
+    s.modules = std::set<std::string>{};
+    s.policy = SelectivePolicy::none;
+  }
+  if (s.sample.isEmpty()) f.fail(QStringLiteral("no sample (the first step names one)"));
+  if (auto m = f.modules()) s.modules = std::move(*m);
+  f.flag("reentrant", s.reentrant);
+  f.flag("preserve_rng", s.preserveRng);
+  f.policy(s.policy);
+  if (const auto n = f.count("segments", 1 << 20)) s.segments = static_cast<int>(*n);
+  if (const auto n = f.count("batch", 1 << 24)) s.batch = *n;
+  s.cursor = f.cursor();
+  s.highlight = o.value(QStringLiteral("highlight")).toString();
   return s;
 }
 
