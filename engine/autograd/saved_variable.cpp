@@ -18,6 +18,8 @@ std::string torch_type(DType d) {
       return "torch.DoubleTensor";
     case DType::i64:
       return "torch.LongTensor";
+    case DType::b8:
+      return "torch.BoolTensor";
   }
   return "?";
 }

@@ -237,7 +237,11 @@ void binary_scalar(int op, const float* a, float s, float* out, std::int64_t n) 
 void strided_copy(const void* src, const cuda_math::StridedLayout& src_layout, void* dst,
                   const cuda_math::StridedLayout& dst_layout, std::int64_t n, int element_size) {
   if (n == 0) return;
-  if (element_size == 4) {
+  if (element_size == 1) {
+    strided_copy_kernel<<<blocks_for(n), kThreads>>>(static_cast<const std::uint8_t*>(src),
+                                                     src_layout, static_cast<std::uint8_t*>(dst),
+                                                     dst_layout, n);
+  } else if (element_size == 4) {
     strided_copy_kernel<<<blocks_for(n), kThreads>>>(static_cast<const std::uint32_t*>(src),
                                                      src_layout, static_cast<std::uint32_t*>(dst),
                                                      dst_layout, n);

@@ -11,8 +11,8 @@ namespace ckpt {
 namespace {
 
 void cpu_copy(const Tensor& src, Tensor& dst) {
-  dispatch_all(src.dtype(), [&]<typename S>() {
-    dispatch_all(dst.dtype(), [&]<typename D>() {
+  dispatch_any(src.dtype(), [&]<typename S>() {
+    dispatch_any(dst.dtype(), [&]<typename D>() {
       const S* p = src.data<S>();
       D* o = dst.data<D>();
       if constexpr (std::is_same_v<S, D>) {
@@ -41,7 +41,7 @@ void cpu_copy(const Tensor& src, Tensor& dst) {
 }
 
 void cpu_fill(Tensor& t, double value) {
-  dispatch_all(t.dtype(), [&]<typename T>() {
+  dispatch_any(t.dtype(), [&]<typename T>() {
     T* o = t.data<T>();
     const T v = static_cast<T>(value);
     for_each_offset(t, [&](std::int64_t off, std::int64_t) { o[off] = v; });

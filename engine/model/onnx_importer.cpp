@@ -94,9 +94,12 @@ void Importer::read_inputs() {
       case onnx::TensorProto_DataType_INT64:
         info.dtype = DType::i64;
         break;
+      case onnx::TensorProto_DataType_BOOL:
+        info.dtype = DType::b8;  // a mask: all false unless the run is given one
+        break;
       default:
         fail(w + " has element type " + type_name(tt.elem_type()) +
-             ", which is not supported (FLOAT, DOUBLE, INT64)");
+             ", which is not supported (FLOAT, DOUBLE, INT64, BOOL)");
     }
     if (!tt.has_shape()) fail(w + " has no shape");
     for (int d = 0; d < tt.shape().dim_size(); ++d) {

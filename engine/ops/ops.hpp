@@ -8,6 +8,7 @@
 #include "engine/ops/elementwise.hpp"
 #include "engine/ops/embedding.hpp"
 #include "engine/ops/inplace.hpp"
+#include "engine/ops/logical.hpp"
 #include "engine/ops/loss.hpp"
 #include "engine/ops/matmul.hpp"
 #include "engine/ops/norm.hpp"

@@ -29,13 +29,31 @@ bool fold_identity(OnnxNode& n) {
   return foldable(n) && n.fold_to(first(n));
 }
 
+// A Cast of a computed value: the same dtype is the value itself; another one is the engine's
+// cast op (a bool mask to float and back, float32 to float64).
 void translate_cast(OnnxNode& n) {
   const auto to = n.attr_i("to", kFloat);
-  const DType d = first(n).dtype();
-  const bool same = (to == kFloat && d == DType::f32) || (to == kDouble && d == DType::f64) ||
-                    (to == kInt64 && d == DType::i64);
-  if (!same) n.fail("a Cast of a value computed at run time to another type is not supported");
-  n.alias(n.y(), n.input(0, "first"));
+  DType target;
+  switch (to) {
+    case kFloat:
+      target = DType::f32;
+      break;
+    case kDouble:
+      target = DType::f64;
+      break;
+    case kInt64:
+      target = DType::i64;
+      break;
+    case kBool:
+      target = DType::b8;
+      break;
+    default:
+      n.fail("a Cast of a value computed at run time to element type " + std::to_string(to) +
+             " is not supported (FLOAT, DOUBLE, INT64, BOOL)");
+  }
+  if (first(n).dtype() == target) return n.alias(n.y(), n.input(0, "first"));
+  n.define(n.y(),
+           n.emit_op("cast", {n.operand(0)}, {{"to", std::string(dtype_name(target))}}, n.y()));
 }
 
 bool fold_cast(OnnxNode& n) {

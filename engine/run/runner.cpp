@@ -97,6 +97,9 @@ TensorList make_inputs(const Model& model, const CheckpointConfig& config, std::
       t = class_indices(shape, in.classes, in.is_target ? targets_gen : inputs_gen);
     } else if (in.arange) {
       t = arange_indices(shape);
+    } else if (in.dtype == DType::b8) {
+      // A mask input (a key padding mask): nothing masked, unless the run is given one.
+      t = Tensor::zeros(shape, DType::b8);
     } else if (in.dtype != DType::f32) {
       throw std::invalid_argument("Runner: cannot draw input '" + in.name + "' of type " +
                                   dtype_name(in.dtype) + "; pass it in CheckpointConfig::inputs");

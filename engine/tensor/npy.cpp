@@ -5,6 +5,7 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 namespace ckpt {
 
@@ -22,6 +23,8 @@ std::string descr_of(DType d) {
       return "<f8";
     case DType::i64:
       return "<i8";
+    case DType::b8:
+      return "|b1";
   }
   return "?";
 }
@@ -95,8 +98,10 @@ Tensor read_npy(std::istream& in, const std::string& path) {
     dtype = DType::f64;
   else if (descr == "<i8")
     dtype = DType::i64;
+  else if (descr == "|b1")
+    dtype = DType::b8;
   else
-    fail(path, "unsupported dtype '" + descr + "' (supported: <f4, <f8, <i8)");
+    fail(path, "unsupported dtype '" + descr + "' (supported: <f4, <f8, <i8, |b1)");
   if (std::regex_search(header, m, std::regex("'fortran_order':\\s*True")))
     fail(path, "Fortran-ordered arrays are not supported");
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))
@@ -122,6 +127,14 @@ Tensor read_npy(std::istream& in, const std::string& path) {
   }
   if (t.nbytes() && !in.read(static_cast<char*>(t.storage()->data()), t.nbytes()))
     fail(path, "file is shorter than its shape " + shape_str(shape) + " needs");
+  if (dtype == DType::b8) {
+    // A bool is one byte holding 0 or 1; anything else would be read as neither.
+    const auto* bytes = static_cast<const unsigned char*>(t.storage()->data());
+    for (std::int64_t i = 0; i < t.nbytes(); ++i)
+      if (bytes[i] > 1)
+        fail(path, "bool element " + std::to_string(i) + " holds the byte " +
+                       std::to_string(bytes[i]) + ", not 0 or 1");
+  }
   return t;
 }
 
@@ -146,10 +159,13 @@ void save_npy(const std::string& path, const Tensor& t) {
   out.write(lb, 2);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   const std::vector<double> values = t.to_vector();
-  dispatch_all(t.dtype(), [&]<typename T>() {
-    std::vector<T> v(values.begin(), values.end());
+  dispatch_any(t.dtype(), [&]<typename T>() {
+    // One byte per bool (std::vector<bool> packs bits).
+    using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+    std::vector<Stored> v(values.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<Stored>(values[i]);
     out.write(reinterpret_cast<const char*>(v.data()),
-              static_cast<std::streamsize>(v.size() * sizeof(T)));
+              static_cast<std::streamsize>(v.size() * sizeof(Stored)));
   });
   if (!out) fail(path, "write failed");
 }

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 namespace ckpt {
@@ -39,9 +40,10 @@ void write_values(const Tensor& t, F&& fill) {
     fill(t.data<T>(), n);
     return;
   }
-  std::vector<T> staging(static_cast<std::size_t>(n));
-  fill(staging.data(), n);
-  write_from_host(t, staging.data());
+  // An array, not a vector: std::vector<bool> packs bits.
+  const auto staging = std::make_unique<T[]>(static_cast<std::size_t>(n));
+  fill(staging.get(), n);
+  write_from_host(t, staging.get());
 }
 
 template <typename T>
@@ -94,7 +96,7 @@ Tensor Tensor::ones(const Shape& shape, DType dtype) {
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   Tensor t = make_contiguous(shape, dtype);
-  dispatch_all(dtype, [&]<typename T>() {
+  dispatch_any(dtype, [&]<typename T>() {
     write_values<T>(t, [&](T* p, std::int64_t n) {
       for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value);
     });
@@ -166,9 +168,9 @@ std::vector<double> Tensor::to_vector() const {
   const auto& st = strides();
   const std::size_t nd = s.size();
   std::vector<std::int64_t> idx(nd, 0);
-  dispatch_all(dtype(), [&]<typename T>() {
+  dispatch_any(dtype(), [&]<typename T>() {
     // A device tensor's whole storage span is read to the host first (outside the ledger).
-    std::vector<T> staging;
+    std::unique_ptr<T[]> staging;  // not a vector: std::vector<bool> packs bits
     const T* base = nullptr;
     if (device() == Device::cpu) {
       base = data<T>();
@@ -177,9 +179,9 @@ std::vector<double> Tensor::to_vector() const {
       if (!b.computes) fail_host_data();
       std::int64_t span = 1;
       for (std::size_t d = 0; d < nd; ++d) span += (s[d] - 1) * st[d];
-      staging.resize(static_cast<std::size_t>(span));
-      b.read(staging.data(), device_data<T>(), staging.size() * sizeof(T));
-      base = staging.data();
+      staging = std::make_unique<T[]>(static_cast<std::size_t>(span));
+      b.read(staging.get(), device_data<T>(), static_cast<std::size_t>(span) * sizeof(T));
+      base = staging.get();
     }
     for (std::int64_t i = 0; i < n; ++i) {
       std::int64_t off = 0;

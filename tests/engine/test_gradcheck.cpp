@@ -44,6 +44,31 @@ class TestGradcheck : public QObject {
         {L({3, 4}, 31), L({4}, 32)});
     row("minimum broadcast", [](const TensorList& x) { return minimum(x[0], x[1]); },
         {L({3, 1}, 33), L({3, 4}, 34)});
+    // Masks computed at run time: the comparison picks, where selects (its gradient flows to
+    // the picked side, broadcast), cast and logical_not change only the mask.
+    row("gt@where", [](const TensorList& x) { return where(gt(x[0], x[1]), x[0], x[1]); },
+        {L({3, 4}, 40), L({4}, 41)});
+    row("lt@where", [](const TensorList& x) { return where(lt(x[0], x[1]), x[0], x[1]); },
+        {L({3, 4}, 42), L({4}, 43)});
+    row("ge@where", [](const TensorList& x) { return where(ge(x[0], x[1]), x[1], x[0]); },
+        {L({3, 4}, 44), L({3, 1}, 45)});
+    row("le@where", [](const TensorList& x) { return where(le(x[0], x[1]), x[1], x[0]); },
+        {L({3, 4}, 46), L({3, 1}, 47)});
+    row("eq@where", [](const TensorList& x) { return where(eq(x[0], x[0]), x[1], x[0]); },
+        {L({3, 4}, 48), L({3, 4}, 49)});
+    row("where broadcast",
+        [](const TensorList& x) {
+          return where(gt(x[0], Tensor::scalar(0.0, DType::f64)), x[1], x[2]);
+        },
+        {L({2, 1, 4}, 50), L({3, 4}, 51), L({2, 3, 1}, 52)});
+    row("logical_not@where",
+        [](const TensorList& x) { return where(logical_not(gt(x[0], x[1])), x[0], x[1]); },
+        {L({3, 4}, 53), L({3, 4}, 54)});
+    row("cast@mask",
+        [](const TensorList& x) {
+          return mul(x[0], cast(gt(x[1], Tensor::scalar(0.0, DType::f64)), DType::f64));
+        },
+        {L({3, 4}, 55), L({3, 4}, 56)});
     row("neg", [](const TensorList& x) { return neg(x[0]); }, {L({4}, 12)});
     row("pow 2", [](const TensorList& x) { return pow(x[0], 2.0); }, {L({4}, 13)});
     row("pow 0.5", [](const TensorList& x) { return pow(x[0], 0.5); }, {L({4}, 13, 0.5, 2)});

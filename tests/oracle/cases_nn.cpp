@@ -1,4 +1,6 @@
 // C++ halves of the per-op oracle cases (cases_nn.py).
+#include <limits>
+
 #include "engine/ops/ops.hpp"
 #include "support/oracle_harness.hpp"
 
@@ -194,4 +196,50 @@ CKPTLAB_ORACLE_CASE(matmul) {
     b = transpose(transpose(b, 1, 2), -1, -2);
   }
   return {matmul(a, b)};
+}
+
+namespace {
+// "<kind>@where": where(a <kind> b, 2a, b), the comparison named by the case's attribute.
+TensorList comparison_case(oracle::OracleCase& c) {
+  const Tensor a = c.input("a"), b = c.input("b");
+  const auto kind = c.attr_string("kind");
+  const Comparison op = kind == "gt"   ? Comparison::gt
+                        : kind == "lt" ? Comparison::lt
+                        : kind == "ge" ? Comparison::ge
+                        : kind == "le" ? Comparison::le
+                                       : Comparison::eq;
+  return {where(compare(a, b, op), mul(a, 2.0), b)};
+}
+}  // namespace
+
+CKPTLAB_ORACLE_CASE(gt) {
+  return comparison_case(c);
+}
+CKPTLAB_ORACLE_CASE(lt) {
+  return comparison_case(c);
+}
+CKPTLAB_ORACLE_CASE(ge) {
+  return comparison_case(c);
+}
+CKPTLAB_ORACLE_CASE(le) {
+  return comparison_case(c);
+}
+CKPTLAB_ORACLE_CASE(eq) {
+  return comparison_case(c);
+}
+
+CKPTLAB_ORACLE_CASE(where) {
+  const Tensor mask = gt(c.input("pad"), Tensor::scalar(0.5));
+  return {softmax(
+      where(mask, Tensor::scalar(-std::numeric_limits<double>::infinity()), c.input("scores")),
+      -1)};
+}
+
+CKPTLAB_ORACLE_CASE(logical_not) {
+  const Tensor x = c.input("x");
+  return {where(logical_not(gt(x, Tensor::scalar(0.0))), mul(x, 3.0), x)};
+}
+
+CKPTLAB_ORACLE_CASE(cast) {
+  return {mul(c.input("x"), cast(gt(c.input("keep"), Tensor::scalar(0.0)), DType::f32))};
 }

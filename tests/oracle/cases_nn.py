@@ -440,3 +440,63 @@ def matmul_case(name, sa, sb, how):
 
 for _name, (_sa, _sb, _how) in MATMUL.items():
     matmul_case(_name, _sa, _sb, _how)
+
+
+# --- masks computed at run time: comparisons, where, logical_not, cast --------------------------
+# A key padding mask as an input (`pad > 0.5`) selecting on attention scores: the condition is
+# bool (one byte an element) and WhereBackward0 keeps it.
+COMPARISONS = {"gt": torch.gt, "lt": torch.lt, "ge": torch.ge, "le": torch.le, "eq": torch.eq}
+
+
+def comparison(c, kind):
+    # On a coarse grid, broadcast: equal elements exist for eq, ge and le to see.
+    gen = torch.Generator().manual_seed(7)
+    a = c.input_from("a", torch.randint(-2, 3, [3, 4], generator=gen) / 2.0, requires_grad=True)
+    b = c.input_from("b", torch.randint(-2, 3, [4], generator=gen) / 2.0, requires_grad=True)
+    c.attr("kind", kind)
+    return torch.where(COMPARISONS[kind](a, b), a * 2.0, b)
+
+
+@case("gt@where")
+def gt_case(c):
+    return comparison(c, "gt")
+
+
+@case("lt@where")
+def lt_case(c):
+    return comparison(c, "lt")
+
+
+@case("ge@where")
+def ge_case(c):
+    return comparison(c, "ge")
+
+
+@case("le@where")
+def le_case(c):
+    return comparison(c, "le")
+
+
+@case("eq@where")
+def eq_case(c):
+    return comparison(c, "eq")
+
+
+@case("where@padding_mask")
+def where_padding_case(c):
+    scores = c.input("scores", [2, 3, 5])
+    pad = c.input("pad", [2, 1, 5], init="uniform", low=0.0, high=1.0, requires_grad=False)
+    return torch.where(pad > 0.5, torch.tensor(float("-inf")), scores).softmax(-1)
+
+
+@case("logical_not@where")
+def logical_not_case(c):
+    x = c.input("x", [3, 4])
+    return torch.where(torch.logical_not(x > 0), x * 3.0, x)
+
+
+@case("cast@mask")
+def cast_case(c):
+    x = c.input("x", [3, 4])
+    keep = c.input("keep", [3, 4], requires_grad=False)
+    return x * (keep > 0).to(torch.float32)

@@ -193,6 +193,19 @@ def comparable(model):
     return model.double()
 
 
+class PaddingInputAttention(nn.Module):
+    """nn.MultiheadAttention whose key padding mask is a model input of type bool (as a data
+    loader gives it): the mask is not known at load time, so Where and the reshapes run on a
+    bool tensor, and WhereBackward0 keeps it (one byte an element)."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(16, 4, dropout=0.0, batch_first=True)
+
+    def forward(self, x, pad):
+        return self.attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+
+
 class MaskedAttention(nn.Module):
     """nn.MultiheadAttention with a boolean causal mask (a buffer: no torch.triu, so opset 13
     exports it) and a key padding mask, merged by the exporter with Or; attention weights too."""
@@ -352,6 +365,12 @@ def main():
     torch.manual_seed(90)
     names.append(write_case(out_dir, "mha_bool_masks_opset13", comparable(MaskedAttention()),
                             torch.randn(6, 2, 16, dtype=torch.float64), opset=13))
+    torch.manual_seed(92)
+    pad = torch.tensor([[False, False, False, False, True, True],
+                        [False, False, False, False, False, True]])
+    names.append(write_case(out_dir, "mha_bool_padding_input_opset17",
+                            comparable(PaddingInputAttention()),
+                            (torch.randn(2, 6, 16, dtype=torch.float64), pad), opset=17))
     torch.manual_seed(91)
     names.append(write_case(out_dir, "transformer_padding_opset17", comparable(Seq2Seq()),
                             (torch.randn(2, 6, 16, dtype=torch.float64),

@@ -78,37 +78,6 @@ bool fold_range(OnnxNode& n) {
   return n.fold_to(make(o, {static_cast<std::int64_t>(o.size())}, start.dtype()));
 }
 
-// Comparisons and selection on known values: the shape checks and -1 handling of PyTorch's
-// exports (ViT's `torch._assert` on the image size, `expand(n, -1, -1)`), booleans as int64.
-bool fold_equal(OnnxNode& n) {
-  if (!all_inputs_constant(n)) return false;
-  const Tensor a = n.constant_input(0, "first"), b = n.constant_input(1, "second");
-  return n.fold_to(fold_binary(
-      make(a.to_vector(), a.shape(), DType::i64), b,
-      [](double p, double q) { return p == q ? 1.0 : 0.0; }, "Equal"));
-}
-
-bool fold_where(OnnxNode& n) {
-  if (!all_inputs_constant(n)) return false;
-  const Tensor cond = n.constant_input(0, "condition"), x = n.constant_input(1, "X"),
-               y = n.constant_input(2, "Y");
-  // where(c, x, y) = broadcast(c, x) picks x, then broadcast with y picks y where c is 0.
-  const Shape shape =
-      broadcast_shapes(broadcast_shapes(cond.shape(), x.shape(), "Where"), y.shape(), "Where");
-  const Tensor frame = make(std::vector<double>(static_cast<std::size_t>(shape_numel(shape)), 0.0),
-                            shape, x.dtype());
-  const Tensor c = fold_binary(
-      frame, cond, [](double, double v) { return v; }, "Where");
-  const Tensor xs = fold_binary(
-      frame, x, [](double, double v) { return v; }, "Where");
-  const Tensor ys = fold_binary(
-      frame, y, [](double, double v) { return v; }, "Where");
-  const auto cv = c.to_vector(), xv = xs.to_vector(), yv = ys.to_vector();
-  std::vector<double> out(cv.size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = cv[i] != 0 ? xv[i] : yv[i];
-  return n.fold_to(make(out, shape, x.dtype()));
-}
-
 // fmod=0 (integers): the result takes the divisor's sign, as Python's %; fmod=1: C's fmod.
 bool fold_mod(OnnxNode& n) {
   if (!all_inputs_constant(n)) return false;
@@ -122,13 +91,6 @@ bool fold_mod(OnnxNode& n) {
         return !c_style && r != 0 && ((r < 0) != (q < 0)) ? r + q : r;
       },
       "Mod"));
-}
-
-bool fold_not(OnnxNode& n) {
-  if (!all_inputs_constant(n)) return false;
-  const Tensor x = n.constant_input(0, "X");
-  return n.fold_to(make(fold_unary(x, [](double v) { return v == 0 ? 1.0 : 0.0; }).to_vector(),
-                        x.shape(), DType::i64));
 }
 
 // And, Or, Xor on known values: nn.MultiheadAttention merges a boolean attn_mask with the
@@ -213,10 +175,7 @@ void register_onnx_constants_ops(OpTable& t) {
   t.add({.type = "onnx::ConstantOfShape",
          .onnx = {{.op_type = "ConstantOfShape", .fold = fold_constant_of_shape}}});
   t.add({.type = "onnx::Range", .onnx = {{.op_type = "Range", .fold = fold_range}}});
-  t.add({.type = "onnx::Equal", .onnx = {{.op_type = "Equal", .fold = fold_equal}}});
-  t.add({.type = "onnx::Where", .onnx = {{.op_type = "Where", .since = 9, .fold = fold_where}}});
   t.add({.type = "onnx::Trilu", .onnx = {{.op_type = "Trilu", .since = 14, .fold = fold_trilu}}});
-  t.add({.type = "onnx::Not", .onnx = {{.op_type = "Not", .fold = fold_not}}});
   t.add({.type = "onnx::And", .onnx = {{.op_type = "And", .since = 7, .fold = fold_and}}});
   t.add({.type = "onnx::Or", .onnx = {{.op_type = "Or", .since = 7, .fold = fold_or}}});
   t.add({.type = "onnx::Xor", .onnx = {{.op_type = "Xor", .since = 7, .fold = fold_xor}}});

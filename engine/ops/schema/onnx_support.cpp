@@ -25,6 +25,9 @@ Tensor make(const std::vector<double>& v, const Shape& shape, DType d) {
       }
       return Tensor::from_vector(w, shape);
     }
+    case DType::b8:
+      // Load-time values keep booleans as int64 0/1 (ONNX's folds compute on doubles).
+      return make(v, shape, DType::i64);
   }
   return {};
 }

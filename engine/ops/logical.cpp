@@ -1,0 +1,187 @@
+#include "engine/ops/logical.hpp"
+
+#include <array>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/autograd/node.hpp"
+#include "engine/kernels/kernels.hpp"
+
+namespace ckpt {
+
+namespace {
+
+// f(i, offsets) for every element i of `shape` in row-major order, with each operand's storage
+// offset (its strides aligned to `shape`, 0 on the dimensions it is broadcast along): no
+// broadcast copies, so the ledger sees only the output, as in PyTorch.
+template <std::size_t N, typename F>
+void for_each_broadcast(const Shape& shape, const std::array<const Tensor*, N>& operands, F&& f) {
+  const std::size_t nd = shape.size();
+  std::array<std::vector<std::int64_t>, N> strides;
+  for (std::size_t k = 0; k < N; ++k) {
+    const Tensor& t = *operands[k];
+    strides[k].assign(nd, 0);
+    const std::size_t lead = nd - t.shape().size();
+    for (std::size_t d = 0; d < t.shape().size(); ++d)
+      strides[k][lead + d] = t.shape()[d] == 1 ? 0 : t.strides()[d];
+  }
+  const std::int64_t n = shape_numel(shape);
+  std::vector<std::int64_t> idx(nd, 0);
+  std::array<std::int64_t, N> off{};
+  for (std::int64_t i = 0; i < n; ++i) {
+    f(i, off);
+    for (auto d = static_cast<std::int64_t>(nd) - 1; d >= 0; --d) {
+      const auto u = static_cast<std::size_t>(d);
+      if (++idx[u] < shape[u]) {
+        for (std::size_t k = 0; k < N; ++k) off[k] += strides[k][u];
+        break;
+      }
+      for (std::size_t k = 0; k < N; ++k) off[k] -= strides[k][u] * (shape[u] - 1);
+      idx[u] = 0;
+    }
+  }
+}
+
+// The values of a bool or numeric tensor as "is nonzero", read at a storage offset.
+template <typename F>
+void with_truth(const Tensor& t, F&& f) {
+  dispatch_any(t.dtype(), [&]<typename T>() {
+    const T* p = t.data<T>();
+    f([p](std::int64_t off) { return p[off] != T(0); });
+  });
+}
+
+bool holds(Comparison op, double a, double b) {
+  switch (op) {
+    case Comparison::gt:
+      return a > b;
+    case Comparison::lt:
+      return a < b;
+    case Comparison::ge:
+      return a >= b;
+    case Comparison::le:
+      return a <= b;
+    case Comparison::eq:
+      return a == b;
+  }
+  return false;
+}
+
+const char* name_of(Comparison op) {
+  static constexpr const char* names[] = {"gt", "lt", "ge", "le", "eq"};
+  return names[static_cast<int>(op)];
+}
+
+// cond ? g : 0 (take_true) or cond ? 0 : g, in g's shape (the broadcast one).
+Tensor select_gradient(const Tensor& cond, const Tensor& g, bool take_true) {
+  Tensor out = Tensor::empty(g.shape(), g.dtype());
+  if (out.is_meta()) return out;
+  const Tensor gc = g;
+  with_truth(cond, [&](auto truth) {
+    dispatch_floating(g.dtype(), "where backward", [&]<typename T>() {
+      const T* gp = gc.data<T>();
+      T* o = out.data<T>();
+      for_each_broadcast<2>(g.shape(), {&cond, &gc}, [&](std::int64_t i, const auto& off) {
+        o[i] = truth(off[0]) == take_true ? gp[off[1]] : T(0);
+      });
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor compare(const Tensor& a_in, const Tensor& b_in, Comparison op) {
+  OpScope scope(name_of(op));
+  if (a_in.dtype() == DType::b8 || b_in.dtype() == DType::b8)
+    if (a_in.dtype() != b_in.dtype())
+      throw std::invalid_argument(std::string(name_of(op)) + ": cannot compare " + a_in.str() +
+                                  " with " + b_in.str());
+  const Shape shape = broadcast_shapes(a_in.shape(), b_in.shape(), name_of(op));
+  Tensor out = Tensor::empty(shape, DType::b8);
+  if (out.is_meta()) return out;
+  bool* o = out.data<bool>();
+  dispatch_any(a_in.dtype(), [&]<typename A>() {
+    dispatch_any(b_in.dtype(), [&]<typename B>() {
+      const A* pa = a_in.data<A>();
+      const B* pb = b_in.data<B>();
+      for_each_broadcast<2>(shape, {&a_in, &b_in}, [&](std::int64_t i, const auto& off) {
+        o[i] = holds(op, static_cast<double>(pa[off[0]]), static_cast<double>(pb[off[1]]));
+      });
+    });
+  });
+  return out;
+}
+
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return compare(a, b, Comparison::gt);
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return compare(a, b, Comparison::lt);
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return compare(a, b, Comparison::ge);
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return compare(a, b, Comparison::le);
+}
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return compare(a, b, Comparison::eq);
+}
+
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+  OpScope scope("where");
+  if (x.dtype() != y.dtype() || !is_floating(x.dtype()))
+    throw std::invalid_argument("where: expected x and y floating of one dtype, got " + x.str() +
+                                " and " + y.str());
+  const Shape shape =
+      broadcast_shapes(broadcast_shapes(cond.shape(), x.shape(), "where"), y.shape(), "where");
+  Tensor out = Tensor::empty(shape, x.dtype());
+  if (!out.is_meta())
+    with_truth(cond, [&](auto truth) {
+      dispatch_floating(x.dtype(), "where", [&]<typename T>() {
+        const T* px = x.data<T>();
+        const T* py = y.data<T>();
+        T* o = out.data<T>();
+        for_each_broadcast<3>(shape, {&cond, &x, &y}, [&](std::int64_t i, const auto& off) {
+          o[i] = truth(off[0]) ? px[off[1]] : py[off[2]];
+        });
+      });
+    });
+  record("WhereBackward0", {x, y}, {out}, {cond},
+         [xs = x.shape(), ys = y.shape()](BackwardContext& c) -> TensorList {
+           const Tensor& g = c.grads[0];
+           const Tensor& condition = c.saved[0];
+           TensorList grads(2);
+           if (c.needs_input_grad[0])
+             grads[0] = sum_to_raw(select_gradient(condition, g, true), xs);
+           if (c.needs_input_grad[1])
+             grads[1] = sum_to_raw(select_gradient(condition, g, false), ys);
+           return grads;
+         });
+  return out;
+}
+
+Tensor logical_not(const Tensor& x) {
+  OpScope scope("logical_not");
+  Tensor out = Tensor::empty(x.shape(), DType::b8);
+  if (out.is_meta()) return out;
+  bool* o = out.data<bool>();
+  with_truth(x, [&](auto truth) {
+    for_each_broadcast<1>(x.shape(), {&x},
+                          [&](std::int64_t i, const auto& off) { o[i] = !truth(off[0]); });
+  });
+  return out;
+}
+
+Tensor cast(const Tensor& x, DType to) {
+  OpScope scope("cast");
+  Tensor out = cast_raw(x, to);
+  if (is_floating(x.dtype()) && is_floating(to))
+    record("ToCopyBackward0", {x}, {out}, {}, [from = x.dtype()](BackwardContext& c) -> TensorList {
+      return {cast_raw(c.grads[0], from)};
+    });
+  return out;
+}
+
+}  // namespace ckpt
