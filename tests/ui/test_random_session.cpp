@@ -1,7 +1,7 @@
 // A long random session (issue 17): 1,000 random user actions — checkpoint toggles, variant,
 // RNG setting, policy, batch, play and pause, seeks (in and out of range), opening another
-// sample, pins and unpins, reruns — on the window, with invariants checked after every one:
-// the player's cursor inside the shown trace, the module tree's checks equal to the
+// sample, pins and unpins, reruns, undo and redo — on the window, with invariants checked after
+// every one: the player's cursor inside the shown trace, the module tree's checks equal to the
 // configuration; and at every settle point, the shown run is the configuration's and its plot's
 // peak is the engine's own for that configuration (a separate Runner). Runs under ASan and
 // UBSan in ./run.sh sanitize (label stress). CKPTLAB_RANDOM_ACTIONS changes the count.
@@ -139,9 +139,14 @@ class TestRandomSession : public QObject {
           s->pins()->clear();
         else if (!pins.empty())
           s->pins()->remove(pins[static_cast<std::size_t>(pick(static_cast<int>(pins.size())))].id);
-      } else if (kind < 96) {
+      } else if (kind < 94) {
         what = QStringLiteral("rerun");
         s->rerun();
+      } else if (kind < 96) {
+        // Through the Edit menu's actions, as Ctrl+Z and Ctrl+Shift+Z: the history of this
+        // model's configurations (a disabled action does nothing).
+        what = pick(3) ? QStringLiteral("undo") : QStringLiteral("redo");
+        (what == QStringLiteral("undo") ? w.undoAction() : w.redoAction())->trigger();
       } else {
         what = QStringLiteral("settle");
         checkSettled(w, action, peaks);

@@ -147,6 +147,45 @@ class TestSession : public QObject {
     QTRY_VERIFY(!s.runs()->busy());
   }
 
+  // Undo and redo walk the history of configurations, each shown by a run (a kept result for
+  // one run before); a new change after an undo drops what could be redone; opening another
+  // model starts a new history.
+  void undoAndRedoWalkTheConfigurations() {
+    Session s;
+    QSignalSpy finished(&s, &Session::runFinished);
+    QSignalSpy history(&s, &Session::historyChanged);
+    s.openModel(model_, QStringLiteral("blocks.json"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kTimeout);
+    QVERIFY(!s.canUndo() && !s.canRedo());
+    const CheckpointConfig first = s.config();
+    QVERIFY(s.toggleModule(QStringLiteral("block")));
+    s.setReentrant(!first.use_reentrant);
+    const CheckpointConfig third = s.config();
+    QVERIFY(s.canUndo() && !s.canRedo());
+    s.rerun();  // the same configuration again: not a step of the history
+    s.undo();
+    QCOMPARE(s.config().use_reentrant, first.use_reentrant);
+    QCOMPARE(s.config().modules, std::set<std::string>{"block"});
+    s.undo();
+    QVERIFY(s.config() == first);
+    QVERIFY(!s.canUndo() && s.canRedo());
+    s.undo();  // nothing left: no change
+    QVERIFY(s.config() == first);
+    s.redo();
+    s.redo();
+    QVERIFY(s.config() == third);
+    QVERIFY(!s.canRedo());
+    QTRY_VERIFY_WITH_TIMEOUT(!s.runs()->busy(), kTimeout);
+    QVERIFY(s.current()->config == third);
+    s.undo();
+    QVERIFY(s.toggleModule(QStringLiteral("block")));  // a new branch: redo is gone
+    QVERIFY(!s.canRedo());
+    QVERIFY(history.count() >= 6);
+    s.openModel(model_, QStringLiteral("blocks.json"));
+    QVERIFY(!s.canUndo() && !s.canRedo());
+    QTRY_VERIFY_WITH_TIMEOUT(!s.runs()->busy(), kTimeout);
+  }
+
   // The code is written off the UI thread; of two quick requests, the newer one's text stays.
   void theCodeViewShowsTheNewestConfiguration() {
     CodeView view;

@@ -66,6 +66,8 @@ class MainWindow : public QMainWindow {
   PlanView* planView() const { return plan_; }
   PinsView* pinsView() const { return pinsView_; }
   QAction* pinAction() const { return pinAction_; }
+  QAction* undoAction() const { return undoAction_; }
+  QAction* redoAction() const { return redoAction_; }
   TourRunner* tourRunner() const { return tours_; }
   TourView* tourView() const { return tourView_; }
   // Starts bundled lesson `index` (Help ▸ Lessons) and shows the Lesson dock.
@@ -120,6 +122,7 @@ class MainWindow : public QMainWindow {
   // main_window_menus.cpp: menus, files, export, theme, settings.
   void buildMenus();
   void buildFileMenu();
+  void buildEditMenu();
   void buildViewMenu();
   void addRecent(const QString& path);
   void rebuildRecentMenu();
@@ -165,6 +168,8 @@ class MainWindow : public QMainWindow {
   QActionGroup* themeGroup_ = nullptr;
   QAction* followAction_ = nullptr;
   QAction* pinAction_ = nullptr;
+  QAction* undoAction_ = nullptr;
+  QAction* redoAction_ = nullptr;
   QMenu* runMenu_ = nullptr;
   QMenu* helpMenu_ = nullptr;
   TourRunner* tours_ = nullptr;

@@ -31,6 +31,7 @@ constexpr int kMaxRecent = 10;
 
 void MainWindow::buildMenus() {
   buildFileMenu();
+  buildEditMenu();
   buildViewMenu();
 
   QMenu* play = menuBar()->addMenu(tr("&Player"));
@@ -102,6 +103,21 @@ void MainWindow::buildFileMenu() {
 }
 
 // View: theme, following the cursor, the docks, and the default layout.
+// Undo and redo of checkpoint configurations: a click on a block, a variant, a plan applied.
+void MainWindow::buildEditMenu() {
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  undoAction_ = edit->addAction(tr("&Undo"), session_, &Session::undo);
+  undoAction_->setShortcut(QKeySequence::Undo);
+  redoAction_ = edit->addAction(tr("&Redo"), session_, &Session::redo);
+  redoAction_->setShortcut(QKeySequence::Redo);
+  const auto refresh = [this] {
+    undoAction_->setEnabled(session_->canUndo());
+    redoAction_->setEnabled(session_->canRedo());
+  };
+  connect(session_, &Session::historyChanged, this, refresh);
+  refresh();
+}
+
 void MainWindow::buildViewMenu() {
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   QMenu* theme = viewMenu_->addMenu(tr("&Theme"));

@@ -141,6 +141,10 @@ void Session::adopt(std::shared_ptr<const Model> model, const QString& source) {
   graph_.reset();
   layout_.reset();
   config_ = scenario_config(*model_);
+  configured_ = config_;
+  undo_.clear();
+  redo_.clear();
+  emit historyChanged();
   expanded_ = ModelGraph::initialExpansion(*model_);
   runs_->setModel(model_);
   // The first run starts before the views take in the new model (HeavyModel's module tree
@@ -197,12 +201,40 @@ std::int64_t Session::effectiveBatch() const {
 // The run is requested before the views update for the new configuration: it starts on its
 // worker while they do, which is that much sooner to the updated plot.
 void Session::configure() {
+  if (config_ != configured_) {
+    undo_.push_back(configured_);
+    redo_.clear();
+    configured_ = config_;
+    emit historyChanged();
+  }
+  reconfigure();
+}
+
+void Session::reconfigure() {
   if (model_) runs_->request(config_);
   emit configChanged();
 }
 
 void Session::rerun() {
   configure();
+}
+
+void Session::undo() {
+  if (undo_.empty()) return;
+  redo_.push_back(config_);
+  config_ = configured_ = undo_.back();
+  undo_.pop_back();
+  emit historyChanged();
+  reconfigure();
+}
+
+void Session::redo() {
+  if (redo_.empty()) return;
+  undo_.push_back(config_);
+  config_ = configured_ = redo_.back();
+  redo_.pop_back();
+  emit historyChanged();
+  reconfigure();
 }
 
 bool Session::toggleModule(const QString& module) {

@@ -51,6 +51,12 @@ class Session : public QObject {
   void setBatch(std::int64_t batch);  // 0: the scenario's
   std::int64_t effectiveBatch() const;
   void rerun();
+  // Undo and redo of configuration changes (toggles, variant, RNG, policy, batch, plans,
+  // lesson steps), each change one step; opening another model starts a new history.
+  bool canUndo() const { return !undo_.empty(); }
+  bool canRedo() const { return !redo_.empty(); }
+  void undo();
+  void redo();
 
   std::shared_ptr<const ModelGraph> graph() const { return graph_; }
   LayoutResultPtr layout() const { return layout_; }
@@ -90,10 +96,13 @@ class Session : public QObject {
   // Every saved pin of the model just opened has been run again and added.
   void pinsRestored();
   void message(const QString& text);
+  void historyChanged();
 
  private:
   void adopt(std::shared_ptr<const Model> model, const QString& source);
   void configure();
+  // Runs and shows config_ without recording it in the history (undo, redo).
+  void reconfigure();
   void relayout();
   void onRunFinished(RunSnapshotPtr snapshot);
   // Makes `snapshot` the current run (the ghost logic); false when it is not for this model.
@@ -102,6 +111,10 @@ class Session : public QObject {
   std::shared_ptr<const Model> model_;
   QString source_;
   CheckpointConfig config_;
+  // What config_ was when it was last run: the state an undo returns to.
+  CheckpointConfig configured_;
+  std::vector<CheckpointConfig> undo_;
+  std::vector<CheckpointConfig> redo_;
   std::set<std::string> expanded_;
   std::shared_ptr<const ModelGraph> graph_;
   std::shared_ptr<const ModelGraph> pendingGraph_;
