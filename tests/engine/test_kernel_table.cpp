@@ -11,6 +11,7 @@
 
 #include "engine/kernels/kernel_table.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/ops/logical.hpp"
 #include "engine/tensor/device.hpp"
 #include "engine/tensor/generator.hpp"
 #include "engine/tensor/memory_ledger.hpp"
@@ -45,6 +46,7 @@ std::vector<Tensor> exercise(Device device, Footprint* footprint) {
   const Tensor s_host = random_tensor({1}, 3);
   const Tensor m_host = random_tensor({17, 9}, 4);
   const Tensor cube_host = random_tensor({3, 4, 5, 2}, 5);
+  const Tensor mask_host = gt(random_tensor({5, 3}, 6), Tensor::scalar(0.0));  // bool: 1 B each
   auto ledger = std::make_shared<MemoryLedger>();
   std::vector<Tensor> results;
   {
@@ -77,6 +79,7 @@ std::vector<Tensor> exercise(Device device, Footprint* footprint) {
     const Tensor cube = place(cube_host, device);
     results.push_back(sum_dims_raw(cube, {1, 3}, true));
     results.push_back(contiguous_copy(transpose_raw(a, 0, 1)));
+    results.push_back(contiguous_copy(transpose_raw(place(mask_host, device), 0, 1)));
     Tensor strided_dst = Tensor::zeros({17, 33}, DType::f32);
     Tensor into = transpose_raw(strided_dst, 0, 1);  // a strided destination
     copy_into_raw(into, b);
@@ -153,7 +156,7 @@ class TestKernelTable : public QObject {
     QVERIFY2(back.contains("meta") && back.contains("no values"), qPrintable(back));
     QCOMPARE(meta.allocations, cpu.allocations);
     QCOMPARE(meta.peak, cpu.peak);
-    QCOMPARE(real.size(), std::size_t{17});
+    QCOMPARE(real.size(), std::size_t{18});
     // A row's cpu arithmetic, spot-checked: a + b in float32.
     const auto a5 = static_cast<float>(random_tensor({33, 17}, 1).to_vector()[5]);
     const auto b5 = static_cast<float>(random_tensor({33, 17}, 2).to_vector()[5]);
@@ -189,7 +192,7 @@ class TestKernelTable : public QObject {
     Footprint cpu, cuda;
     const auto want = exercise(Device::cpu, &cpu);
     const auto got = exercise(Device::cuda, &cuda);
-    QCOMPARE(got.size(), std::size_t{17});
+    QCOMPARE(got.size(), std::size_t{18});
     for (std::size_t i = 0; i < got.size(); ++i)
       expect_close(got[i], want[i], 1e-5, static_cast<int>(i));
     // Device memory is ledger events, the same ones as on the cpu.
