@@ -130,8 +130,7 @@ void copy_into_raw(Tensor& dst, const Tensor& src) {
 
 Tensor sum_dims_raw(const Tensor& t, const std::vector<std::int64_t>& dims_in, bool keepdim) {
   const auto nd = t.dim();
-  std::vector<bool> reduce(static_cast<std::size_t>(nd), dims_in.empty());
-  for (auto d : dims_in) reduce[static_cast<std::size_t>(wrap_dim(d, nd, "sum"))] = true;
+  const std::vector<bool> reduce = reduced_dims(dims_in, nd, "sum");
   Shape out_shape;
   for (std::int64_t d = 0; d < nd; ++d) {
     const auto k = static_cast<std::size_t>(d);
@@ -220,6 +219,7 @@ Tensor matmul2d_raw(const Tensor& a, const Tensor& b) {
 Tensor transpose_raw(const Tensor& t, std::int64_t d0, std::int64_t d1) {
   d0 = wrap_dim(d0, t.dim(), "transpose");
   d1 = wrap_dim(d1, t.dim(), "transpose");
+  if (t.dim() == 0) return t.alias(t.shape(), t.strides(), t.offset());  // dim 0 or -1: itself
   Shape s = t.shape();
   Strides st = t.strides();
   std::swap(s[static_cast<std::size_t>(d0)], s[static_cast<std::size_t>(d1)]);

@@ -14,22 +14,19 @@ namespace {
 Tensor expand_back(const Tensor& g, const Shape& in_shape, const std::vector<std::int64_t>& dims,
                    bool keepdim) {
   Shape kept = in_shape;
-  const auto nd = static_cast<std::int64_t>(in_shape.size());
-  if (dims.empty()) {
-    for (auto& d : kept) d = 1;
-  } else {
-    for (auto d : dims) kept[static_cast<std::size_t>(wrap_dim(d, nd, "sum"))] = 1;
-  }
+  const auto reduced = reduced_dims(dims, static_cast<std::int64_t>(in_shape.size()), "sum");
+  for (std::size_t d = 0; d < kept.size(); ++d)
+    if (reduced[d]) kept[d] = 1;
   Tensor gk = as_contiguous(g);
   if (!keepdim) gk = gk.alias(kept, contiguous_strides(kept), gk.offset());
   return contiguous_copy(expand_raw(gk, in_shape));
 }
 
 std::int64_t reduced_count(const Shape& s, const std::vector<std::int64_t>& dims) {
-  if (dims.empty()) return shape_numel(s);
+  const auto reduced = reduced_dims(dims, static_cast<std::int64_t>(s.size()), "mean");
   std::int64_t n = 1;
-  for (auto d : dims)
-    n *= s[static_cast<std::size_t>(wrap_dim(d, static_cast<std::int64_t>(s.size()), "mean"))];
+  for (std::size_t d = 0; d < s.size(); ++d)
+    if (reduced[d]) n *= s[d];
   return n;
 }
 
@@ -43,8 +40,7 @@ struct Reduction {
 };
 Reduction reduction(const Tensor& x, const std::vector<std::int64_t>& dims_in, bool keepdim) {
   const auto nd = static_cast<std::int64_t>(x.dim());
-  std::vector<bool> reduced(static_cast<std::size_t>(nd), dims_in.empty());
-  for (auto d : dims_in) reduced[static_cast<std::size_t>(wrap_dim(d, nd, "amax"))] = true;
+  const std::vector<bool> reduced = reduced_dims(dims_in, nd, "amax");
   Reduction r;
   Shape tail;
   Strides tail_strides;

@@ -144,6 +144,7 @@ Tensor permute(const Tensor& x, const std::vector<std::int64_t>& dims) {
   std::vector<std::int64_t> inverse(dims.size(), -1);
   for (std::size_t i = 0; i < dims.size(); ++i) {
     const auto d = static_cast<std::size_t>(wrap_dim(dims[i], nd, "permute"));
+    if (d >= inverse.size()) throw std::invalid_argument("permute: dims do not fit " + x.str());
     if (inverse[d] != -1) throw std::invalid_argument("permute: repeated dim in permute");
     inverse[d] = static_cast<std::int64_t>(i);
     s[i] = x.shape()[d];
@@ -167,6 +168,7 @@ Tensor slice(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t
              std::int64_t step) {
   OpScope op("slice");
   if (step <= 0) throw std::invalid_argument("slice: step must be positive");
+  if (x.dim() == 0) throw std::invalid_argument("slice() cannot be applied to a 0-dim tensor.");
   const auto d = static_cast<std::size_t>(wrap_dim(dim, x.dim(), "slice"));
   const auto n = x.shape()[d];
   auto clampi = [n](std::int64_t v) {
@@ -202,7 +204,7 @@ Tensor unsqueeze(const Tensor& x, std::int64_t dim) {
 
 Tensor squeeze(const Tensor& x, std::int64_t dim) {
   const auto d = wrap_dim(dim, x.dim(), "squeeze");
-  if (x.shape()[static_cast<std::size_t>(d)] != 1) return x;
+  if (x.dim() == 0 || x.shape()[static_cast<std::size_t>(d)] != 1) return x;
   Shape s = x.shape();
   s.erase(s.begin() + d);
   return reshape(x, s);

@@ -50,6 +50,16 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
   return dim < 0 ? dim + std::max<std::int64_t>(ndim, 1) : dim;
 }
 
+std::vector<bool> reduced_dims(const std::vector<std::int64_t>& dims, std::int64_t ndim,
+                               const char* op) {
+  std::vector<bool> reduced(static_cast<std::size_t>(ndim), dims.empty());
+  for (auto d : dims) {
+    const std::int64_t w = wrap_dim(d, ndim, op);
+    if (ndim > 0) reduced[static_cast<std::size_t>(w)] = true;
+  }
+  return reduced;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   const std::size_t n = std::max(a.size(), b.size());
   Shape out(n);

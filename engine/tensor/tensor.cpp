@@ -129,6 +129,9 @@ Tensor Tensor::arange(std::int64_t n, DType dtype) {
 }
 
 std::int64_t Tensor::size(std::int64_t d) const {
+  if (dim() == 0)
+    throw std::invalid_argument("size: dimension specified as " + std::to_string(d) +
+                                " but tensor has no dimensions");
   return ref().shape[static_cast<std::size_t>(wrap_dim(d, dim(), "size"))];
 }
 

@@ -68,8 +68,13 @@ Tensor fold_unary(const Tensor& x, const std::function<double(double)>& f) {
   return make(v, x.shape(), x.dtype());
 }
 
+// ONNX's axis attributes name a dimension that exists: a 0-d value has none (indexing its empty
+// shape was undefined behaviour; fuzz_onnx_model).
 std::int64_t wrap_axis(std::int64_t axis, std::int64_t rank, const char* what) {
-  return wrap_dim(axis, std::max<std::int64_t>(rank, 1), what);
+  if (rank <= 0)
+    throw std::invalid_argument(std::string(what) + ": axis " + std::to_string(axis) +
+                                " of a 0-d value, which has no axes");
+  return wrap_dim(axis, rank, what);
 }
 
 std::pair<std::int64_t, std::int64_t> slice_bounds(std::int64_t start, std::int64_t end,
