@@ -23,6 +23,33 @@ OpCost conv_cost(const OpCall& op, const TensorList& in, const TensorList& out) 
   return c;
 }
 
+std::string python_conv2d(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  using rows::pair;
+  return "F.conv2d(" + rows::arg(a, 0) + ", " + rows::arg(a, 1) + ", " + rows::arg_or_none(a, 2) +
+         ", stride=" + pair(attr_ints(op, "stride", {1, 1})) +
+         ", padding=" + pair(attr_ints(op, "padding", {0, 0})) +
+         ", dilation=" + pair(attr_ints(op, "dilation", {1, 1})) +
+         ", groups=" + std::to_string(attr_int(op, "groups", 1)) + ")";
+}
+// nn.Conv2d from the weight's [out, in / groups, kh, kw]; only what differs from the defaults.
+std::string module_conv2d(const OpCall& op, const std::vector<Shape>& params) {
+  using rows::pair;
+  const auto has = [&](std::size_t i) { return i < params.size() && !params[i].empty(); };
+  if (!has(1) || params[1].size() != 4) return "";
+  const std::int64_t groups = attr_int(op, "groups", 1);
+  const Shape& w = params[1];
+  std::string s = "nn.Conv2d(" + std::to_string(w[1] * groups) + ", " + std::to_string(w[0]) +
+                  ", " + pair({w[2], w[3]});
+  const auto stride = attr_ints(op, "stride", {1, 1});
+  const auto padding = attr_ints(op, "padding", {0, 0});
+  const auto dilation = attr_ints(op, "dilation", {1, 1});
+  if (stride != std::vector<std::int64_t>{1, 1}) s += ", stride=" + pair(stride);
+  if (padding != std::vector<std::int64_t>{0, 0}) s += ", padding=" + pair(padding);
+  if (dilation != std::vector<std::int64_t>{1, 1}) s += ", dilation=" + pair(dilation);
+  if (groups != 1) s += ", groups=" + std::to_string(groups);
+  return s + (has(2) ? "" : ", bias=False") + ")";
+}
+
 void onnx_conv(OnnxNode& n) {
   const auto w = onnx_rules::read_window(n, "Conv");
   n.define(n.y(), n.emit_op("conv2d", {n.input(0, "first").graph, n.operand(1), n.operand(2)},
@@ -118,6 +145,8 @@ void register_conv_ops(OpTable& t) {
          .kernel = run_conv2d,
          .compute_heavy = true,
          .cost = conv_cost,
+         .python = python_conv2d,
+         .python_module = module_conv2d,
          .onnx = {{.op_type = "Conv", .translate = onnx_conv}}});
   t.add({.type = "conv_transpose2d",
          .min_inputs = 2,

@@ -11,6 +11,14 @@ TensorList run_dropout(const OpCall& n, const TensorList& x) {
   return {dropout(x[0], attr_double(n, "p", 0.5), attr_int(n, "training", 1) != 0)};
 }
 
+std::string python_dropout(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return "F.dropout(" + rows::arg(a, 0) + ", p=" + rows::number(attr_double(op, "p", 0.5)) +
+         ", training=" + (attr_int(op, "training", 1) ? "True" : "False") + ")";
+}
+std::string module_dropout(const OpCall& op, const std::vector<Shape>&) {
+  return "nn.Dropout(p=" + rows::number(attr_double(op, "p", 0.5)) + ")";
+}
+
 void onnx_dropout(OnnxNode& n) {
   const double ratio = n.has_input(1) ? n.constant_input(1, "ratio").item() : 0.5;
   const bool training = n.has_input(2) && n.constant_input(2, "training_mode").item() != 0;
@@ -27,6 +35,8 @@ void register_dropout_ops(OpTable& t) {
   t.add({.type = "dropout",
          .kernel = run_dropout,
          .cost = rows::elementwise_cost,
+         .python = python_dropout,
+         .python_module = module_dropout,
          .onnx = {{.op_type = "Dropout", .translate = onnx_dropout}}});
 }
 

@@ -13,6 +13,8 @@ namespace {
 using onnx_rules::is_scalar;
 using rows::binary;
 using rows::elementwise_cost;
+using rows::python_infix;
+using rows::python_scalar;
 using rows::unary;
 using rows::with_scalar;
 
@@ -111,39 +113,53 @@ void onnx_pow(OnnxNode& n) {
                             {{"exponent", n.input_or_null(1)->probe.item()}}, n.y()));
 }
 
+std::string python_neg(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  // Appended, not "-" + arg: GCC 12's -Wrestrict misreads operator+(const char*, string&&).
+  std::string s = "-";
+  return s += rows::arg(a, 0);
+}
+std::string python_pow(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return rows::arg(a, 0) + " ** " + rows::number(attr_double(op, "exponent"));
+}
+
+// The Python operators: "x + y" for add, "x + 2.0" for add_scalar.
+constexpr char kPlus[] = " + ", kMinus[] = " - ", kTimes[] = " * ", kOver[] = " / ";
+
 template <const char* Op>
 OnnxRule arithmetic_rule(const char* onnx_type) {
   return {.op_type = onnx_type, .translate = onnx_arithmetic<Op>, .fold = fold_arithmetic};
 }
 
 OpSchema row(const char* type, int inputs, TensorList (*kernel)(const OpCall&, const TensorList&),
-             std::vector<OnnxRule> onnx = {}) {
+             PythonExpression python, std::vector<OnnxRule> onnx = {}) {
   return OpSchema{.type = type,
                   .min_inputs = inputs,
                   .max_inputs = inputs,
                   .kernel = kernel,
                   .cost = elementwise_cost,
+                  .python = python,
                   .onnx = std::move(onnx)};
 }
 
 }  // namespace
 
 void register_elementwise_ops(OpTable& t) {
-  t.add(row(kAdd, 2, binary<add_tt>, {arithmetic_rule<kAdd>("Add")}));
-  t.add(row(kSub, 2, binary<sub_tt>, {arithmetic_rule<kSub>("Sub")}));
-  t.add(row(kMul, 2, binary<mul_tt>, {arithmetic_rule<kMul>("Mul")}));
-  t.add(row(kDiv, 2, binary<div_tt>, {arithmetic_rule<kDiv>("Div")}));
-  t.add(row("maximum", 2, binary<maximum>, {{.op_type = "Max", .translate = onnx_extremum<true>}}));
-  t.add(
-      row("minimum", 2, binary<minimum>, {{.op_type = "Min", .translate = onnx_extremum<false>}}));
-  t.add(row("add_scalar", 1, with_scalar<add_ts>));
-  t.add(row("sub_scalar", 1, with_scalar<sub_ts>));
-  t.add(row("mul_scalar", 1, with_scalar<mul_ts>));
-  t.add(row("div_scalar", 1, with_scalar<div_ts>));
-  t.add(row(kNeg, 1, unary<neg>,
+  t.add(row(kAdd, 2, binary<add_tt>, python_infix<kPlus>, {arithmetic_rule<kAdd>("Add")}));
+  t.add(row(kSub, 2, binary<sub_tt>, python_infix<kMinus>, {arithmetic_rule<kSub>("Sub")}));
+  t.add(row(kMul, 2, binary<mul_tt>, python_infix<kTimes>, {arithmetic_rule<kMul>("Mul")}));
+  t.add(row(kDiv, 2, binary<div_tt>, python_infix<kOver>, {arithmetic_rule<kDiv>("Div")}));
+  t.add(row("maximum", 2, binary<maximum>, nullptr,
+            {{.op_type = "Max", .translate = onnx_extremum<true>}}));
+  t.add(row("minimum", 2, binary<minimum>, nullptr,
+            {{.op_type = "Min", .translate = onnx_extremum<false>}}));
+  t.add(row("add_scalar", 1, with_scalar<add_ts>, python_scalar<kPlus>));
+  t.add(row("sub_scalar", 1, with_scalar<sub_ts>, python_scalar<kMinus>));
+  t.add(row("mul_scalar", 1, with_scalar<mul_ts>, python_scalar<kTimes>));
+  t.add(row("div_scalar", 1, with_scalar<div_ts>, python_scalar<kOver>));
+  t.add(row(kNeg, 1, unary<neg>, python_neg,
             {{.op_type = "Neg", .translate = rows::onnx_unary<kNeg>, .fold = fold_neg}}));
-  t.add(
-      row("pow", 1, run_pow, {{.op_type = "Pow", .translate = onnx_pow, .fold = fold_arithmetic}}));
+  t.add(row("pow", 1, run_pow, python_pow,
+            {{.op_type = "Pow", .translate = onnx_pow, .fold = fold_arithmetic}}));
 }
 
 }  // namespace ckpt

@@ -9,6 +9,10 @@ namespace {
 TensorList run_embedding(const OpCall&, const TensorList& x) {
   return {embedding(x[0], x[1])};
 }
+// The engine's inputs are (weight, indices); F.embedding takes (indices, weight).
+std::string python_embedding(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return "F.embedding(" + rows::arg(a, 1) + ", " + rows::arg(a, 0) + ")";
+}
 }  // namespace
 
 void register_embedding_ops(OpTable& t) {
@@ -16,7 +20,8 @@ void register_embedding_ops(OpTable& t) {
          .min_inputs = 2,
          .max_inputs = 2,
          .kernel = run_embedding,
-         .cost = rows::elementwise_cost});
+         .cost = rows::elementwise_cost,
+         .python = python_embedding});
 }
 
 }  // namespace ckpt

@@ -18,20 +18,30 @@ TensorList run_mse_loss(const OpCall& n, const TensorList& x) {
   return {mse_loss(x[0], x[1], attr_string(n, "reduction", "mean"))};
 }
 
-OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&)) {
-  return {.type = type,
+// F.cross_entropy(input, target) and the like: the same name in F and in the engine.
+template <const char* Type>
+std::string python_loss(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return std::string("F.") + Type + "(" + rows::arg(a, 0) + ", " + rows::arg(a, 1) + ")";
+}
+
+template <const char* Type>
+OpSchema row(TensorList (*kernel)(const OpCall&, const TensorList&)) {
+  return {.type = Type,
           .min_inputs = 2,
           .max_inputs = 2,
           .kernel = kernel,
-          .cost = rows::elementwise_cost};
+          .cost = rows::elementwise_cost,
+          .python = python_loss<Type>};
 }
+
+constexpr char kCrossEntropy[] = "cross_entropy", kNllLoss[] = "nll_loss", kMseLoss[] = "mse_loss";
 
 }  // namespace
 
 void register_loss_ops(OpTable& t) {
-  t.add(row("cross_entropy", run_cross_entropy));
-  t.add(row("nll_loss", run_nll_loss));
-  t.add(row("mse_loss", run_mse_loss));
+  t.add(row<kCrossEntropy>(run_cross_entropy));
+  t.add(row<kNllLoss>(run_nll_loss));
+  t.add(row<kMseLoss>(run_mse_loss));
 }
 
 }  // namespace ckpt

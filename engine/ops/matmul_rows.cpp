@@ -23,6 +23,21 @@ OpCost product_cost(const OpCall& op, const TensorList& in, const TensorList& ou
   return c;
 }
 
+std::string python_linear(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  const auto arg = [&](std::size_t i) { return rows::arg(a, i); };
+  return "F.linear(" + arg(0) + ", " + arg(1) + (arg(2).empty() ? "" : ", " + arg(2)) + ")";
+}
+// nn.Linear(in, out) from the weight's [out, in]; params are by input position, so a weight
+// shape means the op has one.
+std::string module_linear(const OpCall&, const std::vector<Shape>& params) {
+  const auto has = [&](std::size_t i) { return i < params.size() && !params[i].empty(); };
+  if (!has(1) || params[1].size() != 2) return "";
+  const Shape& w = params[1];
+  return "nn.Linear(" + std::to_string(w[1]) + ", " + std::to_string(w[0]) +
+         (has(2) ? "" : ", bias=False") + ")";
+}
+constexpr char kMatmul[] = " @ ";
+
 // PyTorch's nn.Linear exports as Gemm(x, W, b) with transB=1; anything else is matmul and add.
 // Gemm's operands are matrices whose inner dimensions agree, and C broadcasts to the product
 // one way: checked here, where the node can be named, not deep inside a kernel.
@@ -122,6 +137,8 @@ void register_matmul_ops(OpTable& t) {
          .kernel = run_linear,
          .compute_heavy = true,
          .cost = product_cost,
+         .python = python_linear,
+         .python_module = module_linear,
          .onnx = {{.op_type = "Gemm", .translate = onnx_gemm}}});
   t.add({.type = "matmul",
          .min_inputs = 2,
@@ -129,6 +146,7 @@ void register_matmul_ops(OpTable& t) {
          .kernel = run_matmul,
          .compute_heavy = true,
          .cost = product_cost,
+         .python = rows::python_infix<kMatmul>,
          .onnx = {{.op_type = "MatMul", .translate = onnx_matmul},
                   {.op_type = "Einsum", .since = 12, .translate = onnx_einsum}}});
 }

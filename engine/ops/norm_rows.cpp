@@ -17,6 +17,32 @@ TensorList run_layer_norm(const OpCall& n, const TensorList& x) {
                      optional_input(x, 2), attr_double(n, "eps", 1e-5))};
 }
 
+std::string python_batch_norm(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  const auto opt = [&](std::size_t i) { return rows::arg_or_none(a, i); };
+  return "F.batch_norm(" + rows::arg(a, 0) + ", " + opt(3) + ", " + opt(4) + ", " + opt(1) + ", " +
+         opt(2) + ", training=True, momentum=" + rows::number(attr_double(op, "momentum", 0.1)) +
+         ", eps=" + rows::number(attr_double(op, "eps", 1e-5)) + ")";
+}
+std::string module_batch_norm(const OpCall& op, const std::vector<Shape>& params) {
+  if (params.size() < 2 || params[1].size() != 1) return "";
+  std::string s = "nn.BatchNorm2d(" + std::to_string(params[1][0]);
+  const double eps = attr_double(op, "eps", 1e-5), momentum = attr_double(op, "momentum", 0.1);
+  if (eps != 1e-5) s += ", eps=" + rows::number(eps);
+  if (momentum != 0.1) s += ", momentum=" + rows::number(momentum);
+  return s + ")";
+}
+std::string python_layer_norm(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return "F.layer_norm(" + rows::arg(a, 0) + ", " + rows::ints(attr_ints(op, "normalized_shape")) +
+         ", " + rows::arg_or_none(a, 1) + ", " + rows::arg_or_none(a, 2) +
+         ", eps=" + rows::number(attr_double(op, "eps", 1e-5)) + ")";
+}
+std::string module_layer_norm(const OpCall& op, const std::vector<Shape>& params) {
+  if (params.size() < 2 || params[1].empty()) return "";
+  const double eps = attr_double(op, "eps", 1e-5);
+  return "nn.LayerNorm(" + rows::ints(attr_ints(op, "normalized_shape")) +
+         (eps != 1e-5 ? ", eps=" + rows::number(eps) : "") + ")";
+}
+
 // Training mode: training_mode=1 from opset 14; below it, the extra outputs PyTorch's training
 // export asks for (running mean and variance, saved mean and variance).
 void onnx_batch_norm(OnnxNode& n) {
@@ -54,12 +80,16 @@ void register_norm_ops(OpTable& t) {
          .max_inputs = 6,
          .kernel = run_batch_norm,
          .cost = rows::elementwise_cost,
+         .python = python_batch_norm,
+         .python_module = module_batch_norm,
          .onnx = {{.op_type = "BatchNormalization", .translate = onnx_batch_norm}}});
   t.add({.type = "layer_norm",
          .min_inputs = 1,
          .max_inputs = 3,
          .kernel = run_layer_norm,
          .cost = rows::elementwise_cost,
+         .python = python_layer_norm,
+         .python_module = module_layer_norm,
          .onnx = {{.op_type = "LayerNormalization", .translate = onnx_layer_norm}}});
 }
 

@@ -25,6 +25,44 @@ TensorList run_adaptive_avg_pool2d(const OpCall& n, const TensorList& x) {
   return {adaptive_avg_pool2d(x[0], attr_pair(n, "output_size", {1, 1}))};
 }
 
+std::string python_max_pool2d(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  using rows::pair;
+  return "F.max_pool2d(" + rows::arg(a, 0) + ", " + pair(attr_ints(op, "kernel")) + ", " +
+         pair(attr_ints(op, "stride")) + ", " + pair(attr_ints(op, "padding", {0, 0})) + ", " +
+         pair(attr_ints(op, "dilation", {1, 1})) +
+         (attr_int(op, "ceil_mode", 0) ? ", ceil_mode=True" : "") + ")";
+}
+std::string module_max_pool2d(const OpCall& op, const std::vector<Shape>&) {
+  using rows::pair;
+  return "nn.MaxPool2d(" + pair(attr_ints(op, "kernel")) +
+         ", stride=" + pair(attr_ints(op, "stride")) +
+         ", padding=" + pair(attr_ints(op, "padding", {0, 0})) +
+         (attr_int(op, "ceil_mode", 0) ? ", ceil_mode=True" : "") + ")";
+}
+std::string python_avg_pool2d(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  using rows::pair;
+  return "F.avg_pool2d(" + rows::arg(a, 0) + ", " + pair(attr_ints(op, "kernel")) + ", " +
+         pair(attr_ints(op, "stride")) + ", " + pair(attr_ints(op, "padding", {0, 0})) +
+         (attr_int(op, "ceil_mode", 0) ? ", ceil_mode=True" : "") +
+         (attr_int(op, "count_include_pad", 1) ? "" : ", count_include_pad=False") + ")";
+}
+std::string module_avg_pool2d(const OpCall& op, const std::vector<Shape>&) {
+  using rows::pair;
+  return "nn.AvgPool2d(" + pair(attr_ints(op, "kernel")) +
+         ", stride=" + pair(attr_ints(op, "stride")) +
+         ", padding=" + pair(attr_ints(op, "padding", {0, 0})) +
+         (attr_int(op, "ceil_mode", 0) ? ", ceil_mode=True" : "") +
+         (attr_int(op, "count_include_pad", 1) ? "" : ", count_include_pad=False") + ")";
+}
+std::string python_adaptive_avg_pool2d(const OpCall& op, const std::vector<std::string>& a,
+                                       const Shape&) {
+  return "F.adaptive_avg_pool2d(" + rows::arg(a, 0) + ", " +
+         rows::pair(attr_ints(op, "output_size")) + ")";
+}
+std::string module_adaptive_avg_pool2d(const OpCall& op, const std::vector<Shape>&) {
+  return "nn.AdaptiveAvgPool2d(" + rows::pair(attr_ints(op, "output_size")) + ")";
+}
+
 void onnx_max_pool(OnnxNode& n) {
   if (n.attr_i("storage_order", 0) != 0) n.fail("storage_order=1 is not supported");
   const auto w = onnx_rules::read_window(n, "MaxPool");
@@ -58,18 +96,26 @@ void onnx_global_average_pool(OnnxNode& n) {
 }
 
 OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
-             std::vector<OnnxRule> onnx) {
-  return {.type = type, .kernel = kernel, .cost = rows::elementwise_cost, .onnx = std::move(onnx)};
+             std::vector<OnnxRule> onnx, PythonExpression python, PythonModule python_module) {
+  return {.type = type,
+          .kernel = kernel,
+          .cost = rows::elementwise_cost,
+          .python = python,
+          .python_module = python_module,
+          .onnx = std::move(onnx)};
 }
 
 }  // namespace
 
 void register_pool_ops(OpTable& t) {
-  t.add(row("max_pool2d", run_max_pool2d, {{.op_type = "MaxPool", .translate = onnx_max_pool}}));
+  t.add(row("max_pool2d", run_max_pool2d, {{.op_type = "MaxPool", .translate = onnx_max_pool}},
+            python_max_pool2d, module_max_pool2d));
   t.add(row("avg_pool2d", run_avg_pool2d,
-            {{.op_type = "AveragePool", .translate = onnx_average_pool}}));
+            {{.op_type = "AveragePool", .translate = onnx_average_pool}}, python_avg_pool2d,
+            module_avg_pool2d));
   t.add(row("adaptive_avg_pool2d", run_adaptive_avg_pool2d,
-            {{.op_type = "GlobalAveragePool", .translate = onnx_global_average_pool}}));
+            {{.op_type = "GlobalAveragePool", .translate = onnx_global_average_pool}},
+            python_adaptive_avg_pool2d, module_adaptive_avg_pool2d));
 }
 
 }  // namespace ckpt

@@ -47,20 +47,33 @@ void onnx_reduce(OnnxNode& n) {
                             {{"dims", axes}, {"keepdim", n.attr_i("keepdims", 1)}}, n.y()));
 }
 
+// x.sum(dim=(1,), keepdim=True) for sum_dims (Method "sum"), mean_dims ("mean").
+template <const char* Method>
+std::string python_dims(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return rows::arg(a, 0) + "." + Method + "(dim=" + rows::ints(attr_ints(op, "dims")) +
+         (attr_int(op, "keepdim", 0) ? ", keepdim=True" : "") + ")";
+}
+constexpr char kSum[] = "sum", kMean[] = "mean";
+
 OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
-             std::vector<OnnxRule> onnx = {}) {
-  return {.type = type, .kernel = kernel, .cost = rows::elementwise_cost, .onnx = std::move(onnx)};
+             PythonExpression python, std::vector<OnnxRule> onnx = {}) {
+  return {.type = type,
+          .kernel = kernel,
+          .cost = rows::elementwise_cost,
+          .python = python,
+          .onnx = std::move(onnx)};
 }
 
 }  // namespace
 
 void register_reduce_ops(OpTable& t) {
-  t.add(row("sum", run_sum));
-  t.add(row("mean", run_mean));
-  t.add(row("sum_dims", run_sum_dims, {{.op_type = "ReduceSum", .translate = onnx_reduce<true>}}));
-  t.add(
-      row("amax", run_amax, {{.op_type = "ReduceMax", .until = 17, .translate = onnx_reduce_max}}));
-  t.add(row("mean_dims", run_mean_dims,
+  t.add(row(kSum, run_sum, rows::python_method<kSum>));
+  t.add(row(kMean, run_mean, rows::python_method<kMean>));
+  t.add(row("sum_dims", run_sum_dims, python_dims<kSum>,
+            {{.op_type = "ReduceSum", .translate = onnx_reduce<true>}}));
+  t.add(row("amax", run_amax, nullptr,
+            {{.op_type = "ReduceMax", .until = 17, .translate = onnx_reduce_max}}));
+  t.add(row("mean_dims", run_mean_dims, python_dims<kMean>,
             {{.op_type = "ReduceMean", .translate = onnx_reduce<false>}}));
 }
 

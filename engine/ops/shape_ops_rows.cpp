@@ -13,6 +13,7 @@ namespace ckpt {
 
 namespace {
 
+using rows::arg;
 using rows::unary;
 
 // A 0 in a target shape keeps the input's size there (ONNX Reshape's rule), so that a graph
@@ -148,34 +149,101 @@ TensorList run_identity(const OpCall&, const TensorList& x) {
   return {x[0]};
 }
 
+// The PyTorch spellings. x.view(...) and x.reshape(...) (Method): a 0 keeps the input's
+// dimension (the ONNX convention our graphs use).
+template <const char* Method>
+std::string python_reshape(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  std::vector<std::string> dims;
+  const auto target = attr_ints(op, "shape");
+  for (std::size_t i = 0; i < target.size(); ++i)
+    dims.push_back(target[i] == 0 ? arg(a, 0) + ".shape[" + std::to_string(i) + "]"
+                                  : std::to_string(target[i]));
+  return arg(a, 0) + "." + Method + "(" + rows::join(dims) + ")";
+}
+std::string python_flatten(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return "torch.flatten(" + arg(a, 0) + ", " + std::to_string(attr_int(op, "start_dim", 1)) +
+         (attr_int(op, "end_dim", -1) == -1 ? "" : ", " + std::to_string(attr_int(op, "end_dim"))) +
+         ")";
+}
+std::string module_flatten(const OpCall& op, const std::vector<Shape>&) {
+  return "nn.Flatten(" + std::to_string(attr_int(op, "start_dim", 1)) + ", " +
+         std::to_string(attr_int(op, "end_dim", -1)) + ")";
+}
+std::string python_transpose(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return arg(a, 0) + ".transpose(" + std::to_string(attr_int(op, "dim0")) + ", " +
+         std::to_string(attr_int(op, "dim1")) + ")";
+}
+std::string python_permute(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return arg(a, 0) + ".permute" + rows::ints(attr_ints(op, "dims"));
+}
+std::string python_select(const OpCall& op, const std::vector<std::string>& a, const Shape& shape) {
+  return rows::index_expr(arg(a, 0), rows::wrap(attr_int(op, "dim"), shape),
+                          std::to_string(attr_int(op, "index")));
+}
+std::string python_slice(const OpCall& op, const std::vector<std::string>& a, const Shape& shape) {
+  const std::int64_t start = attr_int(op, "start", 0), end = attr_int(op, "end", INT64_MAX),
+                     step = attr_int(op, "step", 1);
+  // start:end:step, each part left out at its default (appended: GCC 12's -Wrestrict misreads
+  // ":" + std::string).
+  std::string item = start ? std::to_string(start) : "";
+  item += ':';
+  if (end != INT64_MAX) item += std::to_string(end);
+  if (step != 1) item += ':' + std::to_string(step);
+  return rows::index_expr(arg(a, 0), rows::wrap(attr_int(op, "dim"), shape), item);
+}
+// x.unsqueeze(dim), x.squeeze(dim).
+template <const char* Method>
+std::string python_dim(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return arg(a, 0) + "." + Method + "(" + std::to_string(attr_int(op, "dim")) + ")";
+}
+std::string python_expand(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return arg(a, 0) + ".expand" + rows::ints(attr_ints(op, "shape"));
+}
+std::string python_identity(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return arg(a, 0);
+}
+std::string python_cat(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return "torch.cat([" + rows::join(a) + "], dim=" + std::to_string(attr_int(op, "dim", 0)) + ")";
+}
+constexpr char kView[] = "view", kReshape[] = "reshape", kUnsqueeze[] = "unsqueeze",
+               kSqueeze[] = "squeeze", kClone[] = "clone", kContiguous[] = "contiguous",
+               kIdentityModule[] = "Identity";
+
 OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
-             std::vector<OnnxRule> onnx = {}) {
-  return {.type = type, .kernel = kernel, .cost = rows::elementwise_cost, .onnx = std::move(onnx)};
+             PythonExpression python, std::vector<OnnxRule> onnx = {},
+             PythonModule python_module = nullptr) {
+  return {.type = type,
+          .kernel = kernel,
+          .cost = rows::elementwise_cost,
+          .python = python,
+          .python_module = python_module,
+          .onnx = std::move(onnx)};
 }
 
 }  // namespace
 
 void register_shape_ops_ops(OpTable& t) {
   using namespace shape_onnx;
-  t.add(row("view", run_view));
-  t.add(row("reshape", run_reshape,
+  t.add(row(kView, run_view, python_reshape<kView>));
+  t.add(row(kReshape, run_reshape, python_reshape<kReshape>,
             {{.op_type = "Reshape", .translate = translate_reshape, .fold = fold_reshape}}));
-  t.add(row("flatten", run_flatten,
-            {{.op_type = "Flatten", .translate = translate_flatten, .fold = fold_reshape}}));
-  t.add(row("transpose", run_transpose));
-  t.add(row("permute", run_permute,
+  t.add(row("flatten", run_flatten, python_flatten,
+            {{.op_type = "Flatten", .translate = translate_flatten, .fold = fold_reshape}},
+            module_flatten));
+  t.add(row("transpose", run_transpose, python_transpose));
+  t.add(row("permute", run_permute, python_permute,
             {{.op_type = "Transpose", .translate = translate_transpose, .fold = fold_transpose}}));
-  t.add(row("slice", run_slice,
+  t.add(row("slice", run_slice, python_slice,
             {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice},
              {.op_type = "Split", .translate = translate_split}}));
-  t.add(row("select", run_select,
+  t.add(row("select", run_select, python_select,
             {{.op_type = "Gather", .translate = translate_gather, .fold = fold_gather}}));
-  t.add(row("unsqueeze", run_unsqueeze,
+  t.add(row(kUnsqueeze, run_unsqueeze, python_dim<kUnsqueeze>,
             {{.op_type = "Unsqueeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
-  t.add(row("squeeze", run_squeeze,
+  t.add(row(kSqueeze, run_squeeze, python_dim<kSqueeze>,
             {{.op_type = "Squeeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
   t.add(
-      row("expand", run_expand,
+      row("expand", run_expand, python_expand,
           {{.op_type = "Expand", .since = 8, .translate = translate_expand, .fold = fold_expand}}));
   t.add(
       {.type = "repeat",
@@ -183,21 +251,23 @@ void register_shape_ops_ops(OpTable& t) {
        .cost = rows::elementwise_cost,
        .python = python_repeat,
        .onnx = {{.op_type = "Tile", .since = 6, .translate = translate_tile, .fold = fold_tile}}});
-  t.add(row("clone", unary<clone>));
-  t.add(row("contiguous", unary<contiguous>));
+  t.add(row(kClone, unary<clone>, rows::python_method<kClone>));
+  t.add(row(kContiguous, unary<contiguous>, rows::python_method<kContiguous>));
   t.add({.type = "cat",
          .max_inputs = -1,
          .kernel = run_cat,
          .cost = rows::elementwise_cost,
+         .python = python_cat,
          .onnx = {{.op_type = "Concat", .translate = translate_concat, .fold = fold_concat}}});
   t.add({.type = "constant_pad",
          .kernel = run_constant_pad,
          .cost = rows::elementwise_cost,
          .python = python_constant_pad,
          .onnx = {{.op_type = "Pad", .translate = translate_pad}}});
-  t.add(row("identity", run_identity,
+  t.add(row("identity", run_identity, python_identity,
             {{.op_type = "Identity", .translate = translate_identity, .fold = fold_identity},
-             {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}}));
+             {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}},
+            rows::python_nn<kIdentityModule>));
 }
 
 }  // namespace ckpt

@@ -34,16 +34,32 @@ void onnx_softmax(OnnxNode& n) {
 
 constexpr char kSoftmax[] = "softmax", kLogSoftmax[] = "log_softmax";
 
+// F.softmax(x, dim=d) and F.log_softmax (Op); nn.Softmax(dim=d) and nn.LogSoftmax (Class).
+template <const char* Op>
+std::string python_softmax(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return std::string("F.") + Op + "(" + rows::arg(a, 0) +
+         ", dim=" + std::to_string(attr_int(op, "dim")) + ")";
+}
+template <const char* Class>
+std::string module_softmax(const OpCall& op, const std::vector<Shape>&) {
+  return std::string("nn.") + Class + "(dim=" + std::to_string(attr_int(op, "dim")) + ")";
+}
+constexpr char kSoftmaxModule[] = "Softmax", kLogSoftmaxModule[] = "LogSoftmax";
+
 }  // namespace
 
 void register_softmax_ops(OpTable& t) {
   t.add({.type = kSoftmax,
          .kernel = run_softmax,
          .cost = rows::elementwise_cost,
+         .python = python_softmax<kSoftmax>,
+         .python_module = module_softmax<kSoftmaxModule>,
          .onnx = {{.op_type = "Softmax", .translate = onnx_softmax<kSoftmax>}}});
   t.add({.type = kLogSoftmax,
          .kernel = run_log_softmax,
          .cost = rows::elementwise_cost,
+         .python = python_softmax<kLogSoftmax>,
+         .python_module = module_softmax<kLogSoftmaxModule>,
          .onnx = {{.op_type = "LogSoftmax", .translate = onnx_softmax<kLogSoftmax>}}});
 }
 

@@ -9,13 +9,21 @@ namespace ckpt {
 
 namespace {
 
+using rows::arg;
 using rows::elementwise_cost;
+using rows::kF;
+using rows::kTorch;
+using rows::number;
+using rows::python_function;
+using rows::python_nn;
 using rows::unary;
 
 constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp",
                kLog[] = "log", kSqrt[] = "sqrt", kErf[] = "erf", kSin[] = "sin", kCos[] = "cos",
                kHardswish[] = "hardswish", kSoftplus[] = "softplus", kAbs[] = "abs",
-               kSign[] = "sign";
+               kSign[] = "sign", kGelu[] = "gelu";
+constexpr char kReLUModule[] = "ReLU", kGELUModule[] = "GELU", kSigmoidModule[] = "Sigmoid",
+               kTanhModule[] = "Tanh";
 
 TensorList run_clamp(const OpCall& n, const TensorList& x) {
   std::optional<double> lo, hi;
@@ -63,6 +71,22 @@ void onnx_hardsigmoid(OnnxNode& n) {
   n.define(n.y(), n.emit_op("hardsigmoid", {n.input(0, "first").graph}, {}, n.y()));
 }
 
+std::string python_hardtanh(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return "F.hardtanh(" + arg(a, 0) + ", " + number(attr_double(op, "min", -1)) + ", " +
+         number(attr_double(op, "max", 1)) + ")";
+}
+std::string module_hardtanh(const OpCall& op, const std::vector<Shape>&) {
+  const double lo = attr_double(op, "min", -1), hi = attr_double(op, "max", 1);
+  if (lo == 0 && hi == 6) return "nn.ReLU6()";
+  return "nn.Hardtanh(" + number(lo) + ", " + number(hi) + ")";
+}
+std::string python_clamp(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return arg(a, 0) + ".clamp(" +
+         (has_attr(op, "min") ? "min=" + number(attr_double(op, "min")) : "") +
+         (has_attr(op, "min") && has_attr(op, "max") ? ", " : "") +
+         (has_attr(op, "max") ? "max=" + number(attr_double(op, "max")) : "") + ")";
+}
+
 std::string python_hardswish(const OpCall&, const std::vector<std::string>& a, const Shape&) {
   return "F.hardswish(" + a[0] + ")";
 }
@@ -87,26 +111,45 @@ void onnx_clip(OnnxNode& n) {
 }
 
 OpSchema simple(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
-                std::vector<OnnxRule> onnx = {}) {
-  return OpSchema{.type = type, .kernel = kernel, .cost = elementwise_cost, .onnx = onnx};
+                std::vector<OnnxRule> onnx = {}, PythonExpression python = nullptr,
+                PythonModule python_module = nullptr) {
+  return OpSchema{.type = type,
+                  .kernel = kernel,
+                  .cost = elementwise_cost,
+                  .python = python,
+                  .python_module = python_module,
+                  .onnx = onnx};
+}
+
+// torch.exp(x) and the like: the same name in torch and in the engine.
+template <const char* Type>
+OpSchema torch_unary(TensorList (*kernel)(const OpCall&, const TensorList&), OnnxRule onnx) {
+  return simple(Type, kernel, {onnx}, python_function<kTorch, Type>);
+}
+void add_torch_unary(OpTable& t) {
+  t.add(torch_unary<kExp>(unary<exp>, {.op_type = "Exp", .translate = rows::onnx_unary<kExp>}));
+  t.add(torch_unary<kLog>(unary<log>, {.op_type = "Log", .translate = rows::onnx_unary<kLog>}));
+  t.add(torch_unary<kSqrt>(
+      unary<sqrt>, {.op_type = "Sqrt", .translate = rows::onnx_unary<kSqrt>, .fold = fold_sqrt}));
+  t.add(torch_unary<kErf>(unary<erf>, {.op_type = "Erf", .translate = rows::onnx_unary<kErf>}));
+  t.add(torch_unary<kSin>(unary<sin>, {.op_type = "Sin", .translate = rows::onnx_unary<kSin>}));
+  t.add(torch_unary<kCos>(unary<cos>, {.op_type = "Cos", .translate = rows::onnx_unary<kCos>}));
 }
 
 }  // namespace
 
 void register_unary_ops(OpTable& t) {
-  t.add(simple(kRelu, unary<relu>, {{.op_type = "Relu", .translate = rows::onnx_unary<kRelu>}}));
+  t.add(simple(kRelu, unary<relu>, {{.op_type = "Relu", .translate = rows::onnx_unary<kRelu>}},
+               python_function<kF, kRelu>, python_nn<kReLUModule>));
   t.add(simple(kSigmoid, unary<sigmoid>,
-               {{.op_type = "Sigmoid", .translate = rows::onnx_unary<kSigmoid>}}));
-  t.add(simple(kTanh, unary<tanh>, {{.op_type = "Tanh", .translate = rows::onnx_unary<kTanh>}}));
-  t.add(simple(kExp, unary<exp>, {{.op_type = "Exp", .translate = rows::onnx_unary<kExp>}}));
-  t.add(simple(kLog, unary<log>, {{.op_type = "Log", .translate = rows::onnx_unary<kLog>}}));
-  t.add(simple(kSqrt, unary<sqrt>,
-               {{.op_type = "Sqrt", .translate = rows::onnx_unary<kSqrt>, .fold = fold_sqrt}}));
-  t.add(simple(kErf, unary<erf>, {{.op_type = "Erf", .translate = rows::onnx_unary<kErf>}}));
-  t.add(simple(kSin, unary<sin>, {{.op_type = "Sin", .translate = rows::onnx_unary<kSin>}}));
-  t.add(simple(kCos, unary<cos>, {{.op_type = "Cos", .translate = rows::onnx_unary<kCos>}}));
-  t.add(simple("gelu", unary<gelu>));  // ONNX exports it decomposed through Erf
-  t.add(simple("clamp", run_clamp));
+               {{.op_type = "Sigmoid", .translate = rows::onnx_unary<kSigmoid>}},
+               python_function<kTorch, kSigmoid>, python_nn<kSigmoidModule>));
+  t.add(simple(kTanh, unary<tanh>, {{.op_type = "Tanh", .translate = rows::onnx_unary<kTanh>}},
+               python_function<kTorch, kTanh>, python_nn<kTanhModule>));
+  add_torch_unary(t);
+  // ONNX exports gelu decomposed through Erf
+  t.add(simple(kGelu, unary<gelu>, {}, python_function<kF, kGelu>, python_nn<kGELUModule>));
+  t.add(simple("clamp", run_clamp, {}, python_clamp));
   t.add({.type = kHardswish,
          .kernel = unary<hardswish>,
          .cost = elementwise_cost,
@@ -147,7 +190,8 @@ void register_unary_ops(OpTable& t) {
          .onnx = {{.op_type = "Abs", .since = 6, .translate = rows::onnx_unary<kAbs>}}});
   t.add(simple(kSign, unary<sign>,
                {{.op_type = "Sign", .since = 9, .translate = rows::onnx_unary<kSign>}}));
-  t.add(simple("hardtanh", run_hardtanh, {{.op_type = "Clip", .translate = onnx_clip}}));
+  t.add(simple("hardtanh", run_hardtanh, {{.op_type = "Clip", .translate = onnx_clip}},
+               python_hardtanh, module_hardtanh));
 }
 
 }  // namespace ckpt

@@ -1,20 +1,23 @@
 #pragma once
 
-// Python spellings of values and of the engine's op kinds, for pytorch_code.
+// Python spellings of values and of the engine's op kinds, for pytorch_code. An op's spelling
+// is its row's (OpSchema::python and python_module, engine/ops/*_rows.cpp); the value
+// spellings the rows share live with them (engine/ops/schema/row_helpers.hpp).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "engine/model/model.hpp"
+#include "engine/ops/schema/row_helpers.hpp"
 
 namespace ckpt::py {
 
 std::string ident(const std::string& s);  // a valid Python identifier close to s
-std::string number(double v);             // shortest round-trip spelling, "1.0" for integers
-std::string ints(const std::vector<std::int64_t>& v);  // "(1, 2)", "(3,)"
-std::string camel(const std::string& s);               // "heavy_function" -> "HeavyFunction"
-std::string quote(const std::string& s);               // a Python string literal
+using rows::ints;                         // "(1, 2)", "(3,)"
+using rows::number;                       // shortest round-trip spelling, "1.0" for integers
+std::string camel(const std::string& s);  // "heavy_function" -> "HeavyFunction"
+std::string quote(const std::string& s);  // a Python string literal
 
 // The expression computing `op` from already-spelled arguments (one per op input, "" for an
 // absent optional input). `shape` is the first input's shape (for negative dims, slicing).

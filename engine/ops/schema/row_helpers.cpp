@@ -1,5 +1,8 @@
 #include "engine/ops/schema/row_helpers.hpp"
 
+#include <charconv>
+#include <cmath>
+
 namespace ckpt::rows {
 
 OpCost elementwise_cost(const OpCall&, const TensorList& inputs, const TensorList& outputs) {
@@ -23,6 +26,52 @@ std::string python_call(const char* callee, const std::vector<std::string>& args
     first = false;
   }
   return s + ")";
+}
+
+std::string number(double v) {
+  if (std::isinf(v)) return v > 0 ? "float('inf')" : "-float('inf')";
+  if (std::isnan(v)) return "float('nan')";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string ints(const std::vector<std::int64_t>& v) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+std::string pair(const std::vector<std::int64_t>& v) {
+  if (v.size() == 2 && v[0] == v[1]) return std::to_string(v[0]);
+  return ints(v);
+}
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string s;
+  for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+std::string index_expr(const std::string& x, std::int64_t dim, const std::string& item) {
+  std::string s = x + "[";
+  for (std::int64_t d = 0; d < dim; ++d) s += ":, ";
+  return s + item + "]";
+}
+
+std::int64_t wrap(std::int64_t d, const Shape& shape) {
+  const auto n = static_cast<std::int64_t>(shape.size());
+  return d < 0 && n > 0 ? d + n : d;
+}
+
+std::string arg(const std::vector<std::string>& a, std::size_t i) {
+  return i < a.size() ? a[i] : std::string();
+}
+
+std::string arg_or_none(const std::vector<std::string>& a, std::size_t i) {
+  return arg(a, i).empty() ? std::string("None") : arg(a, i);
 }
 
 }  // namespace ckpt::rows

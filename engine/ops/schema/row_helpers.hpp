@@ -1,7 +1,8 @@
 #pragma once
 
 // Building blocks for the rows in engine/ops/*_rows.cpp: kernel entries for the common
-// signatures, ONNX rules that map one ONNX op onto one engine op, and default costs.
+// signatures, ONNX rules that map one ONNX op onto one engine op, default costs, and the
+// pieces of the PyTorch spellings (the code export in engine/plan reads them through the rows).
 
 #include "engine/ops/schema/op_schema.hpp"
 
@@ -33,5 +34,46 @@ OpCost elementwise_cost(const OpCall& op, const TensorList& inputs, const Tensor
 
 // Spellings shared by many rows.
 std::string python_call(const char* callee, const std::vector<std::string>& args);
+
+// Python values.
+std::string number(double v);  // shortest round-trip spelling, "1.0" for integers
+std::string ints(const std::vector<std::int64_t>& v);  // "(1, 2)", "(3,)"
+// A pair attribute spelled as PyTorch accepts it: "2" when both are equal, else "(2, 3)".
+std::string pair(const std::vector<std::int64_t>& v);
+std::string join(const std::vector<std::string>& xs);  // "a, b, c"
+// x[:, :, item] for an index or slice `item` on `dim`.
+std::string index_expr(const std::string& x, std::int64_t dim, const std::string& item);
+// A negative dim counted from the end of `shape` (unchanged when the shape is unknown).
+std::int64_t wrap(std::int64_t d, const Shape& shape);
+
+// Argument i of a PythonExpression's arguments: "" when absent, or "None" (a positional
+// optional tensor).
+std::string arg(const std::vector<std::string>& a, std::size_t i);
+std::string arg_or_none(const std::vector<std::string>& a, std::size_t i);
+
+// PythonExpression rows for the common forms: Prefix + Name + "(x)" ("torch.exp(x)",
+// "F.relu(x)"), "x.Name()", "x Op y", "x Op value" (the "value" attribute), and the
+// PythonModule "nn.Class()".
+template <const char* Prefix, const char* Name>
+std::string python_function(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return std::string(Prefix) + Name + "(" + arg(a, 0) + ")";
+}
+template <const char* Name>
+std::string python_method(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return arg(a, 0) + "." + Name + "()";
+}
+template <const char* Op>
+std::string python_infix(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return arg(a, 0) + Op + arg(a, 1);
+}
+template <const char* Op>
+std::string python_scalar(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  return arg(a, 0) + Op + number(attr_double(op, "value"));
+}
+template <const char* Class>
+std::string python_nn(const OpCall&, const std::vector<Shape>&) {
+  return std::string("nn.") + Class + "()";
+}
+inline constexpr char kTorch[] = "torch.", kF[] = "F.";
 
 }  // namespace ckpt::rows
