@@ -13,6 +13,16 @@ namespace {
 using namespace onnx_rules;
 
 constexpr char kGt[] = "gt", kLt[] = "lt", kGe[] = "ge", kLe[] = "le", kEq[] = "eq";
+constexpr char kGtOp[] = " > ", kLtOp[] = " < ",
+               kGeOp[] = " >= ", kLeOp[] = " <= ", kEqOp[] = " == ", kTorch[] = "torch.",
+               kLogicalNot[] = "logical_not";
+
+std::string python_where(const OpCall&, const std::vector<std::string>& a, const Shape&) {
+  return "torch.where(" + rows::arg(a, 0) + ", " + rows::arg(a, 1) + ", " + rows::arg(a, 2) + ")";
+}
+std::string python_cast(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  return rows::arg(a, 0) + ".to(torch." + attr_string(n, "to", "float32") + ")";
+}
 
 template <Comparison Op>
 TensorList run_compare(const OpCall&, const TensorList& x) {
@@ -105,32 +115,40 @@ OpSchema row(const char* type, int inputs, TensorList (*kernel)(const OpCall&, c
                   .onnx = {std::move(onnx)}};
 }
 
-template <const char* Type, Comparison Op>
+template <const char* Type, Comparison Op, const char* Infix>
 OpSchema comparison_row(const char* onnx_type, int since) {
-  return row(Type, 2, run_compare<Op>,
-             {.op_type = onnx_type,
-              .since = since,
-              .translate = onnx_compare<Type>,
-              .fold = fold_compare<Op>});
+  OpSchema r = row(Type, 2, run_compare<Op>,
+                   {.op_type = onnx_type,
+                    .since = since,
+                    .translate = onnx_compare<Type>,
+                    .fold = fold_compare<Op>});
+  r.python = rows::python_infix<Infix>;
+  return r;
 }
 
 }  // namespace
 
 void register_logical_ops(OpTable& t) {
-  t.add(comparison_row<kGt, Comparison::gt>("Greater", 7));
-  t.add(comparison_row<kLt, Comparison::lt>("Less", 7));
-  t.add(comparison_row<kGe, Comparison::ge>("GreaterOrEqual", 12));
-  t.add(comparison_row<kLe, Comparison::le>("LessOrEqual", 12));
-  t.add(comparison_row<kEq, Comparison::eq>("Equal", 1));
-  t.add(row("where", 3, run_where,
-            {.op_type = "Where", .since = 9, .translate = onnx_where, .fold = fold_where}));
-  t.add(row("logical_not", 1, run_logical_not,
-            {.op_type = "Not", .translate = onnx_not, .fold = fold_not}));
+  t.add(comparison_row<kGt, Comparison::gt, kGtOp>("Greater", 7));
+  t.add(comparison_row<kLt, Comparison::lt, kLtOp>("Less", 7));
+  t.add(comparison_row<kGe, Comparison::ge, kGeOp>("GreaterOrEqual", 12));
+  t.add(comparison_row<kLe, Comparison::le, kLeOp>("LessOrEqual", 12));
+  t.add(comparison_row<kEq, Comparison::eq, kEqOp>("Equal", 1));
+  OpSchema where_row =
+      row("where", 3, run_where,
+          {.op_type = "Where", .since = 9, .translate = onnx_where, .fold = fold_where});
+  where_row.python = python_where;
+  t.add(std::move(where_row));
+  OpSchema not_row = row("logical_not", 1, run_logical_not,
+                         {.op_type = "Not", .translate = onnx_not, .fold = fold_not});
+  not_row.python = rows::python_function<kTorch, kLogicalNot>;
+  t.add(std::move(not_row));
   t.add(OpSchema{.type = "cast",
                  .min_inputs = 1,
                  .max_inputs = 1,
                  .kernel = run_cast,
-                 .cost = rows::elementwise_cost});
+                 .cost = rows::elementwise_cost,
+                 .python = python_cast});
 }
 
 }  // namespace ckpt
