@@ -57,23 +57,6 @@ __global__ void softmax_rows_kernel(const float* x, float* y, std::int64_t rows,
   if (r < rows) cuda_math::softmax_row(x + r * n, y + r * n, n);
 }
 
-__global__ void gemm_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  using cuda_math::kTile;
-  __shared__ float as[kTile][kTile];
-  __shared__ float bs[kTile][kTile];
-  const int ty = threadIdx.y, tx = threadIdx.x;
-  float acc = 0.0f;
-  for (int t = 0; t < cuda_math::tile_steps(k); ++t) {
-    as[ty][tx] = cuda_math::load_a(a, m, k, blockIdx.y, t, ty, tx);
-    bs[ty][tx] = cuda_math::load_b(b, k, n, t, blockIdx.x, ty, tx);
-    __syncthreads();
-    acc = cuda_math::tile_dot(as, bs, ty, tx, acc);
-    __syncthreads();
-  }
-  const int r = blockIdx.y * kTile + ty, col = blockIdx.x * kTile + tx;
-  if (r < m && col < n) c[r * n + col] = acc;
-}
-
 __global__ void binary_kernel(int op, const float* a, std::int64_t a_step, const float* b,
                               std::int64_t b_step, float* out, std::int64_t n) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
@@ -213,12 +196,7 @@ void softmax_rows(const float* x, float* y, std::int64_t rows, int n) {
 }
 
 void gemm(const float* a, const float* b, float* c, int m, int n, int k) {
-  if (m == 0 || n == 0) return;
-  const dim3 threads(cuda_math::kTile, cuda_math::kTile);
-  const dim3 blocks((n + cuda_math::kTile - 1) / cuda_math::kTile,
-                    (m + cuda_math::kTile - 1) / cuda_math::kTile);
-  gemm_kernel<<<blocks, threads>>>(a, b, c, m, n, k);
-  finish("gemm");
+  gemm_strided(a, k, 1, b, n, 1, c, m, n, k, false);
 }
 
 void binary(int op, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step,
