@@ -176,13 +176,87 @@ std::shared_ptr<const Runner> Runner::at_batch(std::int64_t batch) const {
   return runner;
 }
 
-RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* cancel) const {
-  const Model& model = *model_;
-  RunResult result;
+namespace {
+
+// The ledger of a run: the caller's, or a fresh one, with the cap and the injected fault of a
+// real run (a dry run allocates nothing, so neither applies).
+std::shared_ptr<MemoryLedger> run_ledger(const CheckpointConfig& config) {
   auto ledger = config.ledger ? config.ledger : std::make_shared<MemoryLedger>();
   if (config.max_memory > 0 && !config.dry_run) ledger->set_cap(config.max_memory);
   if (config.fail_allocation_at > 0 && !config.dry_run)
     ledger->fail_allocation_at(config.fail_allocation_at);
+  return ledger;
+}
+
+void check_batch(const Model& model, std::int64_t batch) {
+  if (model.scenario.batch_fixed && batch != model.scenario.batch)
+    throw std::invalid_argument(model.source +
+                                ": this model's shapes were fixed at export "
+                                "with batch " +
+                                std::to_string(model.scenario.batch) +
+                                "; it cannot run with batch " + std::to_string(batch) +
+                                " (export it with dynamic_axes={\"x\": {0: \"batch\"}} for "
+                                "any batch)");
+}
+
+// What the run leaves behind: parameters' and inputs' gradients, buffers' values.
+void collect_results(const Model& model, const TensorList& statics, const TensorList& inputs,
+                     RunResult& result) {
+  for (std::size_t i = 0; i < model.parameters.size(); ++i) {
+    const Tensor g = statics[i].grad();
+    if (g.defined()) result.gradients[model.parameters[i].name] = g;
+  }
+  for (std::size_t i = 0; i < model.parameters.size(); ++i)
+    if (model.parameters[i].is_buffer) result.buffers[model.parameters[i].name] = statics[i];
+  for (std::size_t i = 0; i < model.inputs.size(); ++i) {
+    const Tensor g = inputs[i].grad();
+    if (g.defined()) result.input_gradients[model.inputs[i].name] = g;
+  }
+}
+
+// A dry run computed nothing, so measured nothing: the phases take their steps' estimates.
+void apply_estimated_times(RunResult& result,
+                           const std::unordered_map<std::string, OpCost>& node_costs) {
+  const auto estimates = estimate_step_durations(result.trace, node_costs, machine_rates());
+  result.trace.set_estimated_durations(estimates);
+  result.times = PhaseTimes{};
+  for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {
+    const double ms = static_cast<double>(estimates[static_cast<std::size_t>(k)]) / 1e6;
+    const Phase p = result.trace.step_phase(k);
+    (p == Phase::forward ? result.times.forward_ms : result.times.backward_ms) += ms;
+    if (p == Phase::recompute) result.times.recompute_ms += ms;
+    result.times.total_ms += ms;
+  }
+}
+
+// The forward phase: the model's outputs, then its loss (none for an inference run whose
+// outputs are integers); the values the executor returns die with it, before backward.
+void run_forward(Executor& executor, const Model& model, const CompiledModel& compiled,
+                 const CheckpointConfig& config, LossKind loss_kind, const TensorList& statics,
+                 const TensorList& inputs, RunResult& result) {
+  std::vector<int> wanted = compiled.outputs();
+  if (compiled.loss_id() >= 0) wanted.push_back(compiled.loss_id());
+  TensorList values;  // declared first: freed after the forward phase has ended
+  PhaseScope phase(Phase::forward);
+  const auto tf = Clock::now();
+  values = executor.forward(statics, inputs, wanted);
+  result.outputs.assign(values.begin(),
+                        values.begin() + static_cast<std::ptrdiff_t>(compiled.outputs().size()));
+  const bool floating = std::all_of(result.outputs.begin(), result.outputs.end(),
+                                    [](const Tensor& t) { return is_floating(t.dtype()); });
+  if (config.backward || floating || loss_kind == LossKind::model)
+    result.loss = make_loss(model, loss_kind, result.outputs,
+                            compiled.loss_id() >= 0 ? values.back() : Tensor());
+  if (result.loss.defined()) check_anomaly({result.loss}, "loss", "");
+  result.times.forward_ms = ms_since(tf);
+}
+
+}  // namespace
+
+RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* cancel) const {
+  const Model& model = *model_;
+  RunResult result;
+  auto ledger = run_ledger(config);
   result.dry_run = config.dry_run;
   std::unordered_map<std::string, OpCost> node_costs;
   auto context = std::make_shared<ExecutionContext>(ledger);
@@ -205,14 +279,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   if (config.dry_run) device.emplace(Device::meta);
   try {
     const std::int64_t batch = config.batch > 0 ? config.batch : model.scenario.batch;
-    if (model.scenario.batch_fixed && batch != model.scenario.batch)
-      throw std::invalid_argument(model.source +
-                                  ": this model's shapes were fixed at export "
-                                  "with batch " +
-                                  std::to_string(model.scenario.batch) +
-                                  "; it cannot run with batch " + std::to_string(batch) +
-                                  " (export it with dynamic_axes={\"x\": {0: \"batch\"}} for "
-                                  "any batch)");
+    check_batch(model, batch);
     if (config.segments < 0) throw std::invalid_argument("Runner: segments must not be negative");
     ExecutionScope execution(context);
     Generator dropout_gen(stream_seed(config.seed, Stream::dropout));
@@ -225,25 +292,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
     const TensorList statics = make_statics(model);
     const TensorList inputs = make_inputs(model, config, batch);
 
-    std::vector<int> wanted = compiled_->outputs();
-    if (compiled_->loss_id() >= 0) wanted.push_back(compiled_->loss_id());
-    TensorList values;
-    {
-      PhaseScope phase(Phase::forward);
-      const auto tf = Clock::now();
-      values = executor.forward(statics, inputs, wanted);
-      result.outputs.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(
-                                                                 compiled_->outputs().size()));
-      // An inference run of a model with integer outputs has no loss to report.
-      const bool floating = std::all_of(result.outputs.begin(), result.outputs.end(),
-                                        [](const Tensor& t) { return is_floating(t.dtype()); });
-      if (config.backward || floating || loss_kind == LossKind::model)
-        result.loss = make_loss(model, loss_kind, result.outputs,
-                                compiled_->loss_id() >= 0 ? values.back() : Tensor());
-      if (result.loss.defined()) check_anomaly({result.loss}, "loss", "");
-      result.times.forward_ms = ms_since(tf);
-    }
-    values.clear();
+    run_forward(executor, model, *compiled_, config, loss_kind, statics, inputs, result);
     if (cancel && cancel->load()) throw RunCancelled();
     if (config.backward) {
       PhaseScope phase(Phase::backward);
@@ -251,16 +300,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
       result.loss.backward();
       result.times.backward_ms = ms_since(tb);
     }
-    for (std::size_t i = 0; i < model.parameters.size(); ++i) {
-      const Tensor g = statics[i].grad();
-      if (g.defined()) result.gradients[model.parameters[i].name] = g;
-    }
-    for (std::size_t i = 0; i < model.parameters.size(); ++i)
-      if (model.parameters[i].is_buffer) result.buffers[model.parameters[i].name] = statics[i];
-    for (std::size_t i = 0; i < model.inputs.size(); ++i) {
-      const Tensor g = inputs[i].grad();
-      if (g.defined()) result.input_gradients[model.inputs[i].name] = g;
-    }
+    collect_results(model, statics, inputs, result);
     result.set_status(RunStatus::ok);
   } catch (const RunCancelled& e) {
     result.set_status(RunStatus::cancelled, e.what());
@@ -270,17 +310,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   }
   result.trace = recorder.finish();
   if (config.dry_run) {
-    // Nothing was computed, so nothing measured: the phases take their steps' estimates.
-    const auto estimates = estimate_step_durations(result.trace, node_costs, machine_rates());
-    result.trace.set_estimated_durations(estimates);
-    result.times = PhaseTimes{};
-    for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {
-      const double ms = static_cast<double>(estimates[static_cast<std::size_t>(k)]) / 1e6;
-      const Phase p = result.trace.step_phase(k);
-      (p == Phase::forward ? result.times.forward_ms : result.times.backward_ms) += ms;
-      if (p == Phase::recompute) result.times.recompute_ms += ms;
-      result.times.total_ms += ms;
-    }
+    apply_estimated_times(result, node_costs);
     return result;
   }
   for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {
