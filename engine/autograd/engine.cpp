@@ -118,9 +118,10 @@ void mark_needed(const std::vector<Node*>& nodes, Task& task) {
   }
 }
 
-void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
-  std::vector<Edge> root_edges;
-  TensorList root_grads;
+// The roots' edges and the gradients backward starts from: the given ones, or 1 for a
+// one-element root (PyTorch's implicit grad), each checked as PyTorch checks it.
+void seed_roots(const TensorList& roots, const TensorList& grad_roots, std::vector<Edge>& edges,
+                TensorList& grads) {
   for (std::size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
     if (!r.requires_grad())
@@ -138,22 +139,72 @@ void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
                                std::to_string(i) + "] has a shape of " + shape_str(r.shape()) +
                                ".");
     }
-    root_edges.push_back(gradient_edge(r));
-    root_grads.push_back(std::move(g));
+    edges.push_back(gradient_edge(r));
+    grads.push_back(std::move(g));
   }
+}
+
+// For grad(): dependencies only count edges from nodes that will run.
+void count_needed_dependencies(const std::vector<Node*>& nodes, Task& task) {
+  task.dependencies.clear();
+  for (Node* n : nodes) {
+    if (!task.needed.count(n)) continue;
+    for (const auto& e : n->next_edges())
+      if (e.valid()) ++task.dependencies[e.function.get()];
+  }
+}
+
+// For grad(): the gradient flowing into (n, slot), where a capture asks for it.
+void capture_incoming(Task& task, Node* n, const TensorList& inputs) {
+  if (task.captures.empty()) return;
+  for (std::uint32_t slot = 0; slot < std::max<std::size_t>(inputs.size(), 1); ++slot) {
+    auto it = task.captures.find({n, slot});
+    if (it != task.captures.end() && slot < inputs.size()) task.captured[it->second] = inputs[slot];
+  }
+}
+
+// For grad(): still capture a gradient that reaches an input through an unneeded node.
+void capture_through_unneeded(Task& task, const Edge& e, const Tensor& g) {
+  auto it = task.captures.find({e.function.get(), e.input_nr});
+  if (it == task.captures.end() || !g.defined()) return;
+  auto& c = task.captured[it->second];
+  c = c.defined() ? add_raw(c, g) : g;
+}
+
+// An output of n that received no gradient gets zeros of its shape, as PyTorch's engine does.
+void fill_missing_gradients(Node* n, TensorList& inputs) {
+  auto& meta = n->output_meta();
+  if (inputs.size() < meta.size()) inputs.resize(meta.size());
+  for (std::size_t k = 0; k < meta.size(); ++k) {
+    if (inputs[k].defined()) continue;
+    AllocationPurpose purpose("the zero gradient " + n->name() + " receives");
+    inputs[k] = Tensor::zeros(meta[k].shape, meta[k].dtype);
+  }
+}
+
+// Runs n's backward as a step of its own (when it opens one), releasing what it saved unless
+// the graph is retained, and checking its outputs in anomaly mode.
+TensorList apply_node(Node* n, TensorList inputs, const Task& task) {
+  TensorList outputs;
+  n->prepare();
+  std::optional<OpScope> step;
+  if (n->opens_step()) step.emplace(*n->context(), n->name(), n->node_label());
+  outputs = n->apply(std::move(inputs));
+  if (!task.retain_graph) n->release_saved_tensors();
+  if (n->context() && n->context()->detect_anomaly())
+    check_anomaly(outputs, n->name(), n->context()->label(n->node_label()));
+  return outputs;
+}
+
+void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
+  std::vector<Edge> root_edges;
+  TensorList root_grads;
+  seed_roots(roots, grad_roots, root_edges, root_grads);
 
   const auto nodes = discover(root_edges, task);
   if (task.is_grad) mark_needed(nodes, task);
   auto needed = [&](Node* n) { return !task.is_grad || task.needed.count(n) > 0; };
-  if (task.is_grad) {
-    // Dependencies only count edges from nodes that will run.
-    task.dependencies.clear();
-    for (Node* n : nodes) {
-      if (!needed(n)) continue;
-      for (const auto& e : n->next_edges())
-        if (e.valid()) ++task.dependencies[e.function.get()];
-    }
-  }
+  if (task.is_grad) count_needed_dependencies(nodes, task);
 
   std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
   std::unordered_map<Node*, std::shared_ptr<Node>> keep_alive;
@@ -180,47 +231,18 @@ void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
     if (!queued_roots.insert(n).second) continue;
     TensorList inputs = std::move(task.buffers[n]);
     task.buffers.erase(n);
-    // Captures for grad(): the gradient flowing into (n, slot).
-    if (!task.captures.empty()) {
-      for (std::uint32_t slot = 0; slot < std::max<std::size_t>(inputs.size(), 1); ++slot) {
-        auto it = task.captures.find({n, slot});
-        if (it != task.captures.end() && slot < inputs.size())
-          task.captured[it->second] = inputs[slot];
-      }
-    }
+    capture_incoming(task, n, inputs);
     if (!needed(n) || (task.is_grad && dynamic_cast<AccumulateGrad*>(n))) {
       keep_alive.erase(n);
       continue;
     }
-    auto& meta = n->output_meta();
-    if (inputs.size() < meta.size()) inputs.resize(meta.size());
-    for (std::size_t k = 0; k < meta.size(); ++k) {
-      if (inputs[k].defined()) continue;
-      AllocationPurpose purpose("the zero gradient " + n->name() + " receives");
-      inputs[k] = Tensor::zeros(meta[k].shape, meta[k].dtype);
-    }
-
-    TensorList outputs;
-    n->prepare();
-    {
-      std::optional<OpScope> step;
-      if (n->opens_step()) step.emplace(*n->context(), n->name(), n->node_label());
-      outputs = n->apply(std::move(inputs));
-      if (!task.retain_graph) n->release_saved_tensors();
-      if (n->context() && n->context()->detect_anomaly())
-        check_anomaly(outputs, n->name(), n->context()->label(n->node_label()));
-    }
+    fill_missing_gradients(n, inputs);
+    TensorList outputs = apply_node(n, std::move(inputs), task);
     const auto& edges = n->next_edges();
     for (std::size_t k = 0; k < edges.size(); ++k) {
       if (!edges[k].valid() || !needed(edges[k].function.get())) {
-        if (edges[k].valid() && task.is_grad) {
-          // Still capture gradients that reach an input through an unneeded node.
-          auto it = task.captures.find({edges[k].function.get(), edges[k].input_nr});
-          if (it != task.captures.end() && k < outputs.size() && outputs[k].defined()) {
-            auto& c = task.captured[it->second];
-            c = c.defined() ? add_raw(c, outputs[k]) : outputs[k];
-          }
-        }
+        if (edges[k].valid() && task.is_grad && k < outputs.size())
+          capture_through_unneeded(task, edges[k], outputs[k]);
         continue;
       }
       deliver(edges[k], k < outputs.size() ? std::move(outputs[k]) : Tensor(), true);
