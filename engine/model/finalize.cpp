@@ -49,9 +49,14 @@ int common(const Analysis& a, int x, int y) {
   throw std::invalid_argument(m.source + ": " + what);
 }
 
-void analyse_modules(Model& model, const std::unordered_map<std::string, int>& producer) {
-  Analysis a;
-  walk(&model.root, -1, 0, a);
+void add_once(std::unordered_set<std::string>& set, std::vector<std::string>& list,
+              const std::string& v) {
+  if (set.insert(v).second) list.push_back(v);
+}
+
+// Each module's index by path (a path used twice is an error), its analysis sets sized and its
+// derived fields cleared.
+std::unordered_map<std::string, int> index_modules(const Model& model, Analysis& a) {
   const std::size_t nm = a.modules.size();
   std::unordered_map<std::string, int> by_path;
   for (std::size_t i = 0; i < nm; ++i) {
@@ -62,13 +67,19 @@ void analyse_modules(Model& model, const std::unordered_map<std::string, int>& p
   a.in_set.resize(nm);
   a.out_set.resize(nm);
   a.param_set.resize(nm);
-  for (std::size_t i = 0; i < nm; ++i) {
-    a.modules[i]->first_op = 0;
-    a.modules[i]->end_op = 0;
-    a.modules[i]->inputs.clear();
-    a.modules[i]->outputs.clear();
-    a.modules[i]->parameters.clear();
+  for (Module* m : a.modules) {
+    m->first_op = 0;
+    m->end_op = 0;
+    m->inputs.clear();
+    m->outputs.clear();
+    m->parameters.clear();
   }
+  return by_path;
+}
+
+// Every op's module, and each module's range of ops (first, end) and op count.
+void assign_op_ranges(const Model& model, const std::unordered_map<std::string, int>& by_path,
+                      Analysis& a) {
   const auto nops = static_cast<std::int64_t>(model.ops.size());
   a.op_module.resize(model.ops.size());
   for (std::int64_t i = 0; i < nops; ++i) {
@@ -85,34 +96,33 @@ void analyse_modules(Model& model, const std::unordered_map<std::string, int>& p
       ++a.count[m];
     }
   }
-  auto add = [](std::unordered_set<std::string>& set, std::vector<std::string>& list,
-                const std::string& v) {
-    if (set.insert(v).second) list.push_back(v);
-  };
-  // Inputs: a value used by op i and made outside module M (which contains op i).
-  for (std::int64_t i = 0; i < nops; ++i) {
-    const OpNode& op = model.ops[static_cast<std::size_t>(i)];
-    const int mi = a.op_module[static_cast<std::size_t>(i)];
-    for (const auto& v : op.inputs) {
+}
+
+// Inputs: a value used by op i and made outside module M (which contains op i); outputs: the
+// same use seen from the producer's side, and the model's outputs and loss; parameters used.
+void collect_module_values(const Model& model, const std::unordered_map<std::string, int>& producer,
+                           Analysis& a) {
+  for (std::size_t i = 0; i < model.ops.size(); ++i) {
+    const int mi = a.op_module[i];
+    for (const auto& v : model.ops[i].inputs) {
       if (v.empty()) continue;
       const int p = producer.at(v);
       if (p == kStatic) {
         for (int m = mi; m >= 0; m = a.parent[m]) {
           Module* mod = a.modules[m];
-          add(a.param_set[m], mod->parameters, v);
+          add_once(a.param_set[m], mod->parameters, v);
           const auto& passed = mod->passed_parameters;
           if (std::find(passed.begin(), passed.end(), v) != passed.end())
-            add(a.in_set[m], mod->inputs, v);
+            add_once(a.in_set[m], mod->inputs, v);
         }
         continue;
       }
       const int stop = p == kInput ? -1 : common(a, mi, a.op_module[static_cast<std::size_t>(p)]);
       for (int m = mi; m != stop && m >= 0; m = a.parent[m])
-        add(a.in_set[m], a.modules[m]->inputs, v);
-      // Outputs: the same use seen from the producer's side.
+        add_once(a.in_set[m], a.modules[m]->inputs, v);
       if (p >= 0)
         for (int m = a.op_module[static_cast<std::size_t>(p)]; m != stop; m = a.parent[m])
-          add(a.out_set[m], a.modules[m]->outputs, v);
+          add_once(a.out_set[m], a.modules[m]->outputs, v);
     }
   }
   std::vector<std::string> finals = model.outputs;
@@ -121,37 +131,48 @@ void analyse_modules(Model& model, const std::unordered_map<std::string, int>& p
     const int p = producer.at(v);
     if (p < 0) continue;
     for (int m = a.op_module[static_cast<std::size_t>(p)]; m >= 0; m = a.parent[m])
-      add(a.out_set[m], a.modules[m]->outputs, v);
+      add_once(a.out_set[m], a.modules[m]->outputs, v);
   }
-  for (std::size_t i = 1; i < nm; ++i) {
-    Module* m = a.modules[i];
-    for (const auto& p : m->passed_parameters)
-      if (!a.param_set[i].count(p))
-        fail(model,
-             "module '" + m->path + "' passes parameter '" + p + "', which none of its ops uses");
-    m->checkpointable = false;
-    m->not_checkpointable_reason.clear();
-    if (a.count[i] == 0) {
-      m->not_checkpointable_reason = "it runs no op";
-    } else if (a.count[i] != m->end_op - m->first_op) {
-      // Name the first op inside its range that is not its own.
-      std::string intruder;
-      for (std::int64_t k = m->first_op; k < m->end_op && intruder.empty(); ++k) {
-        int x = a.op_module[static_cast<std::size_t>(k)];
-        while (x >= 0 && x != static_cast<int>(i)) x = a.parent[x];
-        if (x < 0) intruder = model.ops[static_cast<std::size_t>(k)].name;
-      }
-      m->not_checkpointable_reason =
-          "its ops are not contiguous in execution order: op '" + intruder +
-          "' of another module runs between its first and last op, so it is not one function";
-    } else if (m->outputs.empty()) {
-      m->not_checkpointable_reason = "nothing it computes is used afterwards";
-    } else {
-      m->checkpointable = true;
+}
+
+// Whether module i can be checkpointed as one function, and why not.
+void judge_checkpointable(const Model& model, const Analysis& a, std::size_t i) {
+  Module* m = a.modules[i];
+  for (const auto& p : m->passed_parameters)
+    if (!a.param_set[i].count(p))
+      fail(model,
+           "module '" + m->path + "' passes parameter '" + p + "', which none of its ops uses");
+  m->checkpointable = false;
+  m->not_checkpointable_reason.clear();
+  if (a.count[i] == 0) {
+    m->not_checkpointable_reason = "it runs no op";
+  } else if (a.count[i] != m->end_op - m->first_op) {
+    // Name the first op inside its range that is not its own.
+    std::string intruder;
+    for (std::int64_t k = m->first_op; k < m->end_op && intruder.empty(); ++k) {
+      int x = a.op_module[static_cast<std::size_t>(k)];
+      while (x >= 0 && x != static_cast<int>(i)) x = a.parent[x];
+      if (x < 0) intruder = model.ops[static_cast<std::size_t>(k)].name;
     }
+    m->not_checkpointable_reason =
+        "its ops are not contiguous in execution order: op '" + intruder +
+        "' of another module runs between its first and last op, so it is not one function";
+  } else if (m->outputs.empty()) {
+    m->not_checkpointable_reason = "nothing it computes is used afterwards";
+  } else {
+    m->checkpointable = true;
   }
+}
+
+void analyse_modules(Model& model, const std::unordered_map<std::string, int>& producer) {
+  Analysis a;
+  walk(&model.root, -1, 0, a);
+  const auto by_path = index_modules(model, a);
+  assign_op_ranges(model, by_path, a);
+  collect_module_values(model, producer, a);
+  for (std::size_t i = 1; i < a.modules.size(); ++i) judge_checkpointable(model, a, i);
   model.root.first_op = 0;
-  model.root.end_op = nops;
+  model.root.end_op = static_cast<std::int64_t>(model.ops.size());
 }
 
 // Shapes and dtypes of every value, from one forward on the meta device: each op's own shape
