@@ -67,7 +67,8 @@ Tensor load_npy_bytes(std::string_view bytes, const std::string& source) {
 
 namespace {
 
-Tensor read_npy(std::istream& in, const std::string& path) {
+// The header dictionary after the magic and the version's length field.
+std::string read_header(std::istream& in, const std::string& path) {
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
     fail(path, "not a .npy file (bad magic)");
@@ -86,22 +87,25 @@ Tensor read_npy(std::istream& in, const std::string& path) {
   if (header_len > (1u << 20)) fail(path, "header too large");
   std::string header(header_len, '\0');
   if (!in.read(header.data(), header_len)) fail(path, "truncated header");
+  return header;
+}
 
+DType dtype_of_descr(const std::string& header, const std::string& path) {
   std::smatch m;
   if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'")))
     fail(path, "header has no 'descr'");
   const std::string descr = m[1];
-  DType dtype;
-  if (descr == "<f4")
-    dtype = DType::f32;
-  else if (descr == "<f8")
-    dtype = DType::f64;
-  else if (descr == "<i8")
-    dtype = DType::i64;
-  else if (descr == "|b1")
-    dtype = DType::b8;
-  else
-    fail(path, "unsupported dtype '" + descr + "' (supported: <f4, <f8, <i8, |b1)");
+  if (descr == "<f4") return DType::f32;
+  if (descr == "<f8") return DType::f64;
+  if (descr == "<i8") return DType::i64;
+  if (descr == "|b1") return DType::b8;
+  fail(path, "unsupported dtype '" + descr + "' (supported: <f4, <f8, <i8, |b1)");
+}
+
+Tensor read_npy(std::istream& in, const std::string& path) {
+  const std::string header = read_header(in, path);
+  const DType dtype = dtype_of_descr(header, path);
+  std::smatch m;
   if (std::regex_search(header, m, std::regex("'fortran_order':\\s*True")))
     fail(path, "Fortran-ordered arrays are not supported");
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))
