@@ -89,6 +89,35 @@ void cpu_accumulate(Tensor& acc, const Tensor& g, const Tensor& g_contiguous) {
   });
 }
 
+// The general case: every input element added into its output element, whose strides are 0
+// on the reduced dimensions.
+template <typename T>
+void sum_strided(const Tensor& t, const std::vector<bool>& reduce, T* o) {
+  const T* p = t.data<T>();
+  const std::int64_t n = t.numel();
+  const auto nd = t.dim();
+  Shape kept_shape = t.shape();
+  for (std::size_t k = 0; k < kept_shape.size(); ++k)
+    if (reduce[k]) kept_shape[k] = 1;
+  const Strides ks = contiguous_strides(kept_shape);
+  std::vector<std::int64_t> ostride(static_cast<std::size_t>(nd));
+  for (std::size_t k = 0; k < ostride.size(); ++k) ostride[k] = reduce[k] ? 0 : ks[k];
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+  std::int64_t off = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    o[off] += p[i];
+    for (auto d = nd - 1; d >= 0; --d) {
+      const auto k = static_cast<std::size_t>(d);
+      if (++idx[k] < t.shape()[k]) {
+        off += ostride[k];
+        break;
+      }
+      off -= ostride[k] * (t.shape()[k] - 1);
+      idx[k] = 0;
+    }
+  }
+}
+
 // Fast paths on the contiguous input: all, a prefix of dims, or a suffix of dims; otherwise
 // output strides of 0 on the reduced dims.
 template <typename T>
@@ -137,26 +166,7 @@ void sum_into(const Tensor& t, const std::vector<bool>& reduce, T* o) {
     }
     return;
   }
-  Shape kept_shape = t.shape();
-  for (std::size_t k = 0; k < kept_shape.size(); ++k)
-    if (reduce[k]) kept_shape[k] = 1;
-  const Strides ks = contiguous_strides(kept_shape);
-  std::vector<std::int64_t> ostride(static_cast<std::size_t>(nd));
-  for (std::size_t k = 0; k < ostride.size(); ++k) ostride[k] = reduce[k] ? 0 : ks[k];
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
-  std::int64_t off = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    o[off] += p[i];
-    for (auto d = nd - 1; d >= 0; --d) {
-      const auto k = static_cast<std::size_t>(d);
-      if (++idx[k] < t.shape()[k]) {
-        off += ostride[k];
-        break;
-      }
-      off -= ostride[k] * (t.shape()[k] - 1);
-      idx[k] = 0;
-    }
-  }
+  sum_strided(t, reduce, o);
 }
 
 void cpu_sum(const Tensor& t, const std::vector<bool>& reduce, Tensor& out) {
