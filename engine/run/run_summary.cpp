@@ -166,48 +166,22 @@ std::string grouped_messages_text(const std::vector<TraceMessage>& messages,
   return os.str();
 }
 
-std::string summary_text(const RunSummary& s) {
-  std::ostringstream os;
-  os << "model      " << s.model << "  [" << s.label << "]\n";
-  if (!s.ok) {
-    os << "RUN FAILED " << s.error << "\n";
-    if (!s.failure.why.empty()) os << "  why      " << s.failure.why << "\n";
-    if (!s.failure.fix.empty()) os << "  fix      " << s.failure.fix << "\n";
-    os << "  (every figure below is the failed run's, up to the failure: not a measurement of "
-          "this configuration, and no saving)\n";
-    os << "loss       none (the run failed)\n";
-  } else if (s.dry_run) {
-    os << "dry run    exact bytes, estimated times: nothing was computed, so the loss, outputs, "
-          "gradients and the recompute check's values are not available\n";
-    os << "loss       not available in a dry run\n";
-  } else {
-    os << "loss       " << s.loss << "\n";
+namespace {
+
+// The bytes of each category that has any, a line each.
+void category_table(std::ostream& os, const CategoryBytes& b) {
+  for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) {
+    if (b[i] == 0) continue;
+    char line[96];
+    std::snprintf(line, sizeof line, "    %-17s %12s  %14lld bytes\n",
+                  category_name(static_cast<MemoryCategory>(i)), format_bytes(b[i]).c_str(),
+                  static_cast<long long>(b[i]));
+    os << line;
   }
-  os << "peak       " << format_bytes(s.peak.bytes) << " (" << s.peak.bytes << " bytes) at step "
-     << s.peak.step << ", " << phase_name(s.peak_phase) << " " << s.peak_op;
-  if (!s.peak_node.empty()) os << " (" << s.peak_node << ")";
-  os << "\n";
-  auto table = [&](const CategoryBytes& b) {
-    for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) {
-      if (b[i] == 0) continue;
-      char line[96];
-      std::snprintf(line, sizeof line, "    %-17s %12s  %14lld bytes\n",
-                    category_name(static_cast<MemoryCategory>(i)), format_bytes(b[i]).c_str(),
-                    static_cast<long long>(b[i]));
-      os << line;
-    }
-  };
-  table(s.peak.by_category);
-  os << "end of forward  " << format_bytes(s.end_of_forward_total) << " live\n";
-  table(s.end_of_forward);
-  os << "op executions   forward " << s.executions.forward << ", recompute "
-     << s.executions.recompute << ", backward " << s.executions.backward << " (total "
-     << s.total_executions() << ")\n";
-  os << "checkpoints     " << s.checkpoints << " segments\n";
-  os << (s.dry_run ? "est. time       forward " : "wall time       forward ")
-     << fixed(s.times.forward_ms, 2) << " ms, backward " << fixed(s.times.backward_ms, 2)
-     << " ms (recompute " << fixed(s.times.recompute_ms, 2) << " ms), total "
-     << fixed(s.times.total_ms, 2) << " ms\n";
+}
+
+// The run against its baseline: the same model without checkpointing, in the same process.
+void baseline_text(std::ostream& os, const RunSummary& s) {
   if (s.baseline && !s.ok) {
     os << "vs no checkpointing (same process)\n    not compared: this run failed, so it saved "
           "nothing (without checkpointing: peak "
@@ -231,6 +205,43 @@ std::string summary_text(const RunSummary& s) {
        << " ms -> " << fixed(s.times.total_ms, 2) << " ms (ratio "
        << fixed(b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0, 2) << ")\n";
   }
+}
+
+}  // namespace
+
+std::string summary_text(const RunSummary& s) {
+  std::ostringstream os;
+  os << "model      " << s.model << "  [" << s.label << "]\n";
+  if (!s.ok) {
+    os << "RUN FAILED " << s.error << "\n";
+    if (!s.failure.why.empty()) os << "  why      " << s.failure.why << "\n";
+    if (!s.failure.fix.empty()) os << "  fix      " << s.failure.fix << "\n";
+    os << "  (every figure below is the failed run's, up to the failure: not a measurement of "
+          "this configuration, and no saving)\n";
+    os << "loss       none (the run failed)\n";
+  } else if (s.dry_run) {
+    os << "dry run    exact bytes, estimated times: nothing was computed, so the loss, outputs, "
+          "gradients and the recompute check's values are not available\n";
+    os << "loss       not available in a dry run\n";
+  } else {
+    os << "loss       " << s.loss << "\n";
+  }
+  os << "peak       " << format_bytes(s.peak.bytes) << " (" << s.peak.bytes << " bytes) at step "
+     << s.peak.step << ", " << phase_name(s.peak_phase) << " " << s.peak_op;
+  if (!s.peak_node.empty()) os << " (" << s.peak_node << ")";
+  os << "\n";
+  category_table(os, s.peak.by_category);
+  os << "end of forward  " << format_bytes(s.end_of_forward_total) << " live\n";
+  category_table(os, s.end_of_forward);
+  os << "op executions   forward " << s.executions.forward << ", recompute "
+     << s.executions.recompute << ", backward " << s.executions.backward << " (total "
+     << s.total_executions() << ")\n";
+  os << "checkpoints     " << s.checkpoints << " segments\n";
+  os << (s.dry_run ? "est. time       forward " : "wall time       forward ")
+     << fixed(s.times.forward_ms, 2) << " ms, backward " << fixed(s.times.backward_ms, 2)
+     << " ms (recompute " << fixed(s.times.recompute_ms, 2) << " ms), total "
+     << fixed(s.times.total_ms, 2) << " ms\n";
+  baseline_text(os, s);
   if (!s.messages.empty()) os << "messages\n" << grouped_messages_text(s.messages, "    ");
   return os.str();
 }
