@@ -251,6 +251,22 @@ void run_forward(Executor& executor, const Model& model, const CompiledModel& co
   result.times.forward_ms = ms_since(tf);
 }
 
+void run_backward(RunResult& result) {
+  PhaseScope phase(Phase::backward);
+  const auto tb = Clock::now();
+  result.loss.backward();
+  result.times.backward_ms = ms_since(tb);
+}
+
+// A real run's recompute time is its recompute steps' measured durations.
+void apply_measured_times(RunResult& result, Clock::time_point t0) {
+  for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {
+    const TraceStep& step = result.trace.step(k);
+    if (step.phase == Phase::recompute) result.times.recompute_ms += step.duration_ns / 1e6;
+  }
+  result.times.total_ms = ms_since(t0);
+}
+
 }  // namespace
 
 RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* cancel) const {
@@ -294,12 +310,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
 
     run_forward(executor, model, *compiled_, config, loss_kind, statics, inputs, result);
     if (cancel && cancel->load()) throw RunCancelled();
-    if (config.backward) {
-      PhaseScope phase(Phase::backward);
-      const auto tb = Clock::now();
-      result.loss.backward();
-      result.times.backward_ms = ms_since(tb);
-    }
+    if (config.backward) run_backward(result);
     collect_results(model, statics, inputs, result);
     result.set_status(RunStatus::ok);
   } catch (const RunCancelled& e) {
@@ -311,13 +322,9 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   result.trace = recorder.finish();
   if (config.dry_run) {
     apply_estimated_times(result, node_costs);
-    return result;
+  } else {
+    apply_measured_times(result, t0);
   }
-  for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {
-    const TraceStep& s = result.trace.step(k);
-    if (s.phase == Phase::recompute) result.times.recompute_ms += s.duration_ns / 1e6;
-  }
-  result.times.total_ms = ms_since(t0);
   return result;
 }
 
