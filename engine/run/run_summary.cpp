@@ -23,6 +23,27 @@ nlohmann::json categories_json(const CategoryBytes& b) {
   return j;
 }
 
+// The comparison with the baseline run; a failed run's is not comparable (no saving).
+nlohmann::json baseline_json(const RunSummary& s) {
+  if (!s.baseline) return nullptr;
+  const auto& b = *s.baseline;
+  if (!s.ok)
+    return {
+        {"peak_bytes", b.peak_bytes},  {"executions", b.executions},    {"total_ms", b.total_ms},
+        {"comparable", false},         {"memory_saved_bytes", nullptr}, {"peak_ratio", nullptr},
+        {"extra_executions", nullptr}, {"execution_ratio", nullptr},    {"time_ratio", nullptr}};
+  return {
+      {"comparable", true},
+      {"peak_bytes", b.peak_bytes},
+      {"executions", b.executions},
+      {"total_ms", b.total_ms},
+      {"memory_saved_bytes", b.peak_bytes - s.peak.bytes},
+      {"peak_ratio", b.peak_bytes ? double(s.peak.bytes) / double(b.peak_bytes) : 0.0},
+      {"extra_executions", s.total_executions() - b.executions},
+      {"execution_ratio", b.executions ? double(s.total_executions()) / double(b.executions) : 0.0},
+      {"time_ratio", b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0.0}};
+}
+
 nlohmann::json to_json(const RunSummary& s) {
   nlohmann::json j;
   j["model"] = s.model;
@@ -61,28 +82,7 @@ nlohmann::json to_json(const RunSummary& s) {
   for (const auto& m : s.messages)
     msgs.push_back({{"step", m.step}, {"severity", severity_name(m.severity)}, {"text", m.text}});
   j["messages"] = msgs;
-  if (s.baseline && !s.ok) {
-    const auto& b = *s.baseline;
-    j["baseline"] = {
-        {"peak_bytes", b.peak_bytes},  {"executions", b.executions},    {"total_ms", b.total_ms},
-        {"comparable", false},         {"memory_saved_bytes", nullptr}, {"peak_ratio", nullptr},
-        {"extra_executions", nullptr}, {"execution_ratio", nullptr},    {"time_ratio", nullptr}};
-  } else if (s.baseline) {
-    const auto& b = *s.baseline;
-    j["baseline"] = {
-        {"comparable", true},
-        {"peak_bytes", b.peak_bytes},
-        {"executions", b.executions},
-        {"total_ms", b.total_ms},
-        {"memory_saved_bytes", b.peak_bytes - s.peak.bytes},
-        {"peak_ratio", b.peak_bytes ? double(s.peak.bytes) / double(b.peak_bytes) : 0.0},
-        {"extra_executions", s.total_executions() - b.executions},
-        {"execution_ratio",
-         b.executions ? double(s.total_executions()) / double(b.executions) : 0.0},
-        {"time_ratio", b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0.0}};
-  } else {
-    j["baseline"] = nullptr;
-  }
+  j["baseline"] = baseline_json(s);
   return j;
 }
 
