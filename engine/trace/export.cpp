@@ -111,6 +111,49 @@ TraceFormat trace_format_from_name(const std::string& name) {
   throw std::invalid_argument("unknown trace format '" + name + "' (expected json, csv or chrome)");
 }
 
+namespace {
+
+// Every step: its phase, op, node, segment, times and the live bytes by category after it.
+void steps_json(const Trace& t, std::ostream& out) {
+  MemoryReplay replay(t);
+  for (std::int64_t k = 0; k < t.step_count(); ++k) {
+    const TraceStep s = t.step(k);
+    const auto& mem = replay.advance_to(k);
+    out << (k ? ",\n" : "\n") << "{\"phase\":\"" << phase_name(s.phase) << "\",\"op\":";
+    json_string(out, s.op);
+    out << ",\"node\":";
+    json_string(out, s.node);
+    out << ",\"segment\":";
+    json_string(out, s.segment);
+    out << ",\"start_ns\":" << s.start_ns << ",\"duration_ns\":" << s.duration_ns
+        << ",\"total\":" << sum(mem) << ",\"memory\":";
+    json_bytes(out, mem);
+    out << '}';
+  }
+}
+
+// Every saved tensor's life: its states by step.
+void tensors_json(const Trace& t, std::ostream& out) {
+  const auto& tensors = t.tensors();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const TensorLife& l = tensors[i];
+    out << (i ? ",\n" : "\n") << "{\"name\":";
+    json_string(out, l.name);
+    out << ",\"node\":";
+    json_string(out, l.node);
+    out << ",\"bytes\":" << l.bytes << ",\"saved_at_step\":" << l.saved_at_step
+        << ",\"saved_by_op\":";
+    json_string(out, l.saved_by_op);
+    out << ",\"transitions\":[";
+    for (std::size_t j = 0; j < l.transitions.size(); ++j)
+      out << (j ? "," : "") << '[' << l.transitions[j].first << ",\""
+          << activation_state_name(l.transitions[j].second) << "\"]";
+    out << "]}";
+  }
+}
+
+}  // namespace
+
 void write_trace_json(const Trace& t, std::ostream& out) {
   out << "{\"format\":\"ckptlab-trace\",\"version\":1,\n\"categories\":[";
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
@@ -129,21 +172,7 @@ void write_trace_json(const Trace& t, std::ostream& out) {
   json_bytes(out, t.initial_memory());
 
   out << ",\n\"steps\":[";
-  MemoryReplay replay(t);
-  for (std::int64_t k = 0; k < t.step_count(); ++k) {
-    const TraceStep s = t.step(k);
-    const auto& mem = replay.advance_to(k);
-    out << (k ? ",\n" : "\n") << "{\"phase\":\"" << phase_name(s.phase) << "\",\"op\":";
-    json_string(out, s.op);
-    out << ",\"node\":";
-    json_string(out, s.node);
-    out << ",\"segment\":";
-    json_string(out, s.segment);
-    out << ",\"start_ns\":" << s.start_ns << ",\"duration_ns\":" << s.duration_ns
-        << ",\"total\":" << sum(mem) << ",\"memory\":";
-    json_bytes(out, mem);
-    out << '}';
-  }
+  steps_json(t, out);
   out << "],\n\"events\":[";
   for (std::int64_t i = 0; i < t.event_count(); ++i) {
     const TraceEvent e = t.event(i);
@@ -152,22 +181,7 @@ void write_trace_json(const Trace& t, std::ostream& out) {
         << ',' << e.allocation << ',' << e.tensor << ']';
   }
   out << "],\n\"tensors\":[";
-  const auto& tensors = t.tensors();
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const TensorLife& l = tensors[i];
-    out << (i ? ",\n" : "\n") << "{\"name\":";
-    json_string(out, l.name);
-    out << ",\"node\":";
-    json_string(out, l.node);
-    out << ",\"bytes\":" << l.bytes << ",\"saved_at_step\":" << l.saved_at_step
-        << ",\"saved_by_op\":";
-    json_string(out, l.saved_by_op);
-    out << ",\"transitions\":[";
-    for (std::size_t j = 0; j < l.transitions.size(); ++j)
-      out << (j ? "," : "") << '[' << l.transitions[j].first << ",\""
-          << activation_state_name(l.transitions[j].second) << "\"]";
-    out << "]}";
-  }
+  tensors_json(t, out);
   out << "],\n\"messages\":[";
   const auto& messages = t.messages();
   for (std::size_t i = 0; i < messages.size(); ++i) {
