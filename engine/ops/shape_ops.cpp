@@ -220,10 +220,9 @@ Tensor expand(const Tensor& x, const Shape& shape_in) {
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] >= 0) continue;
     if (i < lead)
-      throw std::invalid_argument("expand: the expanded size of the tensor (" +
-                                  std::to_string(shape[i]) +
-                                  ") isn't allowed in a leading, non-existing dimension " +
-                                  std::to_string(i));
+      throw std::invalid_argument(
+          "expand: the expanded size of the tensor (" + std::to_string(shape[i]) +
+          ") isn't allowed in a leading, non-existing dimension " + std::to_string(i));
     throw std::invalid_argument("expand: trying to create tensor with negative dimension " +
                                 std::to_string(shape[i]) + ": " + shape_str(shape_in));
   }

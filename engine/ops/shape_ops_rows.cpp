@@ -44,8 +44,7 @@ TensorList run_slice(const OpCall& n, const TensorList& x) {
                 attr_int(n, "step", 1))};
 }
 TensorList run_select(const OpCall& n, const TensorList& x) {
-  if (x[0].dim() == 0)
-    throw std::invalid_argument("select() cannot be applied to a 0-dim tensor.");
+  if (x[0].dim() == 0) throw std::invalid_argument("select() cannot be applied to a 0-dim tensor.");
   const std::int64_t dim = wrap_dim(attr_int(n, "dim"), x[0].dim(), "select");
   std::int64_t index = attr_int(n, "index");
   const std::int64_t size = x[0].size(dim);
