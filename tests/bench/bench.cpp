@@ -42,6 +42,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/model/loader.hpp"
@@ -74,6 +75,17 @@ std::vector<std::string> split(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   return out;
 }
+
+// An idle OpenMP team does not sleep at once: libgomp's workers spin-wait for the next region
+// (GOMP_SPINCOUNT, milliseconds on these cores) in both processes. The bench waits this long
+// whenever it hands over from one side to the other, outside the timed region, so that neither
+// side's spinning workers take a core from the other's first step.
+constexpr auto kSettle = std::chrono::milliseconds(25);
+void settle() {
+  std::this_thread::sleep_for(kSettle);
+}
+// Steps a side runs back to back (not the big models); see the stepping loop.
+constexpr int kBlock = 5;
 
 // The PyTorch side, kept running so that its steps interleave with ours.
 class Torch {
@@ -403,25 +415,45 @@ int main(int argc, char** argv) {
       }
       std::vector<double> ours, theirs, ours_cpu, theirs_cpu;
       OpProfile prof(scope.context());
+      int profiled_steps = 0;
+      const auto torch_step = [&](bool timed) {
+        std::stringstream reply(torch->ask("step"));
+        double tt = 0, tc = 0;
+        reply >> tt >> tc;
+        if (timed) theirs.push_back(tt), theirs_cpu.push_back(tc);
+      };
+      const auto our_step = [&](bool timed) {
+        const auto t0 = Clock::now();
+        const double c0 = cpu_ms();
+        ours_side.step();
+        const double c1 = cpu_ms();
+        if (profile && mc.kind == Kind::net && (timed || !ours.empty())) ++profiled_steps;
+        if (timed)
+          ours.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count()),
+              ours_cpu.push_back(c1 - c0);
+      };
+      // Each side runs a block of steps back to back, as a training loop does, and the first
+      // step of a block is not timed: one process's step leaves the caches, and for a while the
+      // scheduler's placement of its threads, to itself, and the other's next step paid for it
+      // (MLP at 2 threads: 20-25 ms interleaved step by step, 13-15 ms back to back). The big
+      // models' steps are long enough for that to vanish and too long to repeat: one at a time.
+      const int block = mc.big ? 1 : kBlock;
       try {
-        for (int i = 0; i < warmup + iters; ++i) {
-          if (profile && mc.kind == Kind::net && i == warmup) scope.context().add_listener(&prof);
-          double tt = 0, tc = 0;
+        for (int i = 0; i < warmup; ++i) {
+          if (torch) torch_step(false);
+          our_step(false);
+        }
+        if (profile && mc.kind == Kind::net) scope.context().add_listener(&prof);
+        while (static_cast<int>(ours.size()) < iters) {
+          const int n = std::min<int>(block, iters - static_cast<int>(ours.size()));
           if (torch) {
-            std::stringstream reply(torch->ask("step"));
-            reply >> tt >> tc;
+            settle();
+            if (block > 1) torch_step(false);
+            for (int j = 0; j < n; ++j) torch_step(true);
+            settle();
           }
-          const auto t0 = Clock::now();
-          const double c0 = cpu_ms();
-          ours_side.step();
-          const double c1 = cpu_ms();
-          const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-          if (i >= warmup) {
-            ours.push_back(ms);
-            theirs.push_back(tt);
-            ours_cpu.push_back(c1 - c0);
-            theirs_cpu.push_back(tc);
-          }
+          if (block > 1) our_step(false);
+          for (int j = 0; j < n; ++j) our_step(true);
         }
       } catch (const std::exception& e) {
         std::printf("%-17s %7d  %s\n", name.c_str(), t, e.what());
@@ -435,18 +467,15 @@ int main(int argc, char** argv) {
         std::snprintf(tgf, sizeof tgf, "%.1f", gf / (mt / 1e3));
       }
       const double co = median(ours_cpu), ct = median(theirs_cpu);
-      if (torch && t == 1)
+      if (torch)
         std::printf("%-17s %4d/%-2d %10.2f %10.2f %7.3f %12s %12s   cpu %.2f / %.2f = %.3f\n",
                     name.c_str(), t, torch_threads, mo, mt, mo / mt, ogf, tgf, co, ct, co / ct);
-      else if (torch)
-        std::printf("%-17s %4d/%-2d %10.2f %10.2f %7.3f %12s %12s\n", name.c_str(), t,
-                    torch_threads, mo, mt, mo / mt, ogf, tgf);
       else
         std::printf("%-17s %7d %10.2f %10s %7s %12s %12s\n", name.c_str(), t, mo, "-", "-", ogf,
                     "-");
       if (profile && mc.kind == Kind::net) {
         scope.context().remove_listener(&prof);
-        prof.print(iters);
+        prof.print(profiled_steps);
       }
       // Per-op cost where the ops are scalars (HeavyModel): the step over its op executions.
       if (mc.kind == Kind::runner && ours_side.last.ok && name.rfind("heavy", 0) == 0) {
