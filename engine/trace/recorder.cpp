@@ -43,6 +43,25 @@ struct Recorder::State {
   std::vector<TensorRecording> tensors;
   std::vector<OpenSpan> spans;
   int checkpoint_depth = 0;
+
+  // One handler per kind of event, each adding it to the trace `d`.
+  struct Event {
+    const ExecutionContext& context;
+    Trace::Data& d;
+    const RunEvent& e;
+    std::int64_t step;  // the step it happens in (-1: before the first)
+  };
+  std::uint32_t label(const Event& ev, LabelId id);
+  std::uint32_t add_event(const Event& ev, TraceEventKind kind, MemoryCategory to,
+                          MemoryCategory from);
+  void move(MemoryCategory c, std::int64_t bytes);
+  void step_begin(const Event& ev);
+  void alloc(const Event& ev);
+  void release(const Event& ev);
+  void recategorize(const Event& ev);
+  void tag(const Event& ev);
+  void span_begin(const Event& ev);
+  void span_end(const Event& ev);
 };
 
 Recorder::Recorder(ExecutionContext& context)
@@ -92,198 +111,233 @@ void transition(TensorLife& t, std::int64_t step, ActivationState state) {
 
 }  // namespace
 
+std::uint32_t Recorder::State::label(const Event& ev, LabelId id) {
+  return map_label(ev.context, label_map, ev.d.labels, id);
+}
+
+std::uint32_t Recorder::State::add_event(const Event& ev, TraceEventKind kind, MemoryCategory to,
+                                         MemoryCategory from) {
+  Trace::Data& d = ev.d;
+  d.events.push_back(PackedEvent::make(kind, to, from, ev.e.bytes, ev.e.allocation));
+  if (d.steps.empty()) d.base_events = static_cast<std::uint32_t>(d.events.size());
+  return static_cast<std::uint32_t>(d.events.size() - 1);
+}
+
+void Recorder::State::move(MemoryCategory c, std::int64_t bytes) {
+  live[static_cast<std::size_t>(c)] += bytes;
+  total += bytes;
+}
+
+void Recorder::State::step_begin(const Event& ev) {
+  Trace::Data& d = ev.d;
+  const RunEvent& e = ev.e;
+  if (ev.step >= 0) {
+    d.total_after.push_back(total);
+    if ((ev.step + 1) % kSnapshotEvery == 0) d.snapshots.push_back(live);
+  }
+  if (d.steps.empty()) t0 = e.time_ns;
+  StepRecord r;
+  r.op = label(ev, e.op);
+  r.node = label(ev, e.node);
+  r.segment = spans.empty() ? 0 : spans.back().segment;
+  r.first_event = static_cast<std::uint32_t>(d.events.size());
+  r.start_ns = e.time_ns - t0;
+  r.phase = e.phase;
+  d.steps.push_back(r);
+  step_begin_ns = e.time_ns;
+  const auto k = static_cast<std::int64_t>(d.steps.size()) - 1;
+  switch (e.phase) {
+    case Phase::forward:
+      ++d.counts.forward;
+      d.forward_end = k;
+      break;
+    case Phase::recompute:
+      ++d.counts.recompute;
+      break;
+    case Phase::backward:
+      ++d.counts.backward;
+      break;
+    case Phase::setup:
+      break;
+  }
+}
+
+void Recorder::State::alloc(const Event& ev) {
+  Trace::Data& d = ev.d;
+  const RunEvent& e = ev.e;
+  move(e.category, e.bytes);
+  LiveAllocation a;
+  a.category = e.category;
+  a.bytes = e.bytes;
+  a.alloc_event = add_event(ev, TraceEventKind::alloc, e.category, e.category);
+  allocations[e.allocation] = std::move(a);
+  if (e.category == MemoryCategory::rng_state && !spans.empty() &&
+      spans.back().kind == SpanKind::checkpoint)
+    spans.back().rng_bytes += e.bytes;
+  if (total > d.peak.bytes) {
+    d.peak.bytes = total;
+    d.peak.step = ev.step;
+    d.peak.by_category = live;
+  }
+}
+
+void Recorder::State::release(const Event& ev) {
+  Trace::Data& d = ev.d;
+  const RunEvent& e = ev.e;
+  move(e.category, -e.bytes);
+  const auto idx = add_event(ev, TraceEventKind::free, e.category, e.category);
+  auto it = allocations.find(e.allocation);
+  if (it == allocations.end()) return;
+  if (!it->second.tensors.empty()) d.events[idx].tensor = it->second.tensors.front();
+  for (auto t : it->second.tensors) {
+    // Dropped: a checkpointed segment's intermediate gone before the forward ended.
+    const bool dropped = e.phase == Phase::forward && tensors[t].in_segment;
+    transition(d.tensors[t], ev.step, dropped ? ActivationState::dropped : ActivationState::freed);
+    tensors[t].attached = false;
+  }
+  allocations.erase(it);
+}
+
+void Recorder::State::recategorize(const Event& ev) {
+  Trace::Data& d = ev.d;
+  const RunEvent& e = ev.e;
+  move(e.previous, -e.bytes);
+  move(e.category, e.bytes);
+  const auto idx = add_event(ev, TraceEventKind::recategorize, e.category, e.previous);
+  auto it = allocations.find(e.allocation);
+  if (it == allocations.end()) return;
+  LiveAllocation& a = it->second;
+  a.category = e.category;
+  if (e.category == MemoryCategory::activation && a.saved_at_step < 0 && ev.step >= 0) {
+    a.saved_at_step = ev.step;
+    a.saved_by_op = d.steps[static_cast<std::size_t>(ev.step)].op;
+  }
+  if (!a.tensors.empty()) d.events[idx].tensor = a.tensors.front();
+  for (auto t : a.tensors) {
+    TensorLife& life = d.tensors[t];
+    if (e.category == MemoryCategory::checkpoint_input)
+      transition(life, ev.step, ActivationState::checkpoint_input);
+    if (life.saved_at_step < 0 && a.saved_at_step >= 0) {
+      life.saved_at_step = a.saved_at_step;
+      life.saved_by_op = d.label(a.saved_by_op);
+    }
+  }
+}
+
+void Recorder::State::tag(const Event& ev) {
+  Trace::Data& d = ev.d;
+  const RunEvent& e = ev.e;
+  const std::string& name = ev.context.label(e.text);
+  auto [nit, is_new] = names.try_emplace(name, static_cast<std::uint32_t>(d.tensors.size()));
+  const std::uint32_t t = nit->second;
+  if (is_new) {
+    TensorLife life;
+    life.name = name;
+    d.tensors.push_back(std::move(life));
+    tensors.emplace_back();
+  }
+  TensorRecording& rec = tensors[t];
+  if (rec.attached && rec.allocation == e.allocation) return;  // same name, same storage
+  if (rec.attached) {
+    auto old = allocations.find(rec.allocation);
+    if (old != allocations.end()) std::erase(old->second.tensors, t);
+  }
+  auto it = allocations.find(e.allocation);
+  if (it == allocations.end()) {
+    // Made before the recorder attached: its bytes are unknown, its category is not.
+    LiveAllocation a;
+    try {
+      a.category = ev.context.ledger().category_of(e.allocation);
+    } catch (const std::logic_error&) {
+      return;  // not live any more: nothing to follow
+    }
+    it = allocations.emplace(e.allocation, std::move(a)).first;
+  }
+  LiveAllocation& a = it->second;
+  a.tensors.push_back(t);
+  if (a.alloc_event != kNoTensor && d.events[a.alloc_event].tensor == kNoTensor)
+    d.events[a.alloc_event].tensor = t;
+  rec.allocation = e.allocation;
+  rec.attached = true;
+  rec.in_segment = e.phase == Phase::forward && checkpoint_depth > 0;
+  TensorLife& life = d.tensors[t];
+  life.bytes = a.bytes;
+  if (e.node) life.node = ev.context.label(e.node);
+  if (life.saved_at_step < 0 && a.saved_at_step >= 0) {
+    life.saved_at_step = a.saved_at_step;
+    life.saved_by_op = d.label(a.saved_by_op);
+  }
+  const auto state = e.phase == Phase::recompute ? ActivationState::recomputed
+                     : a.category == MemoryCategory::checkpoint_input
+                         ? ActivationState::checkpoint_input
+                         : ActivationState::kept;
+  transition(life, ev.step, state);
+}
+
+void Recorder::State::span_begin(const Event& ev) {
+  const bool ck = ev.e.kind == RunEvent::Kind::checkpoint_begin;
+  spans.push_back({ck ? SpanKind::checkpoint : SpanKind::recompute, label(ev, ev.e.text),
+                   static_cast<std::int64_t>(ev.d.steps.size())});
+  if (ck) ++checkpoint_depth;
+}
+
+void Recorder::State::span_end(const Event& ev) {
+  Trace::Data& d = ev.d;
+  const bool ck = ev.e.kind == RunEvent::Kind::checkpoint_end;
+  const auto kind = ck ? SpanKind::checkpoint : SpanKind::recompute;
+  const auto segment = label(ev, ev.e.text);
+  // The innermost open span of that kind and segment (robust to a missing end after an
+  // exception unwound an inner span).
+  auto it = std::find_if(spans.rbegin(), spans.rend(),
+                         [&](const OpenSpan& o) { return o.kind == kind && o.segment == segment; });
+  if (it == spans.rend()) return;
+  const OpenSpan open = *it;
+  spans.erase(std::next(it).base(), spans.end());
+  checkpoint_depth =
+      static_cast<int>(std::count_if(spans.begin(), spans.end(), [](const OpenSpan& o) {
+        return o.kind == SpanKind::checkpoint;
+      }));
+  const auto end = static_cast<std::int64_t>(d.steps.size());
+  if (ck)
+    d.checkpoints.push_back({d.label(segment), open.begin_step, end, open.rng_bytes});
+  else
+    d.recomputes.push_back({d.label(segment), open.begin_step, end});
+}
+
 void Recorder::on_event(const RunEvent& e) {
   Trace::Data& d = *d_;
   State& s = *s_;
-  const std::int64_t step = static_cast<std::int64_t>(d.steps.size()) - 1;
-  auto label = [&](LabelId id) { return map_label(context_, s.label_map, d.labels, id); };
-  auto finalize_step = [&] {
-    if (step < 0) return;
-    d.total_after.push_back(s.total);
-    if ((step + 1) % kSnapshotEvery == 0) d.snapshots.push_back(s.live);
-  };
-  auto add_event = [&](TraceEventKind kind, MemoryCategory to, MemoryCategory from) {
-    d.events.push_back(PackedEvent::make(kind, to, from, e.bytes, e.allocation));
-    if (d.steps.empty()) d.base_events = static_cast<std::uint32_t>(d.events.size());
-    return static_cast<std::uint32_t>(d.events.size() - 1);
-  };
-  auto move = [&](MemoryCategory c, std::int64_t bytes) {
-    s.live[static_cast<std::size_t>(c)] += bytes;
-    s.total += bytes;
-  };
-
+  const State::Event ev{context_, d, e, static_cast<std::int64_t>(d.steps.size()) - 1};
   switch (e.kind) {
-    case RunEvent::Kind::step_begin: {
-      finalize_step();
-      if (d.steps.empty()) s.t0 = e.time_ns;
-      StepRecord r;
-      r.op = label(e.op);
-      r.node = label(e.node);
-      r.segment = s.spans.empty() ? 0 : s.spans.back().segment;
-      r.first_event = static_cast<std::uint32_t>(d.events.size());
-      r.start_ns = e.time_ns - s.t0;
-      r.phase = e.phase;
-      d.steps.push_back(r);
-      s.step_begin_ns = e.time_ns;
-      const auto k = static_cast<std::int64_t>(d.steps.size()) - 1;
-      switch (e.phase) {
-        case Phase::forward:
-          ++d.counts.forward;
-          d.forward_end = k;
-          break;
-        case Phase::recompute:
-          ++d.counts.recompute;
-          break;
-        case Phase::backward:
-          ++d.counts.backward;
-          break;
-        case Phase::setup:
-          break;
-      }
+    case RunEvent::Kind::step_begin:
+      s.step_begin(ev);
       break;
-    }
     case RunEvent::Kind::step_end:
       if (!d.steps.empty())
         d.steps.back().duration_ns = static_cast<float>(e.time_ns - s.step_begin_ns);
       break;
-    case RunEvent::Kind::alloc: {
-      move(e.category, e.bytes);
-      LiveAllocation a;
-      a.category = e.category;
-      a.bytes = e.bytes;
-      a.alloc_event = add_event(TraceEventKind::alloc, e.category, e.category);
-      s.allocations[e.allocation] = std::move(a);
-      if (e.category == MemoryCategory::rng_state && !s.spans.empty() &&
-          s.spans.back().kind == SpanKind::checkpoint)
-        s.spans.back().rng_bytes += e.bytes;
-      if (s.total > d.peak.bytes) {
-        d.peak.bytes = s.total;
-        d.peak.step = step;
-        d.peak.by_category = s.live;
-      }
+    case RunEvent::Kind::alloc:
+      s.alloc(ev);
       break;
-    }
-    case RunEvent::Kind::free: {
-      move(e.category, -e.bytes);
-      const auto idx = add_event(TraceEventKind::free, e.category, e.category);
-      auto it = s.allocations.find(e.allocation);
-      if (it == s.allocations.end()) break;
-      if (!it->second.tensors.empty()) d.events[idx].tensor = it->second.tensors.front();
-      for (auto t : it->second.tensors) {
-        // Dropped: a checkpointed segment's intermediate gone before the forward ended.
-        const bool dropped = e.phase == Phase::forward && s.tensors[t].in_segment;
-        transition(d.tensors[t], step, dropped ? ActivationState::dropped : ActivationState::freed);
-        s.tensors[t].attached = false;
-      }
-      s.allocations.erase(it);
+    case RunEvent::Kind::free:
+      s.release(ev);
       break;
-    }
-    case RunEvent::Kind::recategorize: {
-      move(e.previous, -e.bytes);
-      move(e.category, e.bytes);
-      const auto idx = add_event(TraceEventKind::recategorize, e.category, e.previous);
-      auto it = s.allocations.find(e.allocation);
-      if (it == s.allocations.end()) break;
-      LiveAllocation& a = it->second;
-      a.category = e.category;
-      if (e.category == MemoryCategory::activation && a.saved_at_step < 0 && step >= 0) {
-        a.saved_at_step = step;
-        a.saved_by_op = d.steps[static_cast<std::size_t>(step)].op;
-      }
-      if (!a.tensors.empty()) d.events[idx].tensor = a.tensors.front();
-      for (auto t : a.tensors) {
-        TensorLife& life = d.tensors[t];
-        if (e.category == MemoryCategory::checkpoint_input)
-          transition(life, step, ActivationState::checkpoint_input);
-        if (life.saved_at_step < 0 && a.saved_at_step >= 0) {
-          life.saved_at_step = a.saved_at_step;
-          life.saved_by_op = d.label(a.saved_by_op);
-        }
-      }
+    case RunEvent::Kind::recategorize:
+      s.recategorize(ev);
       break;
-    }
-    case RunEvent::Kind::tag: {
-      const std::string& name = context_.label(e.text);
-      auto [nit, is_new] = s.names.try_emplace(name, static_cast<std::uint32_t>(d.tensors.size()));
-      const std::uint32_t t = nit->second;
-      if (is_new) {
-        TensorLife life;
-        life.name = name;
-        d.tensors.push_back(std::move(life));
-        s.tensors.emplace_back();
-      }
-      TensorRecording& rec = s.tensors[t];
-      if (rec.attached && rec.allocation == e.allocation) break;  // same name, same storage
-      if (rec.attached) {
-        auto old = s.allocations.find(rec.allocation);
-        if (old != s.allocations.end()) std::erase(old->second.tensors, t);
-      }
-      auto it = s.allocations.find(e.allocation);
-      if (it == s.allocations.end()) {
-        // Made before the recorder attached: its bytes are unknown, its category is not.
-        LiveAllocation a;
-        try {
-          a.category = context_.ledger().category_of(e.allocation);
-        } catch (const std::logic_error&) {
-          break;  // not live any more: nothing to follow
-        }
-        it = s.allocations.emplace(e.allocation, std::move(a)).first;
-      }
-      LiveAllocation& a = it->second;
-      a.tensors.push_back(t);
-      if (a.alloc_event != kNoTensor && d.events[a.alloc_event].tensor == kNoTensor)
-        d.events[a.alloc_event].tensor = t;
-      rec.allocation = e.allocation;
-      rec.attached = true;
-      rec.in_segment = e.phase == Phase::forward && s.checkpoint_depth > 0;
-      TensorLife& life = d.tensors[t];
-      life.bytes = a.bytes;
-      if (e.node) life.node = context_.label(e.node);
-      if (life.saved_at_step < 0 && a.saved_at_step >= 0) {
-        life.saved_at_step = a.saved_at_step;
-        life.saved_by_op = d.label(a.saved_by_op);
-      }
-      const auto state = e.phase == Phase::recompute ? ActivationState::recomputed
-                         : a.category == MemoryCategory::checkpoint_input
-                             ? ActivationState::checkpoint_input
-                             : ActivationState::kept;
-      transition(life, step, state);
+    case RunEvent::Kind::tag:
+      s.tag(ev);
       break;
-    }
     case RunEvent::Kind::checkpoint_begin:
-    case RunEvent::Kind::recompute_begin: {
-      const bool ck = e.kind == RunEvent::Kind::checkpoint_begin;
-      s.spans.push_back({ck ? SpanKind::checkpoint : SpanKind::recompute, label(e.text),
-                         static_cast<std::int64_t>(d.steps.size())});
-      if (ck) ++s.checkpoint_depth;
+    case RunEvent::Kind::recompute_begin:
+      s.span_begin(ev);
       break;
-    }
     case RunEvent::Kind::checkpoint_end:
-    case RunEvent::Kind::recompute_end: {
-      const bool ck = e.kind == RunEvent::Kind::checkpoint_end;
-      const auto kind = ck ? SpanKind::checkpoint : SpanKind::recompute;
-      const auto segment = label(e.text);
-      // The innermost open span of that kind and segment (robust to a missing end after an
-      // exception unwound an inner span).
-      auto it = std::find_if(s.spans.rbegin(), s.spans.rend(), [&](const OpenSpan& o) {
-        return o.kind == kind && o.segment == segment;
-      });
-      if (it == s.spans.rend()) break;
-      const OpenSpan open = *it;
-      s.spans.erase(std::next(it).base(), s.spans.end());
-      s.checkpoint_depth =
-          static_cast<int>(std::count_if(s.spans.begin(), s.spans.end(), [](const OpenSpan& o) {
-            return o.kind == SpanKind::checkpoint;
-          }));
-      const auto end = static_cast<std::int64_t>(d.steps.size());
-      if (ck)
-        d.checkpoints.push_back({d.label(segment), open.begin_step, end, open.rng_bytes});
-      else
-        d.recomputes.push_back({d.label(segment), open.begin_step, end});
+    case RunEvent::Kind::recompute_end:
+      s.span_end(ev);
       break;
-    }
     case RunEvent::Kind::message:
-      d.messages.push_back({step, e.severity, context_.label(e.text)});
+      d.messages.push_back({ev.step, e.severity, context_.label(e.text)});
       break;
   }
 }
