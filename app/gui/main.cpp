@@ -69,6 +69,92 @@ bool hasArgument(int argc, char** argv, std::initializer_list<const char*> names
   return false;
 }
 
+// Without a display, only a screenshot can go on (offscreen); anything else is told why not.
+bool chooseDisplay(int argc, char** argv) {
+  const bool noDisplay = qEnvironmentVariableIsEmpty("DISPLAY") &&
+                         qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+                         qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+  if (!noDisplay) return true;
+  if (hasArgument(argc, argv, {"--screenshot"})) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");  // a screenshot needs no screen
+    return true;
+  }
+  std::fprintf(stderr,
+               "ckptlab: no display to open a window on (DISPLAY is not set). Run it in a "
+               "desktop session, under xvfb-run, with --screenshot FILE, or use "
+               "ckptlab-cli for headless runs.\n");
+  return false;
+}
+
+// The offscreen platform's screen is no real one: a render there gets 1440x900 unless told.
+void sizeWindow(ckpt::ui::MainWindow& window, const Options& options, bool rendering) {
+  const bool offscreen = QGuiApplication::platformName() == QLatin1String("offscreen");
+  if (!(rendering && offscreen) && !options.parser.isSet(options.size)) return;
+  const QStringList wh = options.parser.value(options.size).split(QLatin1Char('x'));
+  const int w = wh.size() == 2 ? wh[0].toInt() : 1440;
+  const int h = wh.size() == 2 ? wh[1].toInt() : 900;
+  window.applyDefaultLayout(QRect(0, 0, w > 0 ? w : 1440, h > 0 ? h : 900));
+}
+
+// The step --at names in the current run (-1: none).
+std::int64_t stepAt(ckpt::ui::MainWindow& window, const QString& where) {
+  const auto snap = window.session()->current();
+  if (!snap) return -1;
+  const auto& trace = snap->trace();
+  if (where == QLatin1String("peak")) return snap->series->peak_step;
+  if (where == QLatin1String("forward-end")) return snap->series->forward_end;
+  if (where == QLatin1String("recompute") && !trace.recomputes().empty())
+    return (trace.recomputes().front().begin_step + trace.recomputes().front().end_step) / 2;
+  return where.isEmpty() ? -1 : where.toLongLong();
+}
+
+// What the command line asks of the window once it is up: checkpoint modules, place the
+// cursor, render the screenshot and exit (or give up after --timeout).
+struct Startup {
+  ckpt::ui::MainWindow& window;
+  QStringList toCheckpoint;
+  QString where;
+  QString shot;
+  int exitCode = 0;
+
+  // Once the wanted configuration has run: place the cursor, then take the screenshot.
+  void settle() {
+    if (const std::int64_t step = stepAt(window, where); step >= 0)
+      window.player()->setCursor(step);
+    if (shot.isEmpty()) return;
+    QTimer::singleShot(150, &window, [this] {
+      if (!window.grab().save(shot)) {
+        std::fprintf(stderr, "ckptlab: cannot write %s\n", qPrintable(shot));
+        exitCode = 1;
+      }
+      QApplication::exit(exitCode);
+    });
+  }
+
+  void connect(int timeoutSeconds) {
+    QObject::connect(&window, &ckpt::ui::MainWindow::ready, &window, [this] {
+      if (toCheckpoint.isEmpty()) {
+        settle();
+        return;
+      }
+      // The checkpointed configuration's run comes next.
+      QObject::connect(window.session(), &ckpt::ui::Session::runFinished, &window,
+                       [this] { settle(); });
+      for (const QString& m : toCheckpoint) window.session()->toggleModule(m);
+    });
+    QObject::connect(window.session(), &ckpt::ui::Session::openFailed, &window,
+                     [this](const QString& message) {
+                       std::fprintf(stderr, "ckptlab: %s\n", qPrintable(message));
+                       if (!shot.isEmpty()) QApplication::exit(1);
+                     });
+    if (shot.isEmpty()) return;
+    QTimer::singleShot(std::max(1, timeoutSeconds) * 1000, &window, [timeoutSeconds] {
+      std::fprintf(stderr, "ckptlab: --screenshot timed out after %d s\n", timeoutSeconds);
+      QApplication::exit(2);
+    });
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,20 +167,7 @@ int main(int argc, char** argv) {
     o.parser.process(core);
     return 0;
   }
-  const bool noDisplay = qEnvironmentVariableIsEmpty("DISPLAY") &&
-                         qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
-                         qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
-  if (noDisplay) {
-    if (hasArgument(argc, argv, {"--screenshot"})) {
-      qputenv("QT_QPA_PLATFORM", "offscreen");  // a screenshot needs no screen
-    } else {
-      std::fprintf(stderr,
-                   "ckptlab: no display to open a window on (DISPLAY is not set). Run it in a "
-                   "desktop session, under xvfb-run, with --screenshot FILE, or use "
-                   "ckptlab-cli for headless runs.\n");
-      return 1;
-    }
-  }
+  if (!chooseDisplay(argc, argv)) return 1;
 
   QApplication app(argc, argv);
   setApplicationNames();
@@ -102,75 +175,19 @@ int main(int argc, char** argv) {
 
   Options options;
   QCommandLineParser& parser = options.parser;
-  const QCommandLineOption &screenshot = options.screenshot, &size = options.size,
-                           &checkpoint = options.checkpoint, &timeout = options.timeout,
-                           &at = options.at;
   parser.process(app);
 
-  const QString shot = parser.value(screenshot);
+  const QString shot = parser.value(options.screenshot);
   // A render is nobody's session: it must not join Open Recent nor leave its window state for
   // the next start (that is how an offscreen render once left 60 px docks behind).
   ckpt::ui::MainWindow window(nullptr, shot.isEmpty()
                                            ? ckpt::ui::MainWindow::SettingsUse::readWrite
                                            : ckpt::ui::MainWindow::SettingsUse::readOnly);
-  // The offscreen platform's screen is no real one: a render there gets 1440x900 unless told.
-  const bool offscreen = QGuiApplication::platformName() == QLatin1String("offscreen");
-  if ((!shot.isEmpty() && offscreen) || parser.isSet(size)) {
-    const QStringList wh = parser.value(size).split(QLatin1Char('x'));
-    const int w = wh.size() == 2 ? wh[0].toInt() : 1440;
-    const int h = wh.size() == 2 ? wh[1].toInt() : 900;
-    window.applyDefaultLayout(QRect(0, 0, w > 0 ? w : 1440, h > 0 ? h : 900));
-  }
+  sizeWindow(window, options, !shot.isEmpty());
   window.show();
 
-  const QStringList toCheckpoint = parser.values(checkpoint);
-  const QString where = parser.value(at);
-  int exitCode = 0;
-  // Once the wanted configuration has run: place the cursor, then take the screenshot.
-  auto settle = [&] {
-    if (auto snap = window.session()->current()) {
-      const auto& trace = snap->trace();
-      std::int64_t step = -1;
-      if (where == QLatin1String("peak"))
-        step = snap->series->peak_step;
-      else if (where == QLatin1String("forward-end"))
-        step = snap->series->forward_end;
-      else if (where == QLatin1String("recompute") && !trace.recomputes().empty())
-        step = (trace.recomputes().front().begin_step + trace.recomputes().front().end_step) / 2;
-      else if (!where.isEmpty())
-        step = where.toLongLong();
-      if (step >= 0) window.player()->setCursor(step);
-    }
-    if (shot.isEmpty()) return;
-    QTimer::singleShot(150, &window, [&] {
-      if (!window.grab().save(shot)) {
-        std::fprintf(stderr, "ckptlab: cannot write %s\n", qPrintable(shot));
-        exitCode = 1;
-      }
-      QApplication::exit(exitCode);
-    });
-  };
-  QObject::connect(&window, &ckpt::ui::MainWindow::ready, &window, [&] {
-    if (toCheckpoint.isEmpty()) {
-      settle();
-      return;
-    }
-    // The checkpointed configuration's run comes next.
-    QObject::connect(window.session(), &ckpt::ui::Session::runFinished, &window, settle);
-    for (const QString& m : toCheckpoint) window.session()->toggleModule(m);
-  });
-  QObject::connect(window.session(), &ckpt::ui::Session::openFailed, &window,
-                   [&](const QString& message) {
-                     std::fprintf(stderr, "ckptlab: %s\n", qPrintable(message));
-                     if (!shot.isEmpty()) QApplication::exit(1);
-                   });
-  if (!shot.isEmpty()) {
-    const int seconds = parser.value(timeout).toInt();
-    QTimer::singleShot(std::max(1, seconds) * 1000, &window, [&, seconds] {
-      std::fprintf(stderr, "ckptlab: --screenshot timed out after %d s\n", seconds);
-      QApplication::exit(2);
-    });
-  }
+  Startup startup{window, parser.values(options.checkpoint), parser.value(options.at), shot};
+  startup.connect(parser.value(options.timeout).toInt());
 
   const QStringList args = parser.positionalArguments();
   if (!args.isEmpty()) {
