@@ -1,5 +1,7 @@
 #include "inspect_commands.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <set>
 
@@ -104,21 +106,25 @@ int cmd_modules(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
-  if (has_help(args)) {
-    std::cout << kCompareHelp << "\n" << kRunOptionsHelp;
-    return kExitOk;
-  }
-  std::vector<std::string> pos, configs;
+namespace {
+
+struct CompareArgs {
+  std::string model;
+  std::vector<std::string> configs;
   bool json = false;
   std::string plot_file;
+};
+
+CompareArgs parse_compare_args(const std::vector<std::string>& args) {
+  CompareArgs c;
+  std::vector<std::string> pos;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--config" && i + 1 < args.size()) {
-      configs.push_back(args[++i]);
+      c.configs.push_back(args[++i]);
     } else if (args[i] == "--plot" && i + 1 < args.size()) {
-      plot_file = args[++i];
+      c.plot_file = args[++i];
     } else if (args[i] == "--json") {
-      json = true;
+      c.json = true;
     } else if (args[i].rfind("--", 0) == 0) {
       throw UsageError("unknown option " + args[i] + " (compare takes --config, --json, --plot)");
     } else {
@@ -126,13 +132,58 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
     }
   }
   if (pos.size() != 1) throw UsageError("compare takes exactly one MODEL");
-  if (configs.empty()) throw UsageError("compare needs at least one --config");
+  if (c.configs.empty()) throw UsageError("compare needs at least one --config");
+  c.model = pos[0];
+  return c;
+}
+
+// One row per configuration; the label column as wide as the longest label.
+void print_compare_table(const std::vector<RunSummary>& sums) {
+  int width = 6;
+  for (const auto& s : sums) width = std::max(width, static_cast<int>(s.label.size()));
+  std::printf("%-*s %12s %12s %8s %8s %8s %10s %8s\n", width, "config", "peak", "saved", "fwd",
+              "recomp", "bwd", "time ms", "time x");
+  for (const auto& s : sums) {
+    // A failed run saved nothing: its row says so instead of showing a "saving".
+    const bool vs = s.ok && s.baseline;
+    char ratio[32] = "-";
+    if (vs && s.baseline->total_ms > 0)
+      std::snprintf(ratio, sizeof ratio, "%.2f", s.times.total_ms / s.baseline->total_ms);
+    std::printf("%-*s %12s %12s %8lld %8lld %8lld %10.2f %8s\n", width, s.label.c_str(),
+                format_bytes(s.peak.bytes).c_str(),
+                !s.ok ? "FAILED"
+                : vs  ? format_bytes(s.baseline->peak_bytes - s.peak.bytes).c_str()
+                      : "-",
+                static_cast<long long>(s.executions.forward),
+                static_cast<long long>(s.executions.recompute),
+                static_cast<long long>(s.executions.backward), s.times.total_ms, ratio);
+  }
+  for (const auto& s : sums) {
+    if (!s.ok) {
+      std::printf("%s: RUN FAILED: %s\n", s.label.c_str(), s.error.c_str());
+      if (!s.failure.why.empty()) std::printf("  why: %s\n", s.failure.why.c_str());
+      if (!s.failure.fix.empty()) std::printf("  fix: %s\n", s.failure.fix.c_str());
+      std::printf("  (its row holds the failed run's figures up to the failure, not a saving)\n");
+    }
+    if (!s.messages.empty())
+      std::printf("%s:\n%s", s.label.c_str(), grouped_messages_text(s.messages, "  ").c_str());
+  }
+}
+
+}  // namespace
+
+int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
+  if (has_help(args)) {
+    std::cout << kCompareHelp << "\n" << kRunOptionsHelp;
+    return kExitOk;
+  }
+  const CompareArgs a = parse_compare_args(args);
   int code = kExitOk;
-  auto model = load_or_exit(pos[0], &code);
+  auto model = load_or_exit(a.model, &code);
   if (!model) return code;
   std::vector<std::pair<std::string, CheckpointConfig>> parsed;
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    auto [label, cargs] = split_config(configs[i], static_cast<int>(i));
+  for (std::size_t i = 0; i < a.configs.size(); ++i) {
+    auto [label, cargs] = split_config(a.configs[i], static_cast<int>(i));
     parsed.emplace_back(label, make_config(*model, parse_run_options(cargs, nullptr, false)));
   }
   Runner runner(model);
@@ -160,45 +211,14 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
     sums.push_back(summarize(*model, results.back(), label,
                              base.ok && base.dry_run == c.dry_run ? &base : nullptr));
   }
-  bool failed = false;
-  if (json) {
+  if (a.json)
     std::cout << summaries_json(sums) << "\n";
-  } else {
-    // The label column is as wide as the longest label, so the figures stay in columns.
-    int width = 6;
-    for (const auto& s : sums) width = std::max(width, static_cast<int>(s.label.size()));
-    std::printf("%-*s %12s %12s %8s %8s %8s %10s %8s\n", width, "config", "peak", "saved", "fwd",
-                "recomp", "bwd", "time ms", "time x");
-    for (const auto& s : sums) {
-      // A failed run saved nothing: its row says so instead of showing a "saving".
-      const bool vs = s.ok && s.baseline;
-      char ratio[32] = "-";
-      if (vs && s.baseline->total_ms > 0)
-        std::snprintf(ratio, sizeof ratio, "%.2f", s.times.total_ms / s.baseline->total_ms);
-      std::printf("%-*s %12s %12s %8lld %8lld %8lld %10.2f %8s\n", width, s.label.c_str(),
-                  format_bytes(s.peak.bytes).c_str(),
-                  !s.ok ? "FAILED"
-                  : vs  ? format_bytes(s.baseline->peak_bytes - s.peak.bytes).c_str()
-                        : "-",
-                  static_cast<long long>(s.executions.forward),
-                  static_cast<long long>(s.executions.recompute),
-                  static_cast<long long>(s.executions.backward), s.times.total_ms, ratio);
-    }
-    for (const auto& s : sums) {
-      if (!s.ok) {
-        std::printf("%s: RUN FAILED: %s\n", s.label.c_str(), s.error.c_str());
-        if (!s.failure.why.empty()) std::printf("  why: %s\n", s.failure.why.c_str());
-        if (!s.failure.fix.empty()) std::printf("  fix: %s\n", s.failure.fix.c_str());
-        std::printf("  (its row holds the failed run's figures up to the failure, not a saving)\n");
-      }
-      if (!s.messages.empty())
-        std::printf("%s:\n%s", s.label.c_str(), grouped_messages_text(s.messages, "  ").c_str());
-    }
-  }
-  for (const auto& s : sums) failed = failed || !s.ok;
-  if (!plot_file.empty()) {
+  else
+    print_compare_table(sums);
+  const bool failed = std::any_of(sums.begin(), sums.end(), [](const auto& s) { return !s.ok; });
+  if (!a.plot_file.empty()) {
     const Trace* ghost = results.size() >= 2 ? &results[results.size() - 2].trace : &base.trace;
-    if (!plot(argc, argv, plot_file, results.back().trace, ghost)) return kExitRun;
+    if (!plot(argc, argv, a.plot_file, results.back().trace, ghost)) return kExitRun;
   }
   return failed ? kExitRun : kExitOk;
 }

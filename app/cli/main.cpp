@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli_common.hpp"
 #include "cli_options.hpp"
@@ -99,6 +100,47 @@ std::string with_lessons_json(const std::string& summary, const std::vector<Less
   return j.dump(2);
 }
 
+// The same configuration without checkpointing, the run's comparison (not run: nullopt, said
+// why when it would not fit).
+std::optional<RunResult> run_baseline(const Runner& runner, const CheckpointConfig& config,
+                                      std::int64_t max_memory) {
+  CheckpointConfig plain = config;
+  plain.fail_allocation_at = 0;  // the fault is the checkpointed run's
+  plain.modules.clear();
+  plain.ranges.clear();
+  plain.segments = 0;
+  if (!plain.dry_run) {
+    const GuardVerdict g = check_memory_guard(runner, plain, max_memory);
+    if (!g.fits) {
+      std::cerr << "ckptlab-cli: the comparison without checkpointing is " << g.message << "\n";
+      return std::nullopt;
+    }
+  }
+  return with_progress("running without checkpointing", [&] { return runner.run(plain); });
+}
+
+// --trace FILE, its format from the name; false when writing it failed (said why).
+bool write_trace_file(const Trace& trace, const std::string& f) {
+  try {
+    auto ends = [&](const std::string& suf) {
+      return f.size() >= suf.size() && f.compare(f.size() - suf.size(), suf.size(), suf) == 0;
+    };
+    const TraceFormat fmt =
+        ends(".perfetto.json") ? TraceFormat::chrome
+        : ends(".csv")         ? TraceFormat::csv
+        : ends(".json")
+            ? TraceFormat::json
+            : throw cli::UsageError("--trace: use a .json, .csv or .perfetto.json file name");
+    export_trace(trace, fmt, f);
+    return true;
+  } catch (const cli::UsageError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::cerr << "ckptlab-cli: --trace: " << e.what() << "\n";
+    return false;
+  }
+}
+
 int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   if (has_help(args)) {
     std::cout << kRunHelp << "\n" << kRunOptionsHelp;
@@ -124,50 +166,16 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
       return kExitRun;
     }
   }
-  RunResult base;
-  bool with_baseline = !o.no_baseline;
-  if (with_baseline) {
-    CheckpointConfig plain = config;
-    plain.fail_allocation_at = 0;  // the fault is the checkpointed run's
-    plain.modules.clear();
-    plain.ranges.clear();
-    plain.segments = 0;
-    if (!plain.dry_run) {
-      const GuardVerdict g = check_memory_guard(runner, plain, o.max_memory);
-      if (!g.fits) {
-        std::cerr << "ckptlab-cli: the comparison without checkpointing is " << g.message << "\n";
-        with_baseline = false;
-      }
-    }
-    if (with_baseline)
-      base = with_progress("running without checkpointing", [&] { return runner.run(plain); });
-  }
+  const std::optional<RunResult> base =
+      o.no_baseline ? std::nullopt : run_baseline(runner, config, o.max_memory);
+  const RunResult* baseline = base && base->ok ? &*base : nullptr;
   RunResult r = with_progress("running", [&] { return runner.run(config); });
   const RunSummary s = summarize(
       *model, r,
       config.modules.empty() && config.ranges.empty() && config.segments == 0 ? "plain"
                                                                               : "checkpointed",
-      with_baseline && base.ok ? &base : nullptr);
-  if (!o.trace_file.empty()) {
-    try {
-      const std::string& f = o.trace_file;
-      auto ends = [&](const std::string& suf) {
-        return f.size() >= suf.size() && f.compare(f.size() - suf.size(), suf.size(), suf) == 0;
-      };
-      const TraceFormat fmt =
-          ends(".perfetto.json") ? TraceFormat::chrome
-          : ends(".csv")         ? TraceFormat::csv
-          : ends(".json")
-              ? TraceFormat::json
-              : throw cli::UsageError("--trace: use a .json, .csv or .perfetto.json file name");
-      export_trace(r.trace, fmt, f);
-    } catch (const cli::UsageError&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::cerr << "ckptlab-cli: --trace: " << e.what() << "\n";
-      return kExitRun;
-    }
-  }
+      baseline);
+  if (!o.trace_file.empty() && !write_trace_file(r.trace, o.trace_file)) return kExitRun;
   const std::vector<Lesson> lessons = lessons_of(*model, config, r);
   if (o.json) {
     std::cout << with_lessons_json(summary_json(s), lessons) << "\n";
@@ -181,7 +189,7 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   else if (!o.dump_dir.empty() && r.ok)
     dump_results(o.dump_dir, *model, r);
   if (!o.plot_file.empty() &&
-      !plot(argc, argv, o.plot_file, r.trace, with_baseline && base.ok ? &base.trace : nullptr))
+      !plot(argc, argv, o.plot_file, r.trace, baseline ? &baseline->trace : nullptr))
     return kExitRun;
   warn_non_finite_loss(r);
   if (!r.ok) {
