@@ -207,8 +207,10 @@ std::pair<std::string, std::vector<std::string>> split_config(const std::string&
   return {label, args};
 }
 
-CheckpointConfig make_config(const Model& model, const RunOptions& o) {
-  CheckpointConfig c;
+namespace {
+
+// --checkpoint (paths and patterns) and --checkpoint-instances: into c.modules.
+void select_named_modules(const Model& model, const RunOptions& o, CheckpointConfig& c) {
   auto add = [&](const Module* m, const std::string& asked) {
     if (!m)
       throw UsageError("no module '" + asked + "' in " + model.source + "; " +
@@ -249,6 +251,10 @@ CheckpointConfig make_config(const Model& model, const RunOptions& o) {
                        suggestions(model, d));
     for (const Module* m : inst) add(m, d);
   }
+}
+
+// --checkpoint-range, --checkpoint-all and --checkpoint-depth.
+void select_other_modules(const Model& model, const RunOptions& o, CheckpointConfig& c) {
   for (const auto& text : o.checkpoint_ranges) {
     try {
       auto range = parse_range(text);
@@ -271,6 +277,32 @@ CheckpointConfig make_config(const Model& model, const RunOptions& o) {
     if (!any)
       throw UsageError("the model has no modules at depth " + std::to_string(*o.checkpoint_depth));
   }
+}
+
+// --input FILE, one per model input.
+ExplicitInputs read_inputs(const Model& model, const RunOptions& o) {
+  ExplicitInputs inputs;
+  if (!o.input_files.empty()) {
+    if (o.input_files.size() != model.inputs.size())
+      throw UsageError("the model takes " + std::to_string(model.inputs.size()) + " input(s), " +
+                       std::to_string(o.input_files.size()) + " --input given");
+    for (const auto& f : o.input_files) {
+      try {
+        inputs.push_back(load_npy(f));
+      } catch (const std::runtime_error& e) {
+        throw UsageError(std::string("--input: ") + e.what());
+      }
+    }
+  }
+  return inputs;
+}
+
+}  // namespace
+
+CheckpointConfig make_config(const Model& model, const RunOptions& o) {
+  CheckpointConfig c;
+  select_named_modules(model, o, c);
+  select_other_modules(model, o, c);
   c.segments = o.segments;
   c.use_reentrant = o.use_reentrant.value_or(model.scenario.use_reentrant);
   c.preserve_rng_state = !o.no_preserve_rng;
@@ -286,18 +318,7 @@ CheckpointConfig make_config(const Model& model, const RunOptions& o) {
   c.dry_run = o.dry_run;
   c.detect_anomaly = o.detect_anomaly;
   c.fail_allocation_at = o.fail_allocation;
-  if (!o.input_files.empty()) {
-    if (o.input_files.size() != model.inputs.size())
-      throw UsageError("the model takes " + std::to_string(model.inputs.size()) + " input(s), " +
-                       std::to_string(o.input_files.size()) + " --input given");
-    for (const auto& f : o.input_files) {
-      try {
-        c.inputs.push_back(load_npy(f));
-      } catch (const std::runtime_error& e) {
-        throw UsageError(std::string("--input: ") + e.what());
-      }
-    }
-  }
+  c.inputs = read_inputs(model, o);
   return c;
 }
 
