@@ -148,6 +148,67 @@ void print_table(const std::vector<PlanPoint>& points, const std::vector<PlanPoi
 
 }  // namespace
 
+namespace {
+
+// What a plan's report needs besides the plan itself.
+struct PlanReport {
+  const Model& model;
+  const PlanEvaluator& ev;
+  const Planner& planner;
+  Strategy strategy;
+  std::int64_t budget;
+  double seconds;
+};
+
+void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
+                     const std::vector<PlanPoint>& points, const std::vector<PlanPoint>& front) {
+  nlohmann::json j{{"model", r.model.name},
+                   {"budget_bytes", r.budget},
+                   {"plain_peak_bytes", r.ev.baseline().peak_bytes},
+                   {"times", r.ev.times_measured() ? "measured" : "estimated"},
+                   {"evaluations", r.ev.runs()},
+                   {"plan", point_json(chosen)}};
+  for (const auto& c : r.planner.candidates().items)
+    j["candidates"].push_back({{"label", c.label},
+                               {"range", c.is_range},
+                               {"block", c.is_block},
+                               {"kept_bytes", c.kept_bytes},
+                               {"input_bytes", c.input_bytes},
+                               {"rng_bytes", c.rng_bytes},
+                               {"recompute_ms", static_cast<double>(c.recompute_ns) / 1e6},
+                               {"recompute_ops", c.recompute_ops},
+                               {"batchnorm", c.batchnorm}});
+  for (const auto& p : points) j["points"].push_back(point_json(p));
+  for (const auto& p : front) j["frontier"].push_back(point_json(p));
+  std::cout << j.dump(2) << "\n";
+}
+
+void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
+                     const std::vector<PlanPoint>& points, const std::vector<PlanPoint>& front) {
+  const auto& set = r.planner.candidates();
+  std::cout << "model       " << r.model.name << "\n"
+            << "candidates  " << set.items.size() << " (" << set.blocks.size() << " blocks under '"
+            << (set.chain_parent.empty() ? "(root)" : set.chain_parent)
+            << "', their children, ranges of blocks)\n"
+            << "unplanned   peak " << format_bytes(r.ev.baseline().peak_bytes) << "\n"
+            << "budget      " << format_bytes(r.budget) << "\n"
+            << "strategy    " << strategy_name(r.strategy)
+            << (chosen.detail.empty() ? "" : " (" + chosen.detail + ")")
+            << (chosen.repaired && chosen.fits ? ", repaired to fit" : "") << "\n"
+            << "plan        " << plan_text(chosen) << "\n"
+            << "peak        " << format_bytes(chosen.eval.peak_bytes)
+            << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n"
+            << "recompute   " << std::fixed << std::setprecision(3) << chosen.eval.recompute_ms()
+            << " ms (forward times measured per op), " << chosen.eval.recompute_ops
+            << " op executions\n"
+            << "evaluated   " << r.ev.runs() << " runs in " << std::setprecision(2) << r.seconds
+            << " s\n";
+  if (!chosen.note.empty()) std::cout << "note        " << chosen.note << "\n";
+  print_table(points, front);
+}
+
+}  // namespace
+
 int cmd_plan(const std::vector<std::string>& args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
@@ -193,48 +254,11 @@ int cmd_plan(const std::vector<std::string>& args) {
     f << plan_pytorch_code(*model, ev.run_config(chosen.config));
     if (!f) throw std::runtime_error("--code: cannot write " + pa.code);
   }
-  const auto& set = planner.candidates();
-  if (pa.json) {
-    nlohmann::json j{{"model", model->name},
-                     {"budget_bytes", budget},
-                     {"plain_peak_bytes", ev.baseline().peak_bytes},
-                     {"times", ev.times_measured() ? "measured" : "estimated"},
-                     {"evaluations", ev.runs()},
-                     {"plan", point_json(chosen)}};
-    for (const auto& c : set.items)
-      j["candidates"].push_back({{"label", c.label},
-                                 {"range", c.is_range},
-                                 {"block", c.is_block},
-                                 {"kept_bytes", c.kept_bytes},
-                                 {"input_bytes", c.input_bytes},
-                                 {"rng_bytes", c.rng_bytes},
-                                 {"recompute_ms", static_cast<double>(c.recompute_ns) / 1e6},
-                                 {"recompute_ops", c.recompute_ops},
-                                 {"batchnorm", c.batchnorm}});
-    for (const auto& p : points) j["points"].push_back(point_json(p));
-    for (const auto& p : front) j["frontier"].push_back(point_json(p));
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << "model       " << model->name << "\n"
-              << "candidates  " << set.items.size() << " (" << set.blocks.size()
-              << " blocks under '" << (set.chain_parent.empty() ? "(root)" : set.chain_parent)
-              << "', their children, ranges of blocks)\n"
-              << "unplanned   peak " << format_bytes(ev.baseline().peak_bytes) << "\n"
-              << "budget      " << format_bytes(budget) << "\n"
-              << "strategy    " << strategy_name(strategy)
-              << (chosen.detail.empty() ? "" : " (" + chosen.detail + ")")
-              << (chosen.repaired && chosen.fits ? ", repaired to fit" : "") << "\n"
-              << "plan        " << plan_text(chosen) << "\n"
-              << "peak        " << format_bytes(chosen.eval.peak_bytes)
-              << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n"
-              << "recompute   " << std::fixed << std::setprecision(3) << chosen.eval.recompute_ms()
-              << " ms (forward times measured per op), " << chosen.eval.recompute_ops
-              << " op executions\n"
-              << "evaluated   " << ev.runs() << " runs in " << std::setprecision(2) << seconds
-              << " s\n";
-    if (!chosen.note.empty()) std::cout << "note        " << chosen.note << "\n";
-    print_table(points, front);
-  }
+  const PlanReport report{*model, ev, planner, strategy, budget, seconds};
+  if (pa.json)
+    print_plan_json(report, chosen, points, front);
+  else
+    print_plan_text(report, chosen, points, front);
   if (!chosen.fits) std::cerr << "ckptlab-cli: " << chosen.note << "\n";
   return chosen.fits ? 0 : 4;
 }
