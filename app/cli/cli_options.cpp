@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <algorithm>
 #include <charconv>
+#include <initializer_list>
 
 #include "engine/plan/planner.hpp"
 #include "engine/run/module_range.hpp"
@@ -47,115 +48,134 @@ std::string suggestions(const Model& model, const std::string& wanted) {
 
 }  // namespace
 
+namespace {
+
+// One of a closed set of words: "--loss must be sum, mean or model, got 'x'".
+template <typename T>
+T choice(const std::string& flag, const std::string& value,
+         std::initializer_list<std::pair<const char*, T>> words) {
+  std::string names;
+  std::size_t k = 0;
+  for (const auto& [word, result] : words) {
+    if (value == word) return result;
+    names += (k == 0 ? "" : k + 1 == words.size() ? " or " : ", ") + std::string(word);
+    ++k;
+  }
+  throw UsageError(flag + " must be " + names + ", got '" + value + "'");
+}
+
+// One row per option: its flag, whether a value follows it, whether only commands that write
+// outputs (run) take it, and what it sets.
+struct RunOptionRule {
+  const char* flag;
+  bool takes_value;
+  bool output;
+  void (*apply)(RunOptions& o, const std::string& flag, const std::string& value);
+};
+
+using S = const std::string&;
+
+const std::vector<RunOptionRule>& run_option_rules() {
+  static const std::vector<RunOptionRule> rules = {
+      {"--checkpoint", true, false, [](RunOptions& o, S, S v) { o.checkpoint.push_back(v); }},
+      {"--checkpoint-range", true, false,
+       [](RunOptions& o, S, S v) { o.checkpoint_ranges.push_back(v); }},
+      {"--checkpoint-instances", true, false,
+       [](RunOptions& o, S, S v) { o.checkpoint_instances.push_back(v); }},
+      {"--checkpoint-all", false, false, [](RunOptions& o, S, S) { o.checkpoint_all = true; }},
+      {"--checkpoint-depth", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.checkpoint_depth = parse_number<int>(a, v);
+         if (*o.checkpoint_depth < 1) throw UsageError("--checkpoint-depth must be at least 1");
+       }},
+      {"--segments", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.segments = parse_number<int>(a, v);
+         if (o.segments < 1) throw UsageError("--segments must be at least 1");
+       }},
+      {"--variant", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.use_reentrant = choice<bool>(a, v, {{"reentrant", true}, {"non-reentrant", false}});
+       }},
+      {"--no-preserve-rng", false, false, [](RunOptions& o, S, S) { o.no_preserve_rng = true; }},
+      {"--early-stop", false, false, [](RunOptions& o, S, S) { o.early_stop = true; }},
+      {"--no-check-recompute", false, false,
+       [](RunOptions& o, S, S) { o.no_check_recompute = true; }},
+      {"--policy", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.policy = choice<SelectivePolicy>(
+             a, v,
+             {{"save-matmul", SelectivePolicy::save_matmul}, {"none", SelectivePolicy::none}});
+       }},
+      {"--batch", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.batch = parse_number<std::int64_t>(a, v);
+         if (*o.batch < 1 || *o.batch > (1LL << 24))
+           throw UsageError("--batch must be in 1..16777216");
+       }},
+      {"--seed", true, false,
+       [](RunOptions& o, S a, S v) { o.seed = parse_number<std::uint64_t>(a, v); }},
+      {"--threads", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.threads = parse_number<int>(a, v);
+         if (o.threads < 1 || o.threads > 1024) throw UsageError("--threads must be in 1..1024");
+       }},
+      {"--max-memory", true, false,
+       [](RunOptions& o, S, S v) {
+         try {
+           if (v.find('%') != std::string::npos) throw std::invalid_argument("a share");
+           o.max_memory = parse_budget(v, 0);
+         } catch (const std::exception&) {
+           throw UsageError("--max-memory expects bytes (123456) or a size such as 16GiB, got '" +
+                            v + "'");
+         }
+         if (o.max_memory < 1) throw UsageError("--max-memory must be a positive number of bytes");
+       }},
+      {"--dry-run", false, false, [](RunOptions& o, S, S) { o.dry_run = true; }},
+      {"--detect-anomaly", false, false, [](RunOptions& o, S, S) { o.detect_anomaly = true; }},
+      {"--fail-allocation", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.fail_allocation = parse_number<std::int64_t>(a, v);
+         if (o.fail_allocation < 1) throw UsageError("--fail-allocation must be at least 1");
+       }},
+      {"--device", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.device = choice<DeviceChoice>(a, v,
+                                         {{"auto", DeviceChoice::auto_select},
+                                          {"cpu", DeviceChoice::cpu},
+                                          {"cuda", DeviceChoice::cuda}});
+       }},
+      {"--input-requires-grad", false, false,
+       [](RunOptions& o, S, S) { o.input_requires_grad = true; }},
+      {"--input", true, false, [](RunOptions& o, S, S v) { o.input_files.push_back(v); }},
+      {"--loss", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.loss = choice<LossKind>(
+             a, v, {{"sum", LossKind::sum}, {"mean", LossKind::mean}, {"model", LossKind::model}});
+       }},
+      {"--json", false, true, [](RunOptions& o, S, S) { o.json = true; }},
+      {"--no-baseline", false, true, [](RunOptions& o, S, S) { o.no_baseline = true; }},
+      {"--dump", true, true, [](RunOptions& o, S, S v) { o.dump_dir = v; }},
+      {"--trace", true, true, [](RunOptions& o, S, S v) { o.trace_file = v; }},
+      {"--plot", true, true, [](RunOptions& o, S, S v) { o.plot_file = v; }},
+  };
+  return rules;
+}
+
+}  // namespace
+
 RunOptions parse_run_options(const std::vector<std::string>& args,
                              std::vector<std::string>* positional, bool allow_outputs) {
   RunOptions o;
+  const auto& rules = run_option_rules();
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--checkpoint") {
-      o.checkpoint.push_back(value());
-    } else if (a == "--checkpoint-range") {
-      o.checkpoint_ranges.push_back(value());
-    } else if (a == "--checkpoint-instances") {
-      o.checkpoint_instances.push_back(value());
-    } else if (a == "--checkpoint-all") {
-      o.checkpoint_all = true;
-    } else if (a == "--checkpoint-depth") {
-      o.checkpoint_depth = parse_number<int>(a, value());
-      if (*o.checkpoint_depth < 1) throw UsageError("--checkpoint-depth must be at least 1");
-    } else if (a == "--segments") {
-      o.segments = parse_number<int>(a, value());
-      if (o.segments < 1) throw UsageError("--segments must be at least 1");
-    } else if (a == "--variant") {
-      const auto& v = value();
-      if (v == "reentrant") {
-        o.use_reentrant = true;
-      } else if (v == "non-reentrant") {
-        o.use_reentrant = false;
-      } else {
-        throw UsageError("--variant must be reentrant or non-reentrant, got '" + v + "'");
-      }
-    } else if (a == "--no-preserve-rng") {
-      o.no_preserve_rng = true;
-    } else if (a == "--early-stop") {
-      o.early_stop = true;
-    } else if (a == "--no-check-recompute") {
-      o.no_check_recompute = true;
-    } else if (a == "--policy") {
-      const auto& v = value();
-      if (v == "save-matmul") {
-        o.policy = SelectivePolicy::save_matmul;
-      } else if (v == "none") {
-        o.policy = SelectivePolicy::none;
-      } else {
-        throw UsageError("--policy must be save-matmul or none, got '" + v + "'");
-      }
-    } else if (a == "--batch") {
-      o.batch = parse_number<std::int64_t>(a, value());
-      if (*o.batch < 1 || *o.batch > (1LL << 24))
-        throw UsageError("--batch must be in 1..16777216");
-    } else if (a == "--seed") {
-      o.seed = parse_number<std::uint64_t>(a, value());
-    } else if (a == "--threads") {
-      o.threads = parse_number<int>(a, value());
-      if (o.threads < 1 || o.threads > 1024) throw UsageError("--threads must be in 1..1024");
-    } else if (a == "--max-memory") {
-      const std::string& v = value();
-      try {
-        if (v.find('%') != std::string::npos) throw std::invalid_argument("a share");
-        o.max_memory = parse_budget(v, 0);
-      } catch (const std::exception&) {
-        throw UsageError("--max-memory expects bytes (123456) or a size such as 16GiB, got '" + v +
-                         "'");
-      }
-      if (o.max_memory < 1) throw UsageError("--max-memory must be a positive number of bytes");
-    } else if (a == "--dry-run") {
-      o.dry_run = true;
-    } else if (a == "--detect-anomaly") {
-      o.detect_anomaly = true;
-    } else if (a == "--fail-allocation") {
-      o.fail_allocation = parse_number<std::int64_t>(a, value());
-      if (o.fail_allocation < 1) throw UsageError("--fail-allocation must be at least 1");
-    } else if (a == "--device") {
-      const auto& v = value();
-      if (v == "auto") {
-        o.device = DeviceChoice::auto_select;
-      } else if (v == "cpu") {
-        o.device = DeviceChoice::cpu;
-      } else if (v == "cuda") {
-        o.device = DeviceChoice::cuda;
-      } else {
-        throw UsageError("--device must be auto, cpu or cuda, got '" + v + "'");
-      }
-    } else if (a == "--input-requires-grad") {
-      o.input_requires_grad = true;
-    } else if (a == "--input") {
-      o.input_files.push_back(value());
-    } else if (a == "--loss") {
-      const auto& v = value();
-      if (v == "sum") {
-        o.loss = LossKind::sum;
-      } else if (v == "mean") {
-        o.loss = LossKind::mean;
-      } else if (v == "model") {
-        o.loss = LossKind::model;
-      } else {
-        throw UsageError("--loss must be sum, mean or model, got '" + v + "'");
-      }
-    } else if (allow_outputs && a == "--json") {
-      o.json = true;
-    } else if (allow_outputs && a == "--no-baseline") {
-      o.no_baseline = true;
-    } else if (allow_outputs && a == "--dump") {
-      o.dump_dir = value();
-    } else if (allow_outputs && a == "--trace") {
-      o.trace_file = value();
-    } else if (allow_outputs && a == "--plot") {
-      o.plot_file = value();
+    const auto rule = std::find_if(rules.begin(), rules.end(), [&](const RunOptionRule& r) {
+      return a == r.flag && (allow_outputs || !r.output);
+    });
+    if (rule != rules.end()) {
+      if (rule->takes_value && i + 1 >= args.size()) throw UsageError(a + " needs a value");
+      rule->apply(o, a, rule->takes_value ? args[++i] : std::string());
     } else if (a.rfind("--", 0) == 0) {
       throw UsageError("unknown option " + a);
     } else if (positional) {
