@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <set>
 
@@ -32,6 +33,38 @@ std::int64_t parameter_bytes(const Model& model, const Module& m) {
 }
 
 }  // namespace
+
+// The module tree with each module's op count, parameter bytes and the bytes it keeps.
+void print_modules(const Model& model, const std::function<std::int64_t(const Module&)>& saved_in,
+                   bool json) {
+  if (json) {
+    std::cout << "[";
+    bool first = true;
+    for (const Module* m : model.all_modules()) {
+      std::cout << (first ? "\n" : ",\n") << "  {\"path\": \"" << m->path << "\", \"kind\": \""
+                << m->kind << "\", \"ops\": " << (m->end_op - m->first_op)
+                << ", \"parameter_bytes\": " << parameter_bytes(model, *m)
+                << ", \"saved_bytes\": " << saved_in(*m)
+                << ", \"checkpointable\": " << (m->checkpointable ? "true" : "false") << "}";
+      first = false;
+    }
+    std::cout << "\n]\n";
+    return;
+  }
+  std::printf("%-48s %-16s %7s %12s %12s\n", "module", "kind", "ops", "params", "keeps");
+  for (const Module* m : model.all_modules()) {
+    const int depth = static_cast<int>(std::count(m->path.begin(), m->path.end(), '.'));
+    std::string name = std::string(static_cast<std::size_t>(2 * depth), ' ') + m->name;
+    if (!m->checkpointable) name += " (x)";
+    std::printf("%-48s %-16s %7lld %12s %12s\n", name.c_str(), m->kind.c_str(),
+                static_cast<long long>(m->end_op - m->first_op),
+                format_bytes(parameter_bytes(model, *m)).c_str(),
+                format_bytes(saved_in(*m)).c_str());
+  }
+  std::printf(
+      "\n(x): not checkpointable (its ops are not contiguous); saves: activation bytes "
+      "its ops keep for backward in a plain run\n");
+}
 
 int cmd_modules(const std::vector<std::string>& args) {
   if (has_help(args)) {
@@ -76,33 +109,7 @@ int cmd_modules(const std::vector<std::string>& args) {
     }
     return total;
   };
-  if (json) {
-    std::cout << "[";
-    bool first = true;
-    for (const Module* m : model->all_modules()) {
-      std::cout << (first ? "\n" : ",\n") << "  {\"path\": \"" << m->path << "\", \"kind\": \""
-                << m->kind << "\", \"ops\": " << (m->end_op - m->first_op)
-                << ", \"parameter_bytes\": " << parameter_bytes(*model, *m)
-                << ", \"saved_bytes\": " << saved_in(*m)
-                << ", \"checkpointable\": " << (m->checkpointable ? "true" : "false") << "}";
-      first = false;
-    }
-    std::cout << "\n]\n";
-    return kExitOk;
-  }
-  std::printf("%-48s %-16s %7s %12s %12s\n", "module", "kind", "ops", "params", "keeps");
-  for (const Module* m : model->all_modules()) {
-    const int depth = static_cast<int>(std::count(m->path.begin(), m->path.end(), '.'));
-    std::string name = std::string(static_cast<std::size_t>(2 * depth), ' ') + m->name;
-    if (!m->checkpointable) name += " (x)";
-    std::printf("%-48s %-16s %7lld %12s %12s\n", name.c_str(), m->kind.c_str(),
-                static_cast<long long>(m->end_op - m->first_op),
-                format_bytes(parameter_bytes(*model, *m)).c_str(),
-                format_bytes(saved_in(*m)).c_str());
-  }
-  std::printf(
-      "\n(x): not checkpointable (its ops are not contiguous); saves: activation bytes "
-      "its ops keep for backward in a plain run\n");
+  print_modules(*model, saved_in, json);
   return kExitOk;
 }
 
