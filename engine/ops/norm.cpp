@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
@@ -98,6 +99,103 @@ TensorList bn_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& w,
   return {dx, dw, db, Tensor(), Tensor()};
 }
 
+// Channel c's batch statistics in two passes in double, as PyTorch's CPU kernel accumulates:
+// the mean (rounded to T, as it is saved) and the sum of squared deviations from it.
+template <typename T>
+std::pair<T, double> channel_mean_and_var_sum(const T* xp, std::int64_t c, const BnShape& b) {
+  const double count = static_cast<double>(b.count());
+  double sum = 0;
+  for (std::int64_t n = 0; n < b.n; ++n) {
+    const T* xv = xp + (n * b.c + c) * b.s;
+#pragma omp simd reduction(+ : sum)
+    for (std::int64_t i = 0; i < b.s; ++i) sum += xv[i];
+  }
+  const T mean = static_cast<T>(sum / count);
+  double var_sum = 0;
+  for (std::int64_t n = 0; n < b.n; ++n) {
+    const T* xv = xp + (n * b.c + c) * b.s;
+#pragma omp simd reduction(+ : var_sum)
+    for (std::int64_t i = 0; i < b.s; ++i) {
+      const T d = xv[i] - mean;
+      var_sum += d * d;
+    }
+  }
+  return {mean, var_sum};
+}
+
+template <typename T>
+void bn_forward(const Tensor& x, const Tensor& out, const Tensor& weight, const Tensor& bias,
+                const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
+                const Tensor& save_invstd, bool training, double momentum, double eps,
+                const BnShape& b) {
+  const T* xp = x.data<T>();
+  T* op_ = out.data<T>();
+  const T* wp = ptr_or_null<T>(weight);
+  const T* bp = ptr_or_null<T>(bias);
+  T* rm = running_mean.defined() ? running_mean.data<T>() : nullptr;
+  T* rv = running_var.defined() ? running_var.data<T>() : nullptr;
+  const double count = static_cast<double>(b.count());
+#pragma omp parallel for schedule(static) if (b.n * b.c * b.s > kParallelGrain)
+  for (std::int64_t c = 0; c < b.c; ++c) {
+    double mean_d, invstd_d;
+    if (training) {
+      const auto [mean, var_sum] = channel_mean_and_var_sum(xp, c, b);
+      mean_d = static_cast<double>(mean);
+      invstd_d = 1.0 / std::sqrt(var_sum / count + eps);
+      save_mean.data<T>()[c] = mean;
+      save_invstd.data<T>()[c] = static_cast<T>(invstd_d);
+      if (rm) rm[c] = static_cast<T>(momentum * mean_d + (1 - momentum) * rm[c]);
+      if (rv) rv[c] = static_cast<T>(momentum * (var_sum / (count - 1)) + (1 - momentum) * rv[c]);
+    } else {
+      mean_d = static_cast<double>(rm[c]);
+      invstd_d = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
+    }
+    // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
+    const double alpha_d = invstd_d * (wp ? static_cast<double>(wp[c]) : 1.0);
+    const T alpha = static_cast<T>(alpha_d);
+    const T beta = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mean_d * alpha_d);
+    for (std::int64_t n = 0; n < b.n; ++n) {
+      const T* xv = xp + (n * b.c + c) * b.s;
+      T* o = op_ + (n * b.c + c) * b.s;
+#pragma omp simd
+      for (std::int64_t i = 0; i < b.s; ++i) o[i] = xv[i] * alpha + beta;
+    }
+  }
+}
+
+void check_batch_norm_state(const Tensor& x, const BnShape& b, const Tensor& weight,
+                            const Tensor& bias, const Tensor& running_mean,
+                            const Tensor& running_var, bool training) {
+  check_channel_vector(weight, "weight", b.c, x.dtype());
+  check_channel_vector(bias, "bias", b.c, x.dtype());
+  check_channel_vector(running_mean, "running_mean", b.c, x.dtype());
+  check_channel_vector(running_var, "running_var", b.c, x.dtype());
+  if (!training && (!running_mean.defined() || !running_var.defined()))
+    throw std::invalid_argument(std::string("batch_norm: running_") +
+                                (running_mean.defined() ? "var" : "mean") +
+                                " must be defined in evaluation mode");
+  if (training && b.count() <= 1)
+    throw std::invalid_argument(
+        "batch_norm: Expected more than 1 value per channel when training, got input size " +
+        shape_str(x.shape()));
+}
+
+// In-place updates of model state move its version on, as PyTorch's do.
+void bump_tracked_state(const Tensor& running_mean, const Tensor& running_var,
+                        const Tensor& num_batches_tracked) {
+  if (running_mean.defined()) running_mean.bump_version();
+  if (running_var.defined()) running_var.bump_version();
+  if (num_batches_tracked.defined()) {
+    if (num_batches_tracked.dtype() != DType::i64 || num_batches_tracked.numel() != 1)
+      throw std::invalid_argument(
+          "batch_norm: num_batches_tracked must be a one-element int64 "
+          "tensor, got " +
+          num_batches_tracked.str());
+    if (!num_batches_tracked.is_meta()) num_batches_tracked.data<std::int64_t>()[0] += 1;
+    num_batches_tracked.bump_version();
+  }
+}
+
 }  // namespace
 
 Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
@@ -112,18 +210,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
   const Tensor x = as_contiguous(x_in);
   BnShape b{x.shape()[0], x.shape()[1], 1};
   for (std::size_t d = 2; d < x.shape().size(); ++d) b.s *= x.shape()[d];
-  check_channel_vector(weight, "weight", b.c, x.dtype());
-  check_channel_vector(bias, "bias", b.c, x.dtype());
-  check_channel_vector(running_mean, "running_mean", b.c, x.dtype());
-  check_channel_vector(running_var, "running_var", b.c, x.dtype());
-  if (!training && (!running_mean.defined() || !running_var.defined()))
-    throw std::invalid_argument(std::string("batch_norm: running_") +
-                                (running_mean.defined() ? "var" : "mean") +
-                                " must be defined in evaluation mode");
-  if (training && b.count() <= 1)
-    throw std::invalid_argument(
-        "batch_norm: Expected more than 1 value per channel when training, got input size " +
-        shape_str(x.shape()));
+  check_batch_norm_state(x, b, weight, bias, running_mean, running_var, training);
 
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   Tensor save_mean, save_invstd;
@@ -133,71 +220,10 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
   }
   if (!out.is_meta())
     dispatch_floating(x.dtype(), "batch_norm", [&]<typename T>() {
-      const T* xp = x.data<T>();
-      T* op_ = out.data<T>();
-      const T* wp = ptr_or_null<T>(weight);
-      const T* bp = ptr_or_null<T>(bias);
-      T* rm = running_mean.defined() ? running_mean.data<T>() : nullptr;
-      T* rv = running_var.defined() ? running_var.data<T>() : nullptr;
-      const double count = static_cast<double>(b.count());
-#pragma omp parallel for schedule(static) if (b.n * b.c * b.s > kParallelGrain)
-      for (std::int64_t c = 0; c < b.c; ++c) {
-        double mean_d, invstd_d;
-        if (training) {
-          // Two passes in double, as PyTorch's CPU kernel accumulates.
-          double sum = 0;
-          for (std::int64_t n = 0; n < b.n; ++n) {
-            const T* xv = xp + (n * b.c + c) * b.s;
-#pragma omp simd reduction(+ : sum)
-            for (std::int64_t i = 0; i < b.s; ++i) sum += xv[i];
-          }
-          const T mean = static_cast<T>(sum / count);
-          double var_sum = 0;
-          for (std::int64_t n = 0; n < b.n; ++n) {
-            const T* xv = xp + (n * b.c + c) * b.s;
-#pragma omp simd reduction(+ : var_sum)
-            for (std::int64_t i = 0; i < b.s; ++i) {
-              const T d = xv[i] - mean;
-              var_sum += d * d;
-            }
-          }
-          mean_d = static_cast<double>(mean);
-          invstd_d = 1.0 / std::sqrt(var_sum / count + eps);
-          save_mean.data<T>()[c] = mean;
-          save_invstd.data<T>()[c] = static_cast<T>(invstd_d);
-          if (rm) rm[c] = static_cast<T>(momentum * mean_d + (1 - momentum) * rm[c]);
-          if (rv)
-            rv[c] = static_cast<T>(momentum * (var_sum / (count - 1)) + (1 - momentum) * rv[c]);
-        } else {
-          mean_d = static_cast<double>(rm[c]);
-          invstd_d = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
-        }
-        // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
-        const double alpha_d = invstd_d * (wp ? static_cast<double>(wp[c]) : 1.0);
-        const T alpha = static_cast<T>(alpha_d);
-        const T beta = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mean_d * alpha_d);
-        for (std::int64_t n = 0; n < b.n; ++n) {
-          const T* xv = xp + (n * b.c + c) * b.s;
-          T* o = op_ + (n * b.c + c) * b.s;
-#pragma omp simd
-          for (std::int64_t i = 0; i < b.s; ++i) o[i] = xv[i] * alpha + beta;
-        }
-      }
+      bn_forward<T>(x, out, weight, bias, running_mean, running_var, save_mean, save_invstd,
+                    training, momentum, eps, b);
     });
-  if (training) {
-    // In-place updates of model state move its version on, as PyTorch's do.
-    if (running_mean.defined()) running_mean.bump_version();
-    if (running_var.defined()) running_var.bump_version();
-    if (num_batches_tracked.defined()) {
-      if (num_batches_tracked.dtype() != DType::i64 || num_batches_tracked.numel() != 1)
-        throw std::invalid_argument(
-            "batch_norm: num_batches_tracked must be a one-element int64 "
-            "tensor, got " +
-            num_batches_tracked.str());
-      if (!num_batches_tracked.is_meta()) num_batches_tracked.data<std::int64_t>()[0] += 1;
-      num_batches_tracked.bump_version();
-    }
-  }
+  if (training) bump_tracked_state(running_mean, running_var, num_batches_tracked);
   record("NativeBatchNormBackward0", {x_in, weight, bias}, {out},
          {x_in, weight, running_mean, running_var, save_mean, save_invstd},
          [training, eps, b](BackwardContext& c) -> TensorList {
