@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
@@ -238,21 +239,22 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
   return out;
 }
 
-Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, double eps) {
-  OpScope op("layer_norm");
-  const auto nd = x_in.dim();
+namespace {
+
+void check_layer_norm_args(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                           const Tensor& bias) {
+  const auto nd = x.dim();
   const auto nn = static_cast<std::int64_t>(normalized_shape.size());
   bool matches = nn >= 1 && nd >= nn;
   for (std::int64_t i = 0; matches && i < nn; ++i)
-    matches = x_in.shape()[static_cast<std::size_t>(nd - nn + i)] ==
+    matches = x.shape()[static_cast<std::size_t>(nd - nn + i)] ==
               normalized_shape[static_cast<std::size_t>(i)];
   if (!matches) {
     std::string expected = "[*";
     for (auto d : normalized_shape) expected += ", " + std::to_string(d);
     throw std::invalid_argument("layer_norm: Given normalized_shape=" +
                                 shape_str(normalized_shape) + ", expected input with shape " +
-                                expected + "], but got input of size" + shape_str(x_in.shape()));
+                                expected + "], but got input of size" + shape_str(x.shape()));
   }
   for (const Tensor* t : {&weight, &bias})
     if (t->defined() && t->shape() != normalized_shape)
@@ -261,8 +263,137 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
           " to be of same shape as normalized_shape, but got " +
           (t == &weight ? "weight" : "bias") + " of shape " + shape_str(t->shape()) +
           " and normalized_shape = " + shape_str(normalized_shape));
-  if (!is_floating(x_in.dtype()))
-    throw std::invalid_argument("layer_norm: expected a floating-point input, got " + x_in.str());
+  if (!is_floating(x.dtype()))
+    throw std::invalid_argument("layer_norm: expected a floating-point input, got " + x.str());
+}
+
+template <typename T>
+void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& bb, const Tensor& out,
+                        const Tensor& mean, const Tensor& rstd, std::int64_t rows, std::int64_t m,
+                        double eps) {
+  const T* xp = x.data<T>();
+  const T* wp = ptr_or_null<T>(w);
+  const T* bp = ptr_or_null<T>(bb);
+  T* op_ = out.data<T>();
+  T* mp = mean.data<T>();
+  T* rp = rstd.data<T>();
+#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xv = xp + r * m;
+    double sum = 0;
+    for (std::int64_t i = 0; i < m; ++i) sum += xv[i];
+    const double mu = sum / static_cast<double>(m);
+    double var = 0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const double d = xv[i] - mu;
+      var += d * d;
+    }
+    const double rs = 1.0 / std::sqrt(var / static_cast<double>(m) + eps);
+    mp[r] = static_cast<T>(mu);
+    rp[r] = static_cast<T>(rs);
+    T* o = op_ + r * m;
+    for (std::int64_t i = 0; i < m; ++i) {
+      double y = (xv[i] - mu) * rs;
+      if (wp) y *= wp[i];
+      if (bp) y += bp[i];
+      o[i] = static_cast<T>(y);
+    }
+  }
+}
+
+// What layer_norm's backward reads, `rows` rows of `m` elements. In a dry run (meta, `live`
+// false) the pointers are null: the same tensors are made and the loops skipped.
+template <typename T>
+struct LayerNormGradInputs {
+  const T* grad;
+  const T* x;
+  const T* weight;  // null without a weight
+  const T* mean;
+  const T* rstd;
+  std::int64_t rows, m;
+  bool live;
+};
+
+template <typename T>
+Tensor layer_norm_input_grad(const LayerNormGradInputs<T>& in, const Tensor& x) {
+  const std::int64_t rows = in.rows, m = in.m;
+  Tensor dx = Tensor::empty(x.shape(), x.dtype());
+  T* dp = data_or_null<T>(dx, in.live);
+  const T* wp = in.weight;
+#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
+  for (std::int64_t row = 0; row < (in.live ? rows : 0); ++row) {
+    const T* g = in.grad + row * m;
+    const T* xv = in.x + row * m;
+    const double mu = in.mean[row], rs = in.rstd[row];
+    // dx = rs * (g*w - mean(g*w) - xhat * mean(g*w*xhat))
+    double sg = 0, sgx = 0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
+      sg += gw;
+      sgx += gw * (xv[i] - mu) * rs;
+    }
+    const double inv_m = 1.0 / static_cast<double>(m);
+    T* d = dp + row * m;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
+      const double xhat = (xv[i] - mu) * rs;
+      d[i] = static_cast<T>(rs * (gw - sg * inv_m - xhat * sgx * inv_m));
+    }
+  }
+  return dx;
+}
+
+template <typename T>
+void layer_norm_param_grads(const LayerNormGradInputs<T>& in, const Shape& param_shape, DType dtype,
+                            bool need_w, bool need_b, TensorList& r) {
+  std::vector<double> dw(static_cast<std::size_t>(in.m), 0.0), db(dw.size(), 0.0);
+  for (std::int64_t row = 0; row < (in.live ? in.rows : 0); ++row) {
+    const T* g = in.grad + row * in.m;
+    const T* xv = in.x + row * in.m;
+    const double mu = in.mean[row], rs = in.rstd[row];
+    for (std::int64_t i = 0; i < in.m; ++i) {
+      dw[static_cast<std::size_t>(i)] += g[i] * (xv[i] - mu) * rs;
+      db[static_cast<std::size_t>(i)] += g[i];
+    }
+  }
+  if (need_w) r[1] = Tensor::from_vector(dw, param_shape);
+  if (need_b) r[2] = Tensor::from_vector(db, param_shape);
+  if (dtype == DType::f32) {
+    if (need_w) r[1] = cast_raw(r[1], DType::f32);
+    if (need_b) r[2] = cast_raw(r[2], DType::f32);
+  }
+}
+
+// Saved: x, weight, bias, mean, rstd.
+TensorList layer_norm_backward(BackwardContext& c, std::int64_t rows, std::int64_t m) {
+  const Tensor gy = as_contiguous(c.grads[0]);
+  const Tensor x = as_contiguous(c.saved[0]);
+  const Tensor& w = c.saved[1];
+  const auto& need = c.needs_input_grad;
+  TensorList r(3);
+  dispatch_floating(gy.dtype(), "layer_norm backward", [&]<typename T>() {
+    const bool live = !gy.is_meta();
+    const Tensor wc = w.defined() ? as_contiguous(w) : Tensor();
+    auto data = [live](const Tensor& t) { return data_or_null<T>(t, live); };
+    const LayerNormGradInputs<T> in{data(gy),         data(x), data(wc), data(c.saved[3]),
+                                    data(c.saved[4]), rows,    m,        live};
+    if (need[0]) r[0] = layer_norm_input_grad(in, x);
+    const bool need_w = need.size() > 1 && need[1];
+    const bool need_b = need.size() > 2 && need[2];
+    if (need_w || need_b)
+      layer_norm_param_grads(in, c.saved[1].defined() ? c.saved[1].shape() : c.saved[2].shape(),
+                             gy.dtype(), need_w, need_b, r);
+  });
+  return r;
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  OpScope op("layer_norm");
+  check_layer_norm_args(x_in, normalized_shape, weight, bias);
+  const auto nn = static_cast<std::int64_t>(normalized_shape.size());
   const Tensor x = as_contiguous(x_in);
   const Tensor w = weight.defined() ? as_contiguous(weight) : Tensor();
   const Tensor bb = bias.defined() ? as_contiguous(bias) : Tensor();
@@ -275,101 +406,10 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   Tensor rstd = Tensor::empty(stat_shape, x.dtype());
   if (!out.is_meta())
     dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
-      const T* xp = x.data<T>();
-      const T* wp = ptr_or_null<T>(w);
-      const T* bp = ptr_or_null<T>(bb);
-      T* op_ = out.data<T>();
-      T* mp = mean.data<T>();
-      T* rp = rstd.data<T>();
-#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const T* xv = xp + r * m;
-        double sum = 0;
-        for (std::int64_t i = 0; i < m; ++i) sum += xv[i];
-        const double mu = sum / static_cast<double>(m);
-        double var = 0;
-        for (std::int64_t i = 0; i < m; ++i) {
-          const double d = xv[i] - mu;
-          var += d * d;
-        }
-        const double rs = 1.0 / std::sqrt(var / static_cast<double>(m) + eps);
-        mp[r] = static_cast<T>(mu);
-        rp[r] = static_cast<T>(rs);
-        T* o = op_ + r * m;
-        for (std::int64_t i = 0; i < m; ++i) {
-          double y = (xv[i] - mu) * rs;
-          if (wp) y *= wp[i];
-          if (bp) y += bp[i];
-          o[i] = static_cast<T>(y);
-        }
-      }
+      layer_norm_forward<T>(x, w, bb, out, mean, rstd, rows, m, eps);
     });
   record("NativeLayerNormBackward0", {x_in, weight, bias}, {out}, {x_in, weight, bias, mean, rstd},
-         [rows, m](BackwardContext& c) -> TensorList {
-           const Tensor gy = as_contiguous(c.grads[0]);
-           const Tensor x = as_contiguous(c.saved[0]);
-           const Tensor& w = c.saved[1];
-           const Tensor& mean = c.saved[3];
-           const Tensor& rstd = c.saved[4];
-           const auto& need = c.needs_input_grad;
-           TensorList r(3);
-           dispatch_floating(gy.dtype(), "layer_norm backward", [&]<typename T>() {
-             // A dry run (meta) makes the same tensors and skips the loops.
-             const bool live = !gy.is_meta();
-             const Tensor wc = w.defined() ? as_contiguous(w) : Tensor();
-             const T* gp = data_or_null<T>(gy, live);
-             const T* xp = data_or_null<T>(x, live);
-             const T* wp = data_or_null<T>(wc, live);
-             const T* mp = data_or_null<T>(mean, live);
-             const T* rp = data_or_null<T>(rstd, live);
-             if (need[0]) {
-               r[0] = Tensor::empty(x.shape(), x.dtype());
-               T* dp = data_or_null<T>(r[0], live);
-#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
-               for (std::int64_t row = 0; row < (live ? rows : 0); ++row) {
-                 const T* g = gp + row * m;
-                 const T* xv = xp + row * m;
-                 const double mu = mp[row], rs = rp[row];
-                 // dx = rs * (g*w - mean(g*w) - xhat * mean(g*w*xhat))
-                 double sg = 0, sgx = 0;
-                 for (std::int64_t i = 0; i < m; ++i) {
-                   const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
-                   sg += gw;
-                   sgx += gw * (xv[i] - mu) * rs;
-                 }
-                 const double inv_m = 1.0 / static_cast<double>(m);
-                 T* d = dp + row * m;
-                 for (std::int64_t i = 0; i < m; ++i) {
-                   const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
-                   const double xhat = (xv[i] - mu) * rs;
-                   d[i] = static_cast<T>(rs * (gw - sg * inv_m - xhat * sgx * inv_m));
-                 }
-               }
-             }
-             const bool need_w = need.size() > 1 && need[1];
-             const bool need_b = need.size() > 2 && need[2];
-             if (need_w || need_b) {
-               std::vector<double> dw(static_cast<std::size_t>(m), 0.0), db(dw.size(), 0.0);
-               for (std::int64_t row = 0; row < (live ? rows : 0); ++row) {
-                 const T* g = gp + row * m;
-                 const T* xv = xp + row * m;
-                 const double mu = mp[row], rs = rp[row];
-                 for (std::int64_t i = 0; i < m; ++i) {
-                   dw[static_cast<std::size_t>(i)] += g[i] * (xv[i] - mu) * rs;
-                   db[static_cast<std::size_t>(i)] += g[i];
-                 }
-               }
-               const Shape ws = c.saved[1].defined() ? c.saved[1].shape() : c.saved[2].shape();
-               if (need_w) r[1] = Tensor::from_vector(dw, ws);
-               if (need_b) r[2] = Tensor::from_vector(db, ws);
-               if (gy.dtype() == DType::f32) {
-                 if (need_w) r[1] = cast_raw(r[1], DType::f32);
-                 if (need_b) r[2] = cast_raw(r[2], DType::f32);
-               }
-             }
-           });
-           return r;
-         });
+         [rows, m](BackwardContext& c) { return layer_norm_backward(c, rows, m); });
   return out;
 }
 
