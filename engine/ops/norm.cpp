@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
@@ -98,6 +100,103 @@ TensorList bn_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& w,
   return {dx, dw, db, Tensor(), Tensor()};
 }
 
+// Channel c's batch statistics in two passes in double, as PyTorch's CPU kernel accumulates:
+// the mean (rounded to T, as it is saved) and the sum of squared deviations from it.
+template <typename T>
+std::pair<T, double> channel_mean_and_var_sum(const T* xp, std::int64_t c, const BnShape& b) {
+  const double count = static_cast<double>(b.count());
+  double sum = 0;
+  for (std::int64_t n = 0; n < b.n; ++n) {
+    const T* xv = xp + (n * b.c + c) * b.s;
+#pragma omp simd reduction(+ : sum)
+    for (std::int64_t i = 0; i < b.s; ++i) sum += xv[i];
+  }
+  const T mean = static_cast<T>(sum / count);
+  double var_sum = 0;
+  for (std::int64_t n = 0; n < b.n; ++n) {
+    const T* xv = xp + (n * b.c + c) * b.s;
+#pragma omp simd reduction(+ : var_sum)
+    for (std::int64_t i = 0; i < b.s; ++i) {
+      const T d = xv[i] - mean;
+      var_sum += d * d;
+    }
+  }
+  return {mean, var_sum};
+}
+
+template <typename T>
+void bn_forward(const Tensor& x, const Tensor& out, const Tensor& weight, const Tensor& bias,
+                const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
+                const Tensor& save_invstd, bool training, double momentum, double eps,
+                const BnShape& b) {
+  const T* xp = x.data<T>();
+  T* op_ = out.data<T>();
+  const T* wp = ptr_or_null<T>(weight);
+  const T* bp = ptr_or_null<T>(bias);
+  T* rm = running_mean.defined() ? running_mean.data<T>() : nullptr;
+  T* rv = running_var.defined() ? running_var.data<T>() : nullptr;
+  const double count = static_cast<double>(b.count());
+#pragma omp parallel for schedule(static) if (b.n * b.c * b.s > kParallelGrain)
+  for (std::int64_t c = 0; c < b.c; ++c) {
+    double mean_d, invstd_d;
+    if (training) {
+      const auto [mean, var_sum] = channel_mean_and_var_sum(xp, c, b);
+      mean_d = static_cast<double>(mean);
+      invstd_d = 1.0 / std::sqrt(var_sum / count + eps);
+      save_mean.data<T>()[c] = mean;
+      save_invstd.data<T>()[c] = static_cast<T>(invstd_d);
+      if (rm) rm[c] = static_cast<T>(momentum * mean_d + (1 - momentum) * rm[c]);
+      if (rv) rv[c] = static_cast<T>(momentum * (var_sum / (count - 1)) + (1 - momentum) * rv[c]);
+    } else {
+      mean_d = static_cast<double>(rm[c]);
+      invstd_d = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
+    }
+    // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
+    const double alpha_d = invstd_d * (wp ? static_cast<double>(wp[c]) : 1.0);
+    const T alpha = static_cast<T>(alpha_d);
+    const T beta = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mean_d * alpha_d);
+    for (std::int64_t n = 0; n < b.n; ++n) {
+      const T* xv = xp + (n * b.c + c) * b.s;
+      T* o = op_ + (n * b.c + c) * b.s;
+#pragma omp simd
+      for (std::int64_t i = 0; i < b.s; ++i) o[i] = xv[i] * alpha + beta;
+    }
+  }
+}
+
+void check_batch_norm_state(const Tensor& x, const BnShape& b, const Tensor& weight,
+                            const Tensor& bias, const Tensor& running_mean,
+                            const Tensor& running_var, bool training) {
+  check_channel_vector(weight, "weight", b.c, x.dtype());
+  check_channel_vector(bias, "bias", b.c, x.dtype());
+  check_channel_vector(running_mean, "running_mean", b.c, x.dtype());
+  check_channel_vector(running_var, "running_var", b.c, x.dtype());
+  if (!training && (!running_mean.defined() || !running_var.defined()))
+    throw std::invalid_argument(std::string("batch_norm: running_") +
+                                (running_mean.defined() ? "var" : "mean") +
+                                " must be defined in evaluation mode");
+  if (training && b.count() <= 1)
+    throw std::invalid_argument(
+        "batch_norm: Expected more than 1 value per channel when training, got input size " +
+        shape_str(x.shape()));
+}
+
+// In-place updates of model state move its version on, as PyTorch's do.
+void bump_tracked_state(const Tensor& running_mean, const Tensor& running_var,
+                        const Tensor& num_batches_tracked) {
+  if (running_mean.defined()) running_mean.bump_version();
+  if (running_var.defined()) running_var.bump_version();
+  if (num_batches_tracked.defined()) {
+    if (num_batches_tracked.dtype() != DType::i64 || num_batches_tracked.numel() != 1)
+      throw std::invalid_argument(
+          "batch_norm: num_batches_tracked must be a one-element int64 "
+          "tensor, got " +
+          num_batches_tracked.str());
+    if (!num_batches_tracked.is_meta()) num_batches_tracked.data<std::int64_t>()[0] += 1;
+    num_batches_tracked.bump_version();
+  }
+}
+
 }  // namespace
 
 Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
@@ -112,18 +211,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
   const Tensor x = as_contiguous(x_in);
   BnShape b{x.shape()[0], x.shape()[1], 1};
   for (std::size_t d = 2; d < x.shape().size(); ++d) b.s *= x.shape()[d];
-  check_channel_vector(weight, "weight", b.c, x.dtype());
-  check_channel_vector(bias, "bias", b.c, x.dtype());
-  check_channel_vector(running_mean, "running_mean", b.c, x.dtype());
-  check_channel_vector(running_var, "running_var", b.c, x.dtype());
-  if (!training && (!running_mean.defined() || !running_var.defined()))
-    throw std::invalid_argument(std::string("batch_norm: running_") +
-                                (running_mean.defined() ? "var" : "mean") +
-                                " must be defined in evaluation mode");
-  if (training && b.count() <= 1)
-    throw std::invalid_argument(
-        "batch_norm: Expected more than 1 value per channel when training, got input size " +
-        shape_str(x.shape()));
+  check_batch_norm_state(x, b, weight, bias, running_mean, running_var, training);
 
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   Tensor save_mean, save_invstd;
@@ -133,71 +221,10 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
   }
   if (!out.is_meta())
     dispatch_floating(x.dtype(), "batch_norm", [&]<typename T>() {
-      const T* xp = x.data<T>();
-      T* op_ = out.data<T>();
-      const T* wp = ptr_or_null<T>(weight);
-      const T* bp = ptr_or_null<T>(bias);
-      T* rm = running_mean.defined() ? running_mean.data<T>() : nullptr;
-      T* rv = running_var.defined() ? running_var.data<T>() : nullptr;
-      const double count = static_cast<double>(b.count());
-#pragma omp parallel for schedule(static) if (b.n * b.c * b.s > kParallelGrain)
-      for (std::int64_t c = 0; c < b.c; ++c) {
-        double mean_d, invstd_d;
-        if (training) {
-          // Two passes in double, as PyTorch's CPU kernel accumulates.
-          double sum = 0;
-          for (std::int64_t n = 0; n < b.n; ++n) {
-            const T* xv = xp + (n * b.c + c) * b.s;
-#pragma omp simd reduction(+ : sum)
-            for (std::int64_t i = 0; i < b.s; ++i) sum += xv[i];
-          }
-          const T mean = static_cast<T>(sum / count);
-          double var_sum = 0;
-          for (std::int64_t n = 0; n < b.n; ++n) {
-            const T* xv = xp + (n * b.c + c) * b.s;
-#pragma omp simd reduction(+ : var_sum)
-            for (std::int64_t i = 0; i < b.s; ++i) {
-              const T d = xv[i] - mean;
-              var_sum += d * d;
-            }
-          }
-          mean_d = static_cast<double>(mean);
-          invstd_d = 1.0 / std::sqrt(var_sum / count + eps);
-          save_mean.data<T>()[c] = mean;
-          save_invstd.data<T>()[c] = static_cast<T>(invstd_d);
-          if (rm) rm[c] = static_cast<T>(momentum * mean_d + (1 - momentum) * rm[c]);
-          if (rv)
-            rv[c] = static_cast<T>(momentum * (var_sum / (count - 1)) + (1 - momentum) * rv[c]);
-        } else {
-          mean_d = static_cast<double>(rm[c]);
-          invstd_d = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
-        }
-        // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
-        const double alpha_d = invstd_d * (wp ? static_cast<double>(wp[c]) : 1.0);
-        const T alpha = static_cast<T>(alpha_d);
-        const T beta = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mean_d * alpha_d);
-        for (std::int64_t n = 0; n < b.n; ++n) {
-          const T* xv = xp + (n * b.c + c) * b.s;
-          T* o = op_ + (n * b.c + c) * b.s;
-#pragma omp simd
-          for (std::int64_t i = 0; i < b.s; ++i) o[i] = xv[i] * alpha + beta;
-        }
-      }
+      bn_forward<T>(x, out, weight, bias, running_mean, running_var, save_mean, save_invstd,
+                    training, momentum, eps, b);
     });
-  if (training) {
-    // In-place updates of model state move its version on, as PyTorch's do.
-    if (running_mean.defined()) running_mean.bump_version();
-    if (running_var.defined()) running_var.bump_version();
-    if (num_batches_tracked.defined()) {
-      if (num_batches_tracked.dtype() != DType::i64 || num_batches_tracked.numel() != 1)
-        throw std::invalid_argument(
-            "batch_norm: num_batches_tracked must be a one-element int64 "
-            "tensor, got " +
-            num_batches_tracked.str());
-      if (!num_batches_tracked.is_meta()) num_batches_tracked.data<std::int64_t>()[0] += 1;
-      num_batches_tracked.bump_version();
-    }
-  }
+  if (training) bump_tracked_state(running_mean, running_var, num_batches_tracked);
   record("NativeBatchNormBackward0", {x_in, weight, bias}, {out},
          {x_in, weight, running_mean, running_var, save_mean, save_invstd},
          [training, eps, b](BackwardContext& c) -> TensorList {
@@ -212,21 +239,22 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
   return out;
 }
 
-Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, double eps) {
-  OpScope op("layer_norm");
-  const auto nd = x_in.dim();
+namespace {
+
+void check_layer_norm_args(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                           const Tensor& bias) {
+  const auto nd = x.dim();
   const auto nn = static_cast<std::int64_t>(normalized_shape.size());
   bool matches = nn >= 1 && nd >= nn;
   for (std::int64_t i = 0; matches && i < nn; ++i)
-    matches = x_in.shape()[static_cast<std::size_t>(nd - nn + i)] ==
+    matches = x.shape()[static_cast<std::size_t>(nd - nn + i)] ==
               normalized_shape[static_cast<std::size_t>(i)];
   if (!matches) {
     std::string expected = "[*";
     for (auto d : normalized_shape) expected += ", " + std::to_string(d);
     throw std::invalid_argument("layer_norm: Given normalized_shape=" +
                                 shape_str(normalized_shape) + ", expected input with shape " +
-                                expected + "], but got input of size" + shape_str(x_in.shape()));
+                                expected + "], but got input of size" + shape_str(x.shape()));
   }
   for (const Tensor* t : {&weight, &bias})
     if (t->defined() && t->shape() != normalized_shape)
@@ -235,8 +263,137 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
           " to be of same shape as normalized_shape, but got " +
           (t == &weight ? "weight" : "bias") + " of shape " + shape_str(t->shape()) +
           " and normalized_shape = " + shape_str(normalized_shape));
-  if (!is_floating(x_in.dtype()))
-    throw std::invalid_argument("layer_norm: expected a floating-point input, got " + x_in.str());
+  if (!is_floating(x.dtype()))
+    throw std::invalid_argument("layer_norm: expected a floating-point input, got " + x.str());
+}
+
+template <typename T>
+void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& bb, const Tensor& out,
+                        const Tensor& mean, const Tensor& rstd, std::int64_t rows, std::int64_t m,
+                        double eps) {
+  const T* xp = x.data<T>();
+  const T* wp = ptr_or_null<T>(w);
+  const T* bp = ptr_or_null<T>(bb);
+  T* op_ = out.data<T>();
+  T* mp = mean.data<T>();
+  T* rp = rstd.data<T>();
+#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xv = xp + r * m;
+    double sum = 0;
+    for (std::int64_t i = 0; i < m; ++i) sum += xv[i];
+    const double mu = sum / static_cast<double>(m);
+    double var = 0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const double d = xv[i] - mu;
+      var += d * d;
+    }
+    const double rs = 1.0 / std::sqrt(var / static_cast<double>(m) + eps);
+    mp[r] = static_cast<T>(mu);
+    rp[r] = static_cast<T>(rs);
+    T* o = op_ + r * m;
+    for (std::int64_t i = 0; i < m; ++i) {
+      double y = (xv[i] - mu) * rs;
+      if (wp) y *= wp[i];
+      if (bp) y += bp[i];
+      o[i] = static_cast<T>(y);
+    }
+  }
+}
+
+// What layer_norm's backward reads, `rows` rows of `m` elements. In a dry run (meta, `live`
+// false) the pointers are null: the same tensors are made and the loops skipped.
+template <typename T>
+struct LayerNormGradInputs {
+  const T* grad;
+  const T* x;
+  const T* weight;  // null without a weight
+  const T* mean;
+  const T* rstd;
+  std::int64_t rows, m;
+  bool live;
+};
+
+template <typename T>
+Tensor layer_norm_input_grad(const LayerNormGradInputs<T>& in, const Tensor& x) {
+  const std::int64_t rows = in.rows, m = in.m;
+  Tensor dx = Tensor::empty(x.shape(), x.dtype());
+  T* dp = data_or_null<T>(dx, in.live);
+  const T* wp = in.weight;
+#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
+  for (std::int64_t row = 0; row < (in.live ? rows : 0); ++row) {
+    const T* g = in.grad + row * m;
+    const T* xv = in.x + row * m;
+    const double mu = in.mean[row], rs = in.rstd[row];
+    // dx = rs * (g*w - mean(g*w) - xhat * mean(g*w*xhat))
+    double sg = 0, sgx = 0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
+      sg += gw;
+      sgx += gw * (xv[i] - mu) * rs;
+    }
+    const double inv_m = 1.0 / static_cast<double>(m);
+    T* d = dp + row * m;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
+      const double xhat = (xv[i] - mu) * rs;
+      d[i] = static_cast<T>(rs * (gw - sg * inv_m - xhat * sgx * inv_m));
+    }
+  }
+  return dx;
+}
+
+template <typename T>
+void layer_norm_param_grads(const LayerNormGradInputs<T>& in, const Shape& param_shape, DType dtype,
+                            bool need_w, bool need_b, TensorList& r) {
+  std::vector<double> dw(static_cast<std::size_t>(in.m), 0.0), db(dw.size(), 0.0);
+  for (std::int64_t row = 0; row < (in.live ? in.rows : 0); ++row) {
+    const T* g = in.grad + row * in.m;
+    const T* xv = in.x + row * in.m;
+    const double mu = in.mean[row], rs = in.rstd[row];
+    for (std::int64_t i = 0; i < in.m; ++i) {
+      dw[static_cast<std::size_t>(i)] += g[i] * (xv[i] - mu) * rs;
+      db[static_cast<std::size_t>(i)] += g[i];
+    }
+  }
+  if (need_w) r[1] = Tensor::from_vector(dw, param_shape);
+  if (need_b) r[2] = Tensor::from_vector(db, param_shape);
+  if (dtype == DType::f32) {
+    if (need_w) r[1] = cast_raw(r[1], DType::f32);
+    if (need_b) r[2] = cast_raw(r[2], DType::f32);
+  }
+}
+
+// Saved: x, weight, bias, mean, rstd.
+TensorList layer_norm_backward(BackwardContext& c, std::int64_t rows, std::int64_t m) {
+  const Tensor gy = as_contiguous(c.grads[0]);
+  const Tensor x = as_contiguous(c.saved[0]);
+  const Tensor& w = c.saved[1];
+  const auto& need = c.needs_input_grad;
+  TensorList r(3);
+  dispatch_floating(gy.dtype(), "layer_norm backward", [&]<typename T>() {
+    const bool live = !gy.is_meta();
+    const Tensor wc = w.defined() ? as_contiguous(w) : Tensor();
+    auto data = [live](const Tensor& t) { return data_or_null<T>(t, live); };
+    const LayerNormGradInputs<T> in{data(gy),         data(x), data(wc), data(c.saved[3]),
+                                    data(c.saved[4]), rows,    m,        live};
+    if (need[0]) r[0] = layer_norm_input_grad(in, x);
+    const bool need_w = need.size() > 1 && need[1];
+    const bool need_b = need.size() > 2 && need[2];
+    if (need_w || need_b)
+      layer_norm_param_grads(in, c.saved[1].defined() ? c.saved[1].shape() : c.saved[2].shape(),
+                             gy.dtype(), need_w, need_b, r);
+  });
+  return r;
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  OpScope op("layer_norm");
+  check_layer_norm_args(x_in, normalized_shape, weight, bias);
+  const auto nn = static_cast<std::int64_t>(normalized_shape.size());
   const Tensor x = as_contiguous(x_in);
   const Tensor w = weight.defined() ? as_contiguous(weight) : Tensor();
   const Tensor bb = bias.defined() ? as_contiguous(bias) : Tensor();
@@ -249,101 +406,10 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   Tensor rstd = Tensor::empty(stat_shape, x.dtype());
   if (!out.is_meta())
     dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
-      const T* xp = x.data<T>();
-      const T* wp = ptr_or_null<T>(w);
-      const T* bp = ptr_or_null<T>(bb);
-      T* op_ = out.data<T>();
-      T* mp = mean.data<T>();
-      T* rp = rstd.data<T>();
-#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const T* xv = xp + r * m;
-        double sum = 0;
-        for (std::int64_t i = 0; i < m; ++i) sum += xv[i];
-        const double mu = sum / static_cast<double>(m);
-        double var = 0;
-        for (std::int64_t i = 0; i < m; ++i) {
-          const double d = xv[i] - mu;
-          var += d * d;
-        }
-        const double rs = 1.0 / std::sqrt(var / static_cast<double>(m) + eps);
-        mp[r] = static_cast<T>(mu);
-        rp[r] = static_cast<T>(rs);
-        T* o = op_ + r * m;
-        for (std::int64_t i = 0; i < m; ++i) {
-          double y = (xv[i] - mu) * rs;
-          if (wp) y *= wp[i];
-          if (bp) y += bp[i];
-          o[i] = static_cast<T>(y);
-        }
-      }
+      layer_norm_forward<T>(x, w, bb, out, mean, rstd, rows, m, eps);
     });
   record("NativeLayerNormBackward0", {x_in, weight, bias}, {out}, {x_in, weight, bias, mean, rstd},
-         [rows, m](BackwardContext& c) -> TensorList {
-           const Tensor gy = as_contiguous(c.grads[0]);
-           const Tensor x = as_contiguous(c.saved[0]);
-           const Tensor& w = c.saved[1];
-           const Tensor& mean = c.saved[3];
-           const Tensor& rstd = c.saved[4];
-           const auto& need = c.needs_input_grad;
-           TensorList r(3);
-           dispatch_floating(gy.dtype(), "layer_norm backward", [&]<typename T>() {
-             // A dry run (meta) makes the same tensors and skips the loops.
-             const bool live = !gy.is_meta();
-             const Tensor wc = w.defined() ? as_contiguous(w) : Tensor();
-             const T* gp = data_or_null<T>(gy, live);
-             const T* xp = data_or_null<T>(x, live);
-             const T* wp = data_or_null<T>(wc, live);
-             const T* mp = data_or_null<T>(mean, live);
-             const T* rp = data_or_null<T>(rstd, live);
-             if (need[0]) {
-               r[0] = Tensor::empty(x.shape(), x.dtype());
-               T* dp = data_or_null<T>(r[0], live);
-#pragma omp parallel for schedule(static) if (rows * m > kParallelGrain)
-               for (std::int64_t row = 0; row < (live ? rows : 0); ++row) {
-                 const T* g = gp + row * m;
-                 const T* xv = xp + row * m;
-                 const double mu = mp[row], rs = rp[row];
-                 // dx = rs * (g*w - mean(g*w) - xhat * mean(g*w*xhat))
-                 double sg = 0, sgx = 0;
-                 for (std::int64_t i = 0; i < m; ++i) {
-                   const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
-                   sg += gw;
-                   sgx += gw * (xv[i] - mu) * rs;
-                 }
-                 const double inv_m = 1.0 / static_cast<double>(m);
-                 T* d = dp + row * m;
-                 for (std::int64_t i = 0; i < m; ++i) {
-                   const double gw = wp ? static_cast<double>(g[i]) * wp[i] : g[i];
-                   const double xhat = (xv[i] - mu) * rs;
-                   d[i] = static_cast<T>(rs * (gw - sg * inv_m - xhat * sgx * inv_m));
-                 }
-               }
-             }
-             const bool need_w = need.size() > 1 && need[1];
-             const bool need_b = need.size() > 2 && need[2];
-             if (need_w || need_b) {
-               std::vector<double> dw(static_cast<std::size_t>(m), 0.0), db(dw.size(), 0.0);
-               for (std::int64_t row = 0; row < (live ? rows : 0); ++row) {
-                 const T* g = gp + row * m;
-                 const T* xv = xp + row * m;
-                 const double mu = mp[row], rs = rp[row];
-                 for (std::int64_t i = 0; i < m; ++i) {
-                   dw[static_cast<std::size_t>(i)] += g[i] * (xv[i] - mu) * rs;
-                   db[static_cast<std::size_t>(i)] += g[i];
-                 }
-               }
-               const Shape ws = c.saved[1].defined() ? c.saved[1].shape() : c.saved[2].shape();
-               if (need_w) r[1] = Tensor::from_vector(dw, ws);
-               if (need_b) r[2] = Tensor::from_vector(db, ws);
-               if (gy.dtype() == DType::f32) {
-                 if (need_w) r[1] = cast_raw(r[1], DType::f32);
-                 if (need_b) r[2] = cast_raw(r[2], DType::f32);
-               }
-             }
-           });
-           return r;
-         });
+         [rows, m](BackwardContext& c) { return layer_norm_backward(c, rows, m); });
   return out;
 }
 

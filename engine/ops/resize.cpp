@@ -65,6 +65,55 @@ LinearTaps<T> linear_taps(std::int64_t in, std::int64_t out, bool align_corners,
   return t;
 }
 
+// `planes` images of h x w resized to ho x wo.
+struct BilinearResize {
+  std::int64_t planes, h, w, ho, wo;
+  bool align_corners;
+  std::array<double, 2> scales;
+};
+
+template <typename T>
+void bilinear_forward(const T* xp, T* op_, const BilinearResize& g) {
+  const auto th = linear_taps<T>(g.h, g.ho, g.align_corners, g.scales[0]);
+  const auto tw = linear_taps<T>(g.w, g.wo, g.align_corners, g.scales[1]);
+#pragma omp parallel for schedule(static) if (g.planes * g.ho * g.wo > (1 << 16))
+  for (std::int64_t p = 0; p < g.planes; ++p)
+    for (std::int64_t oh = 0; oh < g.ho; ++oh) {
+      const auto a = static_cast<std::size_t>(oh);
+      const T* r0 = xp + (p * g.h + th.i0[a]) * g.w;
+      const T* r1 = xp + (p * g.h + th.i1[a]) * g.w;
+      for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+        const auto b = static_cast<std::size_t>(ow);
+        // PyTorch's order: each row's two taps first, then the rows.
+        const T top = r0[tw.i0[b]] * tw.l0[b] + r0[tw.i1[b]] * tw.l1[b];
+        const T bottom = r1[tw.i0[b]] * tw.l0[b] + r1[tw.i1[b]] * tw.l1[b];
+        op_[(p * g.ho + oh) * g.wo + ow] = top * th.l0[a] + bottom * th.l1[a];
+      }
+    }
+}
+
+// dp must start zeroed: each output pixel adds into the four input pixels it read.
+template <typename T>
+void bilinear_backward(const T* gp, T* dp, const BilinearResize& g) {
+  const auto th = linear_taps<T>(g.h, g.ho, g.align_corners, g.scales[0]);
+  const auto tw = linear_taps<T>(g.w, g.wo, g.align_corners, g.scales[1]);
+#pragma omp parallel for schedule(static) if (g.planes * g.ho * g.wo > (1 << 16))
+  for (std::int64_t p = 0; p < g.planes; ++p)
+    for (std::int64_t oh = 0; oh < g.ho; ++oh) {
+      const auto a = static_cast<std::size_t>(oh);
+      T* r0 = dp + (p * g.h + th.i0[a]) * g.w;
+      T* r1 = dp + (p * g.h + th.i1[a]) * g.w;
+      for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+        const auto b = static_cast<std::size_t>(ow);
+        const T gv = gp[(p * g.ho + oh) * g.wo + ow];
+        r0[tw.i0[b]] += th.l0[a] * tw.l0[b] * gv;
+        r0[tw.i1[b]] += th.l0[a] * tw.l1[b] * gv;
+        r1[tw.i0[b]] += th.l1[a] * tw.l0[b] * gv;
+        r1[tw.i1[b]] += th.l1[a] * tw.l1[b] * gv;
+      }
+    }
+}
+
 }  // namespace
 
 Tensor upsample_bilinear2d(const Tensor& x_in, std::array<std::int64_t, 2> size, bool align_corners,
@@ -77,57 +126,26 @@ Tensor upsample_bilinear2d(const Tensor& x_in, std::array<std::int64_t, 2> size,
     throw std::invalid_argument("upsample_bilinear2d: output size must be positive, got [" +
                                 std::to_string(size[0]) + ", " + std::to_string(size[1]) + "]");
   const Tensor x = as_contiguous(x_in);
-  const std::int64_t planes = x.shape()[0] * x.shape()[1], h = x.shape()[2], w = x.shape()[3];
-  const std::int64_t ho = size[0], wo = size[1];
-  Tensor out = Tensor::empty({x.shape()[0], x.shape()[1], ho, wo}, x.dtype());
+  const BilinearResize g{x.shape()[0] * x.shape()[1],
+                         x.shape()[2],
+                         x.shape()[3],
+                         size[0],
+                         size[1],
+                         align_corners,
+                         scales};
+  Tensor out = Tensor::empty({x.shape()[0], x.shape()[1], g.ho, g.wo}, x.dtype());
   if (!out.is_meta())
-    dispatch_floating(x.dtype(), "upsample_bilinear2d", [&]<typename T>() {
-      const auto th = linear_taps<T>(h, ho, align_corners, scales[0]);
-      const auto tw = linear_taps<T>(w, wo, align_corners, scales[1]);
-      const T* xp = x.data<T>();
-      T* op_ = out.data<T>();
-#pragma omp parallel for schedule(static) if (planes * ho * wo > (1 << 16))
-      for (std::int64_t p = 0; p < planes; ++p)
-        for (std::int64_t oh = 0; oh < ho; ++oh) {
-          const auto a = static_cast<std::size_t>(oh);
-          const T* r0 = xp + (p * h + th.i0[a]) * w;
-          const T* r1 = xp + (p * h + th.i1[a]) * w;
-          for (std::int64_t ow = 0; ow < wo; ++ow) {
-            const auto b = static_cast<std::size_t>(ow);
-            // PyTorch's order: each row's two taps first, then the rows.
-            const T top = r0[tw.i0[b]] * tw.l0[b] + r0[tw.i1[b]] * tw.l1[b];
-            const T bottom = r1[tw.i0[b]] * tw.l0[b] + r1[tw.i1[b]] * tw.l1[b];
-            op_[(p * ho + oh) * wo + ow] = top * th.l0[a] + bottom * th.l1[a];
-          }
-        }
-    });
+    dispatch_floating(x.dtype(), "upsample_bilinear2d",
+                      [&]<typename T>() { bilinear_forward(x.data<T>(), out.data<T>(), g); });
   // F.interpolate(mode="bilinear") records UpsampleBilinear2DBackward1 in PyTorch 1.13 (the
   // overload with optional scale factors); it keeps only sizes and scales, no tensor.
   record("UpsampleBilinear2DBackward1", {x_in}, {out}, {},
-         [=, shape = x_in.shape()](BackwardContext& c) -> TensorList {
+         [g, shape = x_in.shape()](BackwardContext& c) -> TensorList {
            const Tensor gy = as_contiguous(c.grads[0]);
            Tensor dx = Tensor::zeros(shape, gy.dtype());
            if (!dx.is_meta())
              dispatch_floating(gy.dtype(), "upsample_bilinear2d backward", [&]<typename T>() {
-               const auto th = linear_taps<T>(h, ho, align_corners, scales[0]);
-               const auto tw = linear_taps<T>(w, wo, align_corners, scales[1]);
-               const T* gp = gy.data<T>();
-               T* dp = dx.data<T>();
-#pragma omp parallel for schedule(static) if (planes * ho * wo > (1 << 16))
-               for (std::int64_t p = 0; p < planes; ++p)
-                 for (std::int64_t oh = 0; oh < ho; ++oh) {
-                   const auto a = static_cast<std::size_t>(oh);
-                   T* r0 = dp + (p * h + th.i0[a]) * w;
-                   T* r1 = dp + (p * h + th.i1[a]) * w;
-                   for (std::int64_t ow = 0; ow < wo; ++ow) {
-                     const auto b = static_cast<std::size_t>(ow);
-                     const T g = gp[(p * ho + oh) * wo + ow];
-                     r0[tw.i0[b]] += th.l0[a] * tw.l0[b] * g;
-                     r0[tw.i1[b]] += th.l0[a] * tw.l1[b] * g;
-                     r1[tw.i0[b]] += th.l1[a] * tw.l0[b] * g;
-                     r1[tw.i1[b]] += th.l1[a] * tw.l1[b] * g;
-                   }
-                 }
+               bilinear_backward(gy.data<T>(), dx.data<T>(), g);
              });
            return {dx};
          });

@@ -82,6 +82,8 @@ class NativeWriter {
   std::size_t fold_repeated_calls(const Module& m, const std::vector<Unit>& units, std::size_t i,
                                   std::map<std::string, int>& uses, Names& names,
                                   std::string& body);
+  std::string statements(const Module& m, const std::vector<Unit>& units,
+                         std::map<std::string, int>& uses, Names& names);
   std::string forward(const Module& m);
   std::size_t sequential_prefix(const Module& m, const std::vector<Unit>& units, Names& names,
                                 std::string& body);

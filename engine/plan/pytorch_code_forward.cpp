@@ -112,39 +112,44 @@ std::size_t NativeWriter::fold_repeated_calls(const Module& m, const std::vector
   return i;
 }
 
-std::string NativeWriter::forward(const Module& m) {
-  Names names;
-  const bool root = m.path.empty();
-  std::vector<std::string> args;
-  std::vector<std::string> inputs = m.inputs;
-  if (root) {
-    inputs.clear();
-    for (const auto& in : m_.inputs)
-      if (!in.is_target) inputs.push_back(in.name);
-  }
-  const std::vector<Unit> units = units_of(m);
+namespace {
+
+std::string comma_list(const std::vector<std::string>& items) {
+  std::string list;
+  for (const auto& a : items) list += (list.empty() ? "" : ", ") + a;
+  return list;
+}
+
+// How often each value is read (by a unit, or as a result): one read once may be folded into a
+// loop or passed on as *inputs.
+std::map<std::string, int> count_uses(const std::vector<Unit>& units,
+                                      const std::vector<std::string>& outputs) {
   std::map<std::string, int> uses;
   for (const auto& u : units)
     for (const auto& v : u.inputs) ++uses[v];
-  std::vector<std::string> outputs = root ? m_.outputs : call_values(m, false);
   for (const auto& v : outputs) ++uses[v];
-  const bool variadic = !root && takes_variadic_inputs(inputs, units, uses);
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    const std::string& v = inputs[k];
-    std::string n;
-    if (variadic)
-      n.append("inputs[").append(std::to_string(k)).append("]");
-    else if (!root && inputs.size() == 1 && !is_param(v))
-      n = names.fresh(
-          "x");  // one neutral name, so that blocks fed by different layers share a class
-    else
-      n = names.fresh(is_param(v) ? last_component(v) : short_name(m, v));
-    names.var[v] = n;
-    args.push_back(n);
-  }
+  return uses;
+}
+
+// A variadic function passes its inputs on as *inputs: the one call that takes them all is
+// spelled so (a cat's list becomes list(inputs)).
+void spell_star_inputs(const std::vector<std::string>& args, std::string& body) {
+  const std::string list = comma_list(args);
+  const auto at = body.find(list);
+  if (at != std::string::npos) body.replace(at, list.size(), "*inputs");
+  if (body.find("[*inputs]") != std::string::npos)
+    body.replace(body.find("[*inputs]"), 9, "list(inputs)");
+}
+
+}  // namespace
+
+// A statement per unit, or a loop per run of identical calls, after the root's
+// checkpoint_sequential prefix where the configuration has one.
+std::string NativeWriter::statements(const Module& m, const std::vector<Unit>& units,
+                                     std::map<std::string, int>& uses, Names& names) {
   std::string body;
   std::size_t i = 0;
-  if (root && c_.segments > 0) i = sequential_prefix(m, units, names, body);
+  if (m.path.empty() && c_.segments > 0) i = sequential_prefix(m, units, names, body);
   while (i < units.size()) {
     if (const std::size_t folded = fold_repeated_calls(m, units, i, uses, names, body);
         folded != i) {
@@ -163,22 +168,45 @@ std::string NativeWriter::forward(const Module& m) {
     body += lhs + " = " + expr + "\n";
     ++i;
   }
+  return body;
+}
+
+std::string NativeWriter::forward(const Module& m) {
+  Names names;
+  const bool root = m.path.empty();
+  std::vector<std::string> args;
+  std::vector<std::string> inputs = m.inputs;
+  if (root) {
+    inputs.clear();
+    for (const auto& in : m_.inputs)
+      if (!in.is_target) inputs.push_back(in.name);
+  }
+  const std::vector<Unit> units = units_of(m);
+  std::vector<std::string> outputs = root ? m_.outputs : call_values(m, false);
+  std::map<std::string, int> uses = count_uses(units, outputs);
+  const bool variadic = !root && takes_variadic_inputs(inputs, units, uses);
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const std::string& v = inputs[k];
+    std::string n;
+    if (variadic)
+      n.append("inputs[").append(std::to_string(k)).append("]");
+    else if (!root && inputs.size() == 1 && !is_param(v))
+      n = names.fresh(
+          "x");  // one neutral name, so that blocks fed by different layers share a class
+    else
+      n = names.fresh(is_param(v) ? last_component(v) : short_name(m, v));
+    names.var[v] = n;
+    args.push_back(n);
+  }
+  std::string body = statements(m, units, uses, names);
   std::string ret;
   for (const auto& v : outputs) ret += (ret.empty() ? "" : ", ") + names.var.at(v);
   body += "return " + ret + "\n";
-  std::string sig = variadic ? "*inputs" : "";
   if (variadic) {
     variadic_.insert(m.definition);
-    // Spell the one call that takes them all with *inputs.
-    std::string list;
-    for (const auto& a : args) list += (list.empty() ? "" : ", ") + a;
-    const auto at = body.find(list);
-    if (at != std::string::npos) body.replace(at, list.size(), "*inputs");
-    if (body.find("[*inputs]") != std::string::npos)
-      body.replace(body.find("[*inputs]"), 9, "list(inputs)");
-  } else {
-    for (const auto& a : args) sig += (sig.empty() ? "" : ", ") + a;
+    spell_star_inputs(args, body);
   }
+  const std::string sig = variadic ? "*inputs" : comma_list(args);
   return "def forward(self" + (sig.empty() ? "" : ", " + sig) + "):\n" + indent(body, 4);
 }
 

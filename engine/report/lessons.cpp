@@ -30,10 +30,10 @@ std::string lessons_text(const std::vector<Lesson>& lessons, const std::string& 
   return os.str();
 }
 
-std::vector<Lesson> lessons_of(const Model& model, const CheckpointConfig& config,
-                               const RunResult& result) {
+namespace {
+
+std::vector<Lesson> message_lessons(const Trace& trace) {
   std::vector<Lesson> out;
-  const Trace& trace = result.trace;
   for (const auto& m : trace.messages()) {
     Lesson l;
     l.step = m.step;
@@ -43,31 +43,32 @@ std::vector<Lesson> lessons_of(const Model& model, const CheckpointConfig& confi
     l.from_message = true;
     out.push_back(std::move(l));
   }
-  if (result.status == RunStatus::failed) {
-    const bool already = std::any_of(out.begin(), out.end(), [&](const Lesson& l) {
-      return l.severity == Severity::error && l.text == result.error;
-    });
-    const FailureAdvice advice = failure_advice(result);
-    std::string text = result.error;
-    if (!advice.why.empty()) text += "\n\nWhy: " + advice.why + ".";
-    if (!advice.fix.empty()) text += "\nFix: " + advice.fix + ".";
-    text += "\n\nThe plot and the figures are the failed run's, up to the failure: no saving.";
-    if (!already) {
-      out.push_back({trace.step_count() > 0 ? trace.step_count() - 1 : -1, -1, Severity::error,
-                     "The run failed: " + result.error.substr(0, result.error.find('\n')), text, "",
-                     true});
-    } else {
-      for (Lesson& l : out)
-        if (l.severity == Severity::error && l.text == result.error) l.text = text;
-    }
+  return out;
+}
+
+// The error with its advice. When the run's own messages already hold the error, its lesson
+// takes the advice, so that the failure is not told twice.
+void add_failure_lesson(std::vector<Lesson>& out, const RunResult& result) {
+  const Trace& trace = result.trace;
+  const bool already = std::any_of(out.begin(), out.end(), [&](const Lesson& l) {
+    return l.severity == Severity::error && l.text == result.error;
+  });
+  const FailureAdvice advice = failure_advice(result);
+  std::string text = result.error;
+  if (!advice.why.empty()) text += "\n\nWhy: " + advice.why + ".";
+  if (!advice.fix.empty()) text += "\nFix: " + advice.fix + ".";
+  text += "\n\nThe plot and the figures are the failed run's, up to the failure: no saving.";
+  if (!already) {
+    out.push_back({trace.step_count() > 0 ? trace.step_count() - 1 : -1, -1, Severity::error,
+                   "The run failed: " + result.error.substr(0, result.error.find('\n')), text, "",
+                   true});
+  } else {
+    for (Lesson& l : out)
+      if (l.severity == Severity::error && l.text == result.error) l.text = text;
   }
+}
 
-  // Segments checkpointed in the forward, and which of them were recomputed.
-  std::map<std::string, const CheckpointSpan*> first_forward;
-  for (const auto& c : trace.checkpoints()) first_forward.emplace(c.segment, &c);
-  std::map<std::string, const RecomputeSpan*> first_recompute;
-  for (const auto& r : trace.recomputes()) first_recompute.emplace(r.segment, &r);
-
+void add_rng_state_lesson(std::vector<Lesson>& out, const Trace& trace) {
   const auto rng = static_cast<std::size_t>(MemoryCategory::rng_state);
   std::int64_t rng_each = 0, rng_max = 0;
   const CheckpointSpan* first_rng = nullptr;
@@ -77,38 +78,50 @@ std::vector<Lesson> lessons_of(const Model& model, const CheckpointConfig& confi
       rng_each = c.rng_bytes;
     }
   }
-  if (first_rng) {
-    for (std::int64_t k = 0; k < trace.step_count(); ++k)
-      rng_max = std::max(rng_max, trace.memory_at(k)[rng]);
-    out.push_back(
-        {first_rng->begin_step, -1, Severity::info,
-         "Each checkpoint stashes the RNG state: " + format_bytes(rng_each) + " per segment",
-         "preserve_rng_state=True (the default) saves the CPU generator's state (" +
-             format_bytes(rng_each) +
-             ") in every checkpoint so that the recompute draws the same "
-             "random numbers. Up to " +
-             format_bytes(rng_max) +
-             " of RNG state are held at once in this run. It is memory too: turn "
-             "preserve_rng_state off when the segment draws no random numbers.",
-         first_rng->segment});
-  }
+  if (!first_rng) return;
+  for (std::int64_t k = 0; k < trace.step_count(); ++k)
+    rng_max = std::max(rng_max, trace.memory_at(k)[rng]);
+  out.push_back(
+      {first_rng->begin_step, -1, Severity::info,
+       "Each checkpoint stashes the RNG state: " + format_bytes(rng_each) + " per segment",
+       "preserve_rng_state=True (the default) saves the CPU generator's state (" +
+           format_bytes(rng_each) +
+           ") in every checkpoint so that the recompute draws the same "
+           "random numbers. Up to " +
+           format_bytes(rng_max) +
+           " of RNG state are held at once in this run. It is memory too: turn "
+           "preserve_rng_state off when the segment draws no random numbers.",
+       first_rng->segment});
+}
 
-  if (result.ok) {
-    for (const auto& [segment, span] : first_forward) {
-      if (first_recompute.count(segment)) continue;
-      out.push_back({span->begin_step, span->end_step, Severity::info,
-                     segment + " is checkpointed but never recomputed",
-                     "Non-reentrant checkpointing recomputes a segment only when the backward "
-                     "unpacks one of its saved tensors. None of the ops of " +
-                         segment +
-                         " saved a tensor for backward (additions, views and sums save "
-                         "nothing), so there was nothing to recompute and nothing was saved by "
-                         "checkpointing it either.",
-                     segment});
-    }
-  }
+template <typename Span>
+std::map<std::string, const Span*> first_span_by_segment(const std::vector<Span>& spans) {
+  std::map<std::string, const Span*> first;
+  for (const auto& s : spans) first.emplace(s.segment, &s);
+  return first;
+}
 
-  // BatchNorm inside a recomputed segment runs its forward twice.
+void add_never_recomputed_lessons(
+    std::vector<Lesson>& out, const std::map<std::string, const CheckpointSpan*>& first_forward,
+    const std::map<std::string, const RecomputeSpan*>& first_recompute) {
+  for (const auto& [segment, span] : first_forward) {
+    if (first_recompute.count(segment)) continue;
+    out.push_back({span->begin_step, span->end_step, Severity::info,
+                   segment + " is checkpointed but never recomputed",
+                   "Non-reentrant checkpointing recomputes a segment only when the backward "
+                   "unpacks one of its saved tensors. None of the ops of " +
+                       segment +
+                       " saved a tensor for backward (additions, views and sums save "
+                       "nothing), so there was nothing to recompute and nothing was saved by "
+                       "checkpointing it either.",
+                   segment});
+  }
+}
+
+// BatchNorm inside a recomputed segment runs its forward twice.
+void add_batch_norm_twice_lessons(
+    std::vector<Lesson>& out, const Model& model,
+    const std::map<std::string, const RecomputeSpan*>& first_recompute) {
   for (const auto& [segment, span] : first_recompute) {
     const Module* m = model.find_module(segment);
     if (!m) continue;
@@ -126,6 +139,20 @@ std::vector<Lesson> lessons_of(const Model& model, const CheckpointConfig& confi
       break;
     }
   }
+}
+
+}  // namespace
+
+std::vector<Lesson> lessons_of(const Model& model, const CheckpointConfig& config,
+                               const RunResult& result) {
+  const Trace& trace = result.trace;
+  std::vector<Lesson> out = message_lessons(trace);
+  if (result.status == RunStatus::failed) add_failure_lesson(out, result);
+  add_rng_state_lesson(out, trace);
+  const auto first_recompute = first_span_by_segment(trace.recomputes());
+  if (result.ok)
+    add_never_recomputed_lessons(out, first_span_by_segment(trace.checkpoints()), first_recompute);
+  add_batch_norm_twice_lessons(out, model, first_recompute);
   (void)config;
   std::stable_sort(out.begin(), out.end(),
                    [](const Lesson& a, const Lesson& b) { return a.step < b.step; });

@@ -229,48 +229,58 @@ TensorList Executor::run_module(const Module& m, const TensorList& args) {
   return outs;
 }
 
-void Executor::run_sequential(Frame& root, std::int64_t chain_end) {
-  struct Unit {
-    std::int64_t a, b;
-    const Module* module;
-    std::vector<int> inputs, outputs;
-    std::string label;
-  };
-  std::vector<Unit> units;
-  std::vector<bool> is_static(static_cast<std::size_t>(plan_.value_count()), false);
-  for (int i = 0; i < plan_.static_count(); ++i) is_static[static_cast<std::size_t>(i)] = true;
+namespace {
+
+// One function of checkpoint_sequential: an op outside every module, or a top-level module.
+struct SequentialUnit {
+  std::int64_t a, b;
+  const Module* module;
+  std::vector<int> inputs, outputs;
+  std::string label;
+};
+
+std::vector<SequentialUnit> sequential_units(const Model& model, const CompiledModel& plan,
+                                             std::int64_t chain_end) {
+  std::vector<SequentialUnit> units;
+  std::vector<bool> is_static(static_cast<std::size_t>(plan.value_count()), false);
+  for (int i = 0; i < plan.static_count(); ++i) is_static[static_cast<std::size_t>(i)] = true;
   for (std::int64_t k = 0; k < chain_end;) {
-    const OpNode& op = model_.ops[static_cast<std::size_t>(k)];
+    const OpNode& op = model.ops[static_cast<std::size_t>(k)];
     const std::string top = op.module.substr(0, op.module.find('.'));
-    Unit u{};
+    SequentialUnit u{};
     if (top.empty()) {
-      const CompiledOp& c = plan_.ops()[static_cast<std::size_t>(k)];
-      u = Unit{k, k + 1, nullptr, {}, c.outputs, "op '" + op.name + "'"};
+      const CompiledOp& c = plan.ops()[static_cast<std::size_t>(k)];
+      u = SequentialUnit{k, k + 1, nullptr, {}, c.outputs, "op '" + op.name + "'"};
       for (int id : c.inputs)
         if (id >= 0 && !is_static[static_cast<std::size_t>(id)] &&
             std::find(u.inputs.begin(), u.inputs.end(), id) == u.inputs.end())
           u.inputs.push_back(id);
     } else {
-      const Module* m = model_.find_module(top);
+      const Module* m = model.find_module(top);
       if (!m->checkpointable || m->end_op > chain_end)
         throw std::invalid_argument("checkpoint_sequential: top-level module '" + top +
                                     "' cannot be a segment function" +
                                     (m->checkpointable ? std::string(": it contains the loss")
                                                        : ": " + m->not_checkpointable_reason));
-      u = Unit{m->first_op,           m->end_op, m, plan_.ids(m->inputs), plan_.ids(m->outputs),
-               "module '" + top + "'"};
+      u = SequentialUnit{
+          m->first_op,           m->end_op, m, plan.ids(m->inputs), plan.ids(m->outputs),
+          "module '" + top + "'"};
     }
     k = u.b;
     units.push_back(std::move(u));
   }
+  return units;
+}
+
+void check_one_tensor_chain(const CompiledModel& plan, const std::vector<SequentialUnit>& units) {
   if (units.empty()) throw std::invalid_argument("checkpoint_sequential: the model runs no op");
+  auto names = [&](const std::vector<int>& ids) {
+    std::string s;
+    for (int id : ids) s += (s.empty() ? "" : ", ") + plan.name(id);
+    return s;
+  };
   for (std::size_t i = 0; i < units.size(); ++i) {
-    const Unit& u = units[i];
-    auto names = [&](const std::vector<int>& ids) {
-      std::string s;
-      for (int id : ids) s += (s.empty() ? "" : ", ") + plan_.name(id);
-      return s;
-    };
+    const SequentialUnit& u = units[i];
     const int expected = i == 0 ? -1 : units[i - 1].outputs.front();
     if (u.inputs.size() != 1 || (i > 0 && u.inputs[0] != expected) || u.outputs.size() != 1)
       throw std::invalid_argument(
@@ -278,8 +288,15 @@ void Executor::run_sequential(Frame& root, std::int64_t chain_end) {
           "but " +
           u.label + " takes (" + names(u.inputs) + ") and returns (" + names(u.outputs) + ")");
   }
+}
+
+}  // namespace
+
+void Executor::run_sequential(Frame& root, std::int64_t chain_end) {
+  const std::vector<SequentialUnit> units = sequential_units(model_, plan_, chain_end);
+  check_one_tensor_chain(plan_, units);
   std::vector<SegmentFunction> functions;
-  for (const Unit& u : units) {
+  for (const SequentialUnit& u : units) {
     // By value: a reentrant segment runs again in backward, after this function returned.
     functions.push_back([this, a = u.a, b = u.b, module = u.module, in = u.inputs[0],
                          out = u.outputs[0]](const TensorList& xs) {

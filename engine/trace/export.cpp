@@ -219,24 +219,35 @@ void write_memory_csv(const Trace& t, std::ostream& out) {
   }
 }
 
-void write_chrome_trace(const Trace& t, std::ostream& out) {
-  constexpr int kSegmentsTid = 10;
-  auto tid_of = [](Phase p) { return static_cast<int>(p) + 1; };
-  auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1000.0; };
-  out.precision(15);
+namespace {
+
+// Chrome's threads: one per phase (tid 1-4), the checkpoint segments apart from them.
+constexpr int kSegmentsTid = 10;
+int phase_tid(Phase p) {
+  return static_cast<int>(p) + 1;
+}
+double micros(std::int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
+
+void chrome_metadata(std::ostream& out) {
   out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"Checkpoint Lab\"},"
          "\"traceEvents\":[\n"
          "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":"
          "\"Checkpoint Lab run\"}}";
   for (Phase p : {Phase::setup, Phase::forward, Phase::recompute, Phase::backward}) {
-    out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << tid_of(p)
+    out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << phase_tid(p)
         << ",\"name\":\"thread_name\",\"args\":{\"name\":\"" << phase_name(p) << "\"}}";
-    out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << tid_of(p)
-        << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" << tid_of(p) << "}}";
+    out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << phase_tid(p)
+        << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" << phase_tid(p) << "}}";
   }
   out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << kSegmentsTid
       << ",\"name\":\"thread_name\",\"args\":{\"name\":\"checkpoint segments\"}}";
+}
 
+// One slice per step, each followed by the memory counters that changed in it (all of them
+// at time 0). Returns each step's end time in microseconds.
+std::vector<double> chrome_steps(const Trace& t, std::ostream& out) {
   MemoryReplay replay(t);
   CategoryBytes last = replay.advance_to(-1);
   auto counters = [&](double ts, const CategoryBytes& mem, bool all) {
@@ -252,10 +263,10 @@ void write_chrome_trace(const Trace& t, std::ostream& out) {
   std::vector<double> step_end_us(static_cast<std::size_t>(t.step_count()));
   for (std::int64_t k = 0; k < t.step_count(); ++k) {
     const TraceStep s = t.step(k);
-    const double ts = us(s.start_ns);
-    const double dur = us(s.duration_ns);
+    const double ts = micros(s.start_ns);
+    const double dur = micros(s.duration_ns);
     step_end_us[static_cast<std::size_t>(k)] = ts + dur;
-    out << ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":" << tid_of(s.phase) << ",\"ts\":" << ts
+    out << ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":" << phase_tid(s.phase) << ",\"ts\":" << ts
         << ",\"dur\":" << dur << ",\"name\":";
     json_string(out, s.op);
     out << ",\"cat\":\"" << phase_name(s.phase) << "\",\"args\":{\"step\":" << k << ",\"node\":";
@@ -265,26 +276,33 @@ void write_chrome_trace(const Trace& t, std::ostream& out) {
     out << "}}";
     counters(ts + dur, replay.advance_to(k), false);
   }
-  auto time_of = [&](std::int64_t begin, std::int64_t end) {
-    // A span covers the steps [begin, end); an empty one sits where it happened.
-    const auto n = static_cast<std::int64_t>(step_end_us.size());
-    const double from = begin < n ? us(t.step(begin).start_ns) : n > 0 ? step_end_us.back() : 0.0;
-    const double to =
-        end > begin && end - 1 < n ? step_end_us[static_cast<std::size_t>(end - 1)] : from;
-    return std::pair{from, to};
-  };
-  auto span_slices = [&](const auto& spans, const char* what) {
-    for (const auto& sp : spans) {
-      auto [from, to] = time_of(sp.begin_step, sp.end_step);
-      out << ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":" << kSegmentsTid << ",\"ts\":" << from
-          << ",\"dur\":" << (to - from) << ",\"name\":";
-      json_string(out, std::string(what) + " " + sp.segment);
-      out << ",\"cat\":\"" << what << "\",\"args\":{\"begin_step\":" << sp.begin_step
-          << ",\"end_step\":" << sp.end_step << "}}";
-    }
-  };
-  span_slices(t.checkpoints(), "checkpoint");
-  span_slices(t.recomputes(), "recompute");
+  return step_end_us;
+}
+
+// A span covers the steps [begin, end); an empty one sits where it happened.
+std::pair<double, double> span_time(const Trace& t, const std::vector<double>& step_end_us,
+                                    std::int64_t begin, std::int64_t end) {
+  const auto n = static_cast<std::int64_t>(step_end_us.size());
+  const double from = begin < n ? micros(t.step(begin).start_ns) : n > 0 ? step_end_us.back() : 0.0;
+  const double to =
+      end > begin && end - 1 < n ? step_end_us[static_cast<std::size_t>(end - 1)] : from;
+  return std::pair{from, to};
+}
+
+void chrome_spans(const Trace& t, const std::vector<double>& step_end_us, const auto& spans,
+                  const char* what, std::ostream& out) {
+  for (const auto& sp : spans) {
+    auto [from, to] = span_time(t, step_end_us, sp.begin_step, sp.end_step);
+    out << ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":" << kSegmentsTid << ",\"ts\":" << from
+        << ",\"dur\":" << (to - from) << ",\"name\":";
+    json_string(out, std::string(what) + " " + sp.segment);
+    out << ",\"cat\":\"" << what << "\",\"args\":{\"begin_step\":" << sp.begin_step
+        << ",\"end_step\":" << sp.end_step << "}}";
+  }
+}
+
+// Messages are instants at the end of their step; one without a step sits at time 0.
+void chrome_messages(const Trace& t, const std::vector<double>& step_end_us, std::ostream& out) {
   for (const auto& m : t.messages()) {
     const double ts =
         m.step >= 0 && m.step < t.step_count() ? step_end_us[static_cast<std::size_t>(m.step)] : 0;
@@ -292,6 +310,17 @@ void write_chrome_trace(const Trace& t, std::ostream& out) {
     json_string(out, m.text);
     out << ",\"cat\":\"" << severity_name(m.severity) << "\",\"args\":{\"step\":" << m.step << "}}";
   }
+}
+
+}  // namespace
+
+void write_chrome_trace(const Trace& t, std::ostream& out) {
+  out.precision(15);
+  chrome_metadata(out);
+  const std::vector<double> step_end_us = chrome_steps(t, out);
+  chrome_spans(t, step_end_us, t.checkpoints(), "checkpoint", out);
+  chrome_spans(t, step_end_us, t.recomputes(), "recompute", out);
+  chrome_messages(t, step_end_us, out);
   out << "\n]}\n";
 }
 
