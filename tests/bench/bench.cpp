@@ -1,9 +1,9 @@
 // ckptlab_bench: forward + backward of the models users open, in the engine and in PyTorch
 // (bench_torch.py, /usr/bin/python3) in the same run, with 1 and 2 threads. The two sides'
-// steps are interleaved, so that both see the same machine load; the table gives median times,
-// the ratio ours / PyTorch and, for the two hand-built networks, the GFLOP/s each reaches. A
-// report, never a pass/fail on time. With one thread it also gives the ratio of process CPU
-// time, which other processes competing for the cores disturb much less than wall-clock time.
+// steps alternate in blocks, so that both see the same machine load; the table gives median
+// times, the ratio ours / PyTorch and, for the two hand-built networks, the GFLOP/s each
+// reaches. A report, never a pass/fail on time. It also gives the ratio of process CPU time,
+// which other processes competing for the cores disturb much less than wall-clock time.
 //
 // The models (issue 14's table):
 //   mlp, resnet18         built from the engine's ops (nets.cpp) and by hand in PyTorch;
