@@ -95,27 +95,19 @@ void onnx_global_average_pool(OnnxNode& n) {
                             {{"output_size", Ints{1, 1}}}, n.y()));
 }
 
-OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
-             std::vector<OnnxRule> onnx, PythonExpression python, PythonModule python_module) {
-  return {.type = type,
-          .kernel = kernel,
-          .cost = rows::elementwise_cost,
-          .python = python,
-          .python_module = python_module,
-          .onnx = std::move(onnx)};
-}
-
 }  // namespace
 
 void register_pool_ops(OpTable& t) {
-  t.add(row("max_pool2d", run_max_pool2d, {{.op_type = "MaxPool", .translate = onnx_max_pool}},
-            python_max_pool2d, module_max_pool2d));
-  t.add(row("avg_pool2d", run_avg_pool2d,
-            {{.op_type = "AveragePool", .translate = onnx_average_pool}}, python_avg_pool2d,
-            module_avg_pool2d));
-  t.add(row("adaptive_avg_pool2d", run_adaptive_avg_pool2d,
-            {{.op_type = "GlobalAveragePool", .translate = onnx_global_average_pool}},
-            python_adaptive_avg_pool2d, module_adaptive_avg_pool2d));
+  t.add(rows::one_pass_row("max_pool2d", run_max_pool2d, python_max_pool2d,
+                           {{.op_type = "MaxPool", .translate = onnx_max_pool}},
+                           module_max_pool2d));
+  t.add(rows::one_pass_row("avg_pool2d", run_avg_pool2d, python_avg_pool2d,
+                           {{.op_type = "AveragePool", .translate = onnx_average_pool}},
+                           module_avg_pool2d));
+  t.add(
+      rows::one_pass_row("adaptive_avg_pool2d", run_adaptive_avg_pool2d, python_adaptive_avg_pool2d,
+                         {{.op_type = "GlobalAveragePool", .translate = onnx_global_average_pool}},
+                         module_adaptive_avg_pool2d));
 }
 
 }  // namespace ckpt

@@ -208,50 +208,45 @@ constexpr char kView[] = "view", kReshape[] = "reshape", kUnsqueeze[] = "unsquee
                kSqueeze[] = "squeeze", kClone[] = "clone", kContiguous[] = "contiguous",
                kIdentityModule[] = "Identity";
 
-OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
-             PythonExpression python, std::vector<OnnxRule> onnx = {},
-             PythonModule python_module = nullptr) {
-  return {.type = type,
-          .kernel = kernel,
-          .cost = rows::elementwise_cost,
-          .python = python,
-          .python_module = python_module,
-          .onnx = std::move(onnx)};
-}
-
 }  // namespace
 
 void register_shape_ops_ops(OpTable& t) {
   using namespace shape_onnx;
-  t.add(row(kView, run_view, python_reshape<kView>));
-  t.add(row(kReshape, run_reshape, python_reshape<kReshape>,
-            {{.op_type = "Reshape", .translate = translate_reshape, .fold = fold_reshape}}));
-  t.add(row("flatten", run_flatten, python_flatten,
-            {{.op_type = "Flatten", .translate = translate_flatten, .fold = fold_reshape}},
-            module_flatten));
-  t.add(row("transpose", run_transpose, python_transpose));
-  t.add(row("permute", run_permute, python_permute,
-            {{.op_type = "Transpose", .translate = translate_transpose, .fold = fold_transpose}}));
-  t.add(row("slice", run_slice, python_slice,
-            {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice},
-             {.op_type = "Split", .translate = translate_split}}));
-  t.add(row("select", run_select, python_select,
-            {{.op_type = "Gather", .translate = translate_gather, .fold = fold_gather}}));
-  t.add(row(kUnsqueeze, run_unsqueeze, python_dim<kUnsqueeze>,
-            {{.op_type = "Unsqueeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
-  t.add(row(kSqueeze, run_squeeze, python_dim<kSqueeze>,
-            {{.op_type = "Squeeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
-  t.add(
-      row("expand", run_expand, python_expand,
-          {{.op_type = "Expand", .since = 8, .translate = translate_expand, .fold = fold_expand}}));
+  t.add(rows::one_pass_row(kView, run_view, python_reshape<kView>));
+  t.add(rows::one_pass_row(
+      kReshape, run_reshape, python_reshape<kReshape>,
+      {{.op_type = "Reshape", .translate = translate_reshape, .fold = fold_reshape}}));
+  t.add(rows::one_pass_row(
+      "flatten", run_flatten, python_flatten,
+      {{.op_type = "Flatten", .translate = translate_flatten, .fold = fold_reshape}},
+      module_flatten));
+  t.add(rows::one_pass_row("transpose", run_transpose, python_transpose));
+  t.add(rows::one_pass_row(
+      "permute", run_permute, python_permute,
+      {{.op_type = "Transpose", .translate = translate_transpose, .fold = fold_transpose}}));
+  t.add(rows::one_pass_row("slice", run_slice, python_slice,
+                           {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice},
+                            {.op_type = "Split", .translate = translate_split}}));
+  t.add(rows::one_pass_row(
+      "select", run_select, python_select,
+      {{.op_type = "Gather", .translate = translate_gather, .fold = fold_gather}}));
+  t.add(rows::one_pass_row(
+      kUnsqueeze, run_unsqueeze, python_dim<kUnsqueeze>,
+      {{.op_type = "Unsqueeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
+  t.add(rows::one_pass_row(
+      kSqueeze, run_squeeze, python_dim<kSqueeze>,
+      {{.op_type = "Squeeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
+  t.add(rows::one_pass_row(
+      "expand", run_expand, python_expand,
+      {{.op_type = "Expand", .since = 8, .translate = translate_expand, .fold = fold_expand}}));
   t.add(
       {.type = "repeat",
        .kernel = run_repeat,
        .cost = rows::elementwise_cost,
        .python = python_repeat,
        .onnx = {{.op_type = "Tile", .since = 6, .translate = translate_tile, .fold = fold_tile}}});
-  t.add(row(kClone, unary<clone>, rows::python_method<kClone>));
-  t.add(row(kContiguous, unary<contiguous>, rows::python_method<kContiguous>));
+  t.add(rows::one_pass_row(kClone, unary<clone>, rows::python_method<kClone>));
+  t.add(rows::one_pass_row(kContiguous, unary<contiguous>, rows::python_method<kContiguous>));
   t.add({.type = "cat",
          .max_inputs = -1,
          .kernel = run_cat,
@@ -263,10 +258,11 @@ void register_shape_ops_ops(OpTable& t) {
          .cost = rows::elementwise_cost,
          .python = python_constant_pad,
          .onnx = {{.op_type = "Pad", .translate = translate_pad}}});
-  t.add(row("identity", run_identity, python_identity,
-            {{.op_type = "Identity", .translate = translate_identity, .fold = fold_identity},
-             {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}},
-            rows::python_nn<kIdentityModule>));
+  t.add(rows::one_pass_row(
+      "identity", run_identity, python_identity,
+      {{.op_type = "Identity", .translate = translate_identity, .fold = fold_identity},
+       {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}},
+      rows::python_nn<kIdentityModule>));
 }
 
 }  // namespace ckpt

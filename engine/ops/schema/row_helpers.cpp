@@ -17,6 +17,17 @@ OpCost elementwise_cost(const OpCall&, const TensorList& inputs, const TensorLis
   return c;
 }
 
+OpSchema one_pass_row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
+                      PythonExpression python, std::vector<OnnxRule> onnx,
+                      PythonModule python_module) {
+  return {.type = type,
+          .kernel = kernel,
+          .cost = elementwise_cost,
+          .python = python,
+          .python_module = python_module,
+          .onnx = std::move(onnx)};
+}
+
 std::string python_call(const char* callee, const std::vector<std::string>& args) {
   std::string s = std::string(callee) + "(";
   bool first = true;

@@ -32,6 +32,12 @@ void onnx_unary(OnnxNode& n) {
 // One pass over inputs and outputs: what elementwise, shape and copy ops cost.
 OpCost elementwise_cost(const OpCall& op, const TensorList& inputs, const TensorList& outputs);
 
+// A row whose cost is one pass over its tensors (shape ops, pooling): its kernel, PyTorch
+// spellings and ONNX rules.
+OpSchema one_pass_row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
+                      PythonExpression python, std::vector<OnnxRule> onnx = {},
+                      PythonModule python_module = nullptr);
+
 // Spellings shared by many rows.
 std::string python_call(const char* callee, const std::vector<std::string>& args);
 
