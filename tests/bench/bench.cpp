@@ -415,6 +415,7 @@ int main(int argc, char** argv) {
       }
       std::vector<double> ours, theirs, ours_cpu, theirs_cpu;
       OpProfile prof(scope.context());
+      bool profiling = false;  // the op profile listens (after the warm-up)
       int profiled_steps = 0;
       const auto torch_step = [&](bool timed) {
         std::stringstream reply(torch->ask("step"));
@@ -427,7 +428,7 @@ int main(int argc, char** argv) {
         const double c0 = cpu_ms();
         ours_side.step();
         const double c1 = cpu_ms();
-        if (profile && mc.kind == Kind::net && (timed || !ours.empty())) ++profiled_steps;
+        if (profiling) ++profiled_steps;
         if (timed)
           ours.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count()),
               ours_cpu.push_back(c1 - c0);
@@ -443,7 +444,10 @@ int main(int argc, char** argv) {
           if (torch) torch_step(false);
           our_step(false);
         }
-        if (profile && mc.kind == Kind::net) scope.context().add_listener(&prof);
+        if (profile && mc.kind == Kind::net) {
+          scope.context().add_listener(&prof);
+          profiling = true;
+        }
         while (static_cast<int>(ours.size()) < iters) {
           const int n = std::min<int>(block, iters - static_cast<int>(ours.size()));
           if (torch) {
