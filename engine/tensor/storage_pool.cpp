@@ -11,7 +11,6 @@
 #include <mutex>
 #include <new>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -31,7 +30,8 @@ namespace {
 
 constexpr std::size_t kAlignment = 64;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
-constexpr std::int64_t kDefaultLimit = std::int64_t{512} << 20;
+// The default bound on idle bytes: follow the high-water mark (see Pool::idle_bound).
+constexpr std::int64_t kFollowHighWater = -1;
 
 // A cached block's bytes are off limits until it is handed out again, and a block's bytes past
 // the size asked for are off limits too: under AddressSanitizer a use after free of a pooled
@@ -102,7 +102,7 @@ std::int64_t limit_from_environment() {
     const long long mb = std::strtoll(v, &end, 10);
     if (end != v && *end == '\0' && mb >= 0) return static_cast<std::int64_t>(mb) << 20;
   }
-  return kDefaultLimit;
+  return kFollowHighWater;
 }
 
 class Pool {
@@ -111,8 +111,9 @@ class Pool {
     capacity = class_size(bytes);
     {
       std::lock_guard lock(mutex_);
-      auto it = free_.find(capacity);
-      if (it != free_.end() && !it->second.empty()) {
+      auto it = idle_block_for(capacity);
+      if (it != free_.end()) {
+        capacity = it->first;
         const std::uint64_t seq = it->second.back();
         it->second.pop_back();
         auto entry = by_age_.find(seq);
@@ -143,17 +144,17 @@ class Pool {
   void release(void* p, std::size_t capacity) noexcept {
     std::lock_guard lock(mutex_);
     const auto size = static_cast<std::int64_t>(capacity);
-    if (size > limit_ || !remember(p, capacity)) {
+    in_use_ -= size;
+    const std::int64_t bound = idle_bound();
+    if (size > bound || !remember(p, capacity)) {
       released_bytes_ += size;
-      in_use_ -= size;
       unpoison(p, capacity);
       system_free(p, capacity);
       return;
     }
     cached_bytes_ += size;
-    in_use_ -= size;
     poison(p, capacity);
-    evict_down_to(limit_);
+    evict_down_to(bound);
   }
 
   StoragePoolStats stats() {
@@ -164,7 +165,7 @@ class Pool {
     s.cached_bytes = cached_bytes_;
     s.cached_blocks = static_cast<std::int64_t>(by_age_.size());
     s.released_bytes = released_bytes_;
-    s.limit_bytes = limit_;
+    s.limit_bytes = idle_bound();
     s.in_use_bytes = in_use_;
     s.high_water_bytes = high_water_;
     return s;
@@ -172,13 +173,14 @@ class Pool {
 
   void set_limit(std::int64_t bytes) {
     std::lock_guard lock(mutex_);
-    limit_ = bytes < 0 ? 0 : bytes;
-    evict_down_to(limit_);
+    limit_ = bytes < 0 ? kFollowHighWater : bytes;
+    evict_down_to(idle_bound());
   }
 
   void trim() {
     std::lock_guard lock(mutex_);
     evict_down_to(0);
+    high_water_ = in_use_;
   }
 
  private:
@@ -186,6 +188,20 @@ class Pool {
     void* block;
     std::size_t capacity;
   };
+  using FreeLists = std::map<std::size_t, std::deque<std::uint64_t>>;
+
+  // The smallest class with an idle block that serves `capacity`, up to twice its size. A
+  // step frees a layer's activations in one class and asks for its gradients in a neighbouring
+  // one: served from exact classes only, ResNet-50 (224², batch 8) returned 0.76 GiB to the
+  // system per step and mapped as much afresh, every page of it zero-filled by the kernel on
+  // first touch. The slack is address space the block already had; it stays within the pool's
+  // bound on in-use plus idle bytes.
+  FreeLists::iterator idle_block_for(std::size_t capacity) {
+    for (auto it = free_.lower_bound(capacity); it != free_.end() && it->first <= 2 * capacity;
+         ++it)
+      if (!it->second.empty()) return it;
+    return free_.end();
+  }
 
   // Files the block under its class; false when there is no memory for the bookkeeping.
   // A deque, not a vector grown one slot at a time: a backward that releases 200,000 saved
@@ -207,6 +223,17 @@ class Pool {
     }
     ++next_seq_;
     return true;
+  }
+
+  // What idle blocks may add up to. By default, what keeps in-use plus idle bytes within the
+  // high-water mark plus its slack, the same bound a miss enforces: a training step's blocks
+  // all stay cached for the next step, and the process holds no more than at its peak. A fixed
+  // 512 MiB bound sent ResNet-50's (224², batch 8) 0.6-0.8 GiB of blocks beyond it back to the
+  // system every step, to be mapped and zero-filled again by the next: 10-25% of its step.
+  std::int64_t idle_bound() const {
+    if (limit_ != kFollowHighWater) return limit_;
+    const std::int64_t slack = std::max(kMinSlack, high_water_ / 8);
+    return std::max<std::int64_t>(high_water_ + slack - in_use_, 0);
   }
 
   void note_in_use(std::size_t capacity) {
@@ -247,7 +274,7 @@ class Pool {
   }
 
   std::mutex mutex_;
-  std::unordered_map<std::size_t, std::deque<std::uint64_t>> free_;  // class -> seqs, LIFO
+  FreeLists free_;  // class -> seqs, LIFO
   std::map<std::uint64_t, Entry> by_age_;
   std::uint64_t next_seq_ = 0;
   std::int64_t cached_bytes_ = 0;

@@ -129,6 +129,16 @@ class OpProfile : public ckpt::RunListener {
       ++count;
     }
   }
+  // A Runner's model runs in its own context: its trace's steps give the same figures, with
+  // the phase in the name (a recompute's conv2d is not the forward's).
+  void add_trace(const ckpt::Trace& trace) {
+    for (std::int64_t k = 0; k < trace.step_count(); ++k) {
+      const ckpt::TraceStep step = trace.step(k);
+      auto& [ns, count] = by_op_[std::string(ckpt::phase_name(step.phase)) + " " + step.op];
+      ns += static_cast<double>(step.duration_ns);
+      ++count;
+    }
+  }
   void print(int steps) const {
     std::vector<std::pair<double, std::string>> rows;
     double total = 0;
@@ -417,6 +427,9 @@ int main(int argc, char** argv) {
       OpProfile prof(scope.context());
       bool profiling = false;  // the op profile listens (after the warm-up)
       int profiled_steps = 0;
+      // The storage pool over the profiled steps: a miss maps fresh pages, which the kernel
+      // zero-fills on first touch, inside whichever op touches them first.
+      ckpt::StoragePoolStats pool_before;
       const auto torch_step = [&](bool timed) {
         std::stringstream reply(torch->ask("step"));
         double tt = 0, tc = 0;
@@ -428,7 +441,10 @@ int main(int argc, char** argv) {
         const double c0 = cpu_ms();
         ours_side.step();
         const double c1 = cpu_ms();
-        if (profiling) ++profiled_steps;
+        if (profiling) {
+          ++profiled_steps;
+          if (mc.kind == Kind::runner) prof.add_trace(ours_side.last.trace);
+        }
         if (timed)
           ours.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count()),
               ours_cpu.push_back(c1 - c0);
@@ -444,9 +460,10 @@ int main(int argc, char** argv) {
           if (torch) torch_step(false);
           our_step(false);
         }
-        if (profile && mc.kind == Kind::net) {
-          scope.context().add_listener(&prof);
+        if (profile && mc.kind != Kind::load_only) {
+          if (mc.kind == Kind::net) scope.context().add_listener(&prof);
           profiling = true;
+          pool_before = ckpt::storage_pool::stats();
         }
         while (static_cast<int>(ours.size()) < iters) {
           const int n = std::min<int>(block, iters - static_cast<int>(ours.size()));
@@ -477,9 +494,18 @@ int main(int argc, char** argv) {
       else
         std::printf("%-17s %7d %10.2f %10s %7s %12s %12s\n", name.c_str(), t, mo, "-", "-", ogf,
                     "-");
-      if (profile && mc.kind == Kind::net) {
-        scope.context().remove_listener(&prof);
+      if (profiling) {
+        if (mc.kind == Kind::net) scope.context().remove_listener(&prof);
         prof.print(profiled_steps);
+        const auto pool_after = ckpt::storage_pool::stats();
+        const double n = std::max(profiled_steps, 1);
+        std::printf(
+            "    storage pool per step: %.0f hits, %.0f misses, %.1f MiB returned to the "
+            "system\n",
+            static_cast<double>(pool_after.hits - pool_before.hits) / n,
+            static_cast<double>(pool_after.misses - pool_before.misses) / n,
+            static_cast<double>(pool_after.released_bytes - pool_before.released_bytes) / n /
+                (1 << 20));
       }
       // Per-op cost where the ops are scalars (HeavyModel): the step over its op executions.
       if (mc.kind == Kind::runner && ours_side.last.ok && name.rfind("heavy", 0) == 0) {

@@ -1,11 +1,12 @@
-// ckptlab_bench_conv: the convolutions of ckptlab_bench's ResNet-18 (batch 8, 3 x 64 x 64), one
-// layer shape at a time, in the engine and in PyTorch (bench_conv_torch.py): the forward, the
-// input gradient and the weight gradient each on their own, as median process CPU time, so
-// that a change to one convolution path can be measured where it acts. A report, never a
-// pass/fail on time.
+// ckptlab_bench_conv: the convolutions of ckptlab_bench's ResNet-18 (batch 8, 3 x 64 x 64), or
+// of torchvision's ResNet-50 at 224 x 224 (--net resnet50), one layer shape at a time, in the
+// engine and in PyTorch (bench_conv_torch.py): the forward, the input gradient and the weight
+// gradient each on their own, as median process CPU time (--wall: wall-clock time, which shows
+// what a second thread buys), so that a change to one convolution path can be measured where it
+// acts. A report, never a pass/fail on time.
 //
-//   ckptlab_bench_conv [--iters N] [--threads N] [--batch N] [--no-torch] [--only NAME]
-//                      [--algo auto|im2col|winograd]
+//   ckptlab_bench_conv [--net resnet18|resnet50] [--iters N] [--threads N] [--batch N] [--wall]
+//                      [--no-torch] [--only NAME] [--algo auto|im2col|winograd]
 
 #include <omp.h>
 
@@ -52,9 +53,38 @@ const std::vector<Layer> kLayers = {
     {"l4 3x3 512", 512, 512, 2, 3, 1, 1, 3, true},
 };
 
+// torchvision's ResNet-50 (stride in the 3x3, "v1.5") at 224 x 224: 53 convolutions a step.
+const std::vector<Layer> kResNet50Layers = {
+    {"stem 7x7/2", 3, 64, 224, 7, 2, 3, 1, false},
+    {"l1.0 1x1 64", 64, 64, 56, 1, 1, 0, 1, true},
+    {"l1 1x1 256>64", 256, 64, 56, 1, 1, 0, 2, true},
+    {"l1 3x3 64", 64, 64, 56, 3, 1, 1, 3, true},
+    {"l1 1x1 64>256", 64, 256, 56, 1, 1, 0, 4, true},
+    {"l2.0 1x1 256>128", 256, 128, 56, 1, 1, 0, 1, true},
+    {"l2.0 3x3/2", 128, 128, 56, 3, 2, 1, 1, true},
+    {"l2.down 1x1/2", 256, 512, 56, 1, 2, 0, 1, true},
+    {"l2 1x1 128>512", 128, 512, 28, 1, 1, 0, 4, true},
+    {"l2 1x1 512>128", 512, 128, 28, 1, 1, 0, 3, true},
+    {"l2 3x3 128", 128, 128, 28, 3, 1, 1, 3, true},
+    {"l3.0 1x1 512>256", 512, 256, 28, 1, 1, 0, 1, true},
+    {"l3.0 3x3/2", 256, 256, 28, 3, 2, 1, 1, true},
+    {"l3.down 1x1/2", 512, 1024, 28, 1, 2, 0, 1, true},
+    {"l3 1x1 256>1024", 256, 1024, 14, 1, 1, 0, 6, true},
+    {"l3 1x1 1024>256", 1024, 256, 14, 1, 1, 0, 5, true},
+    {"l3 3x3 256", 256, 256, 14, 3, 1, 1, 5, true},
+    {"l4.0 1x1 1024>512", 1024, 512, 14, 1, 1, 0, 1, true},
+    {"l4.0 3x3/2", 512, 512, 14, 3, 2, 1, 1, true},
+    {"l4.down 1x1/2", 1024, 2048, 14, 1, 2, 0, 1, true},
+    {"l4 1x1 512>2048", 512, 2048, 7, 1, 1, 0, 3, true},
+    {"l4 1x1 2048>512", 2048, 512, 7, 1, 1, 0, 2, true},
+    {"l4 3x3 512", 512, 512, 7, 3, 1, 1, 2, true},
+};
+
+clockid_t g_clock = CLOCK_PROCESS_CPUTIME_ID;  // --wall: CLOCK_MONOTONIC
+
 double cpu_ms() {
   timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  clock_gettime(g_clock, &t);
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
 }
 
@@ -117,7 +147,7 @@ int main(int argc, char** argv) {
   int iters = 15, threads = 1;
   std::int64_t batch = 8;
   bool with_torch = true;
-  std::string only;
+  std::string only, net = "resnet18";
   ConvAlgorithm algo = ConvAlgorithm::automatic;
   const QStringList args = app.arguments();
   for (int i = 1; i < args.size(); ++i) {
@@ -132,6 +162,10 @@ int main(int argc, char** argv) {
       threads = std::stoi(next());
     } else if (a == "--batch") {
       batch = std::stoll(next());
+    } else if (a == "--net") {
+      net = next();
+    } else if (a == "--wall") {
+      g_clock = CLOCK_MONOTONIC;
     } else if (a == "--no-torch") {
       with_torch = false;
     } else if (a == "--only") {
@@ -143,15 +177,21 @@ int main(int argc, char** argv) {
                                : ConvAlgorithm::automatic;
     } else {
       std::fprintf(stderr,
-                   "usage: ckptlab_bench_conv [--iters N] [--threads N] [--batch N] [--no-torch] "
-                   "[--only NAME] [--algo auto|im2col|winograd]\n");
+                   "usage: ckptlab_bench_conv [--net resnet18|resnet50] [--iters N] [--threads "
+                   "N] [--batch N] [--wall] [--no-torch] [--only NAME] [--algo "
+                   "auto|im2col|winograd]\n");
       return 2;
     }
   }
+  if (net != "resnet18" && net != "resnet50") {
+    std::fprintf(stderr, "--net: resnet18 or resnet50, not %s\n", net.c_str());
+    return 2;
+  }
+  const bool resnet50 = net == "resnet50";
   omp_set_num_threads(threads);
   ConvAlgorithmScope algorithm(algo);
   std::vector<Layer> layers;
-  for (const auto& l : kLayers)
+  for (const auto& l : resnet50 ? kResNet50Layers : kLayers)
     if (only.empty() || std::string(l.name).find(only) != std::string::npos) layers.push_back(l);
 
   std::map<std::string, Times> torch;
@@ -165,6 +205,7 @@ int main(int argc, char** argv) {
     const QString python = qEnvironmentVariable("CKPTLAB_PYTHON", CKPTLAB_BENCH_PYTHON);
     p.start(python, {QString(CKPTLAB_BENCH_DIR) + "/bench_conv_torch.py", QString::number(threads),
                      QString::number(batch), QString::number(iters),
+                     g_clock == CLOCK_MONOTONIC ? "wall" : "cpu",
                      QString::fromUtf8(QJsonDocument(spec).toJson(QJsonDocument::Compact))});
     if (!p.waitForFinished(1200000) || p.exitCode() != 0) {
       std::fprintf(stderr, "bench_conv_torch.py failed\n");
@@ -177,11 +218,11 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::printf(
-      "conv layers of ResNet-18 (batch %lld, 64 x 64), %d thread(s), median process CPU ms "
-      "of %d\n\n",
-      static_cast<long long>(batch), threads, iters);
-  std::printf("%-14s %4s %11s %11s %11s %11s %8s %8s\n", "layer", "x", "fwd ours/pt", "dx ours/pt",
+  std::printf("conv layers of %s (batch %lld, %s), %d thread(s), median %s ms of %d\n\n",
+              resnet50 ? "ResNet-50" : "ResNet-18", static_cast<long long>(batch),
+              resnet50 ? "224 x 224" : "64 x 64", threads,
+              g_clock == CLOCK_MONOTONIC ? "wall-clock" : "process CPU", iters);
+  std::printf("%-17s %4s %11s %11s %11s %11s %8s %8s\n", "layer", "x", "fwd ours/pt", "dx ours/pt",
               "dw ours/pt", "sum ours/pt", "ratio", "GF/s");
   Times total_ours, total_torch;
   for (const auto& l : layers) {
@@ -191,7 +232,7 @@ int main(int argc, char** argv) {
     const double macs = static_cast<double>(batch * out * out * l.o * l.c * l.k * l.k);
     const double sum_o = o.fwd + o.dx + o.dw, sum_t = t.fwd + t.dx + t.dw;
     const double gf = 2 * macs * (l.input_grad ? 3 : 2) / 1e9 / (sum_o / 1e3);
-    std::printf("%-14s %4d %5.2f/%-5.2f %5.2f/%-5.2f %5.2f/%-5.2f %5.2f/%-5.2f %8.3f %8.1f\n",
+    std::printf("%-17s %4d %5.2f/%-5.2f %5.2f/%-5.2f %5.2f/%-5.2f %5.2f/%-5.2f %8.3f %8.1f\n",
                 l.name, l.per_step, o.fwd, t.fwd, o.dx, t.dx, o.dw, t.dw, sum_o, sum_t,
                 sum_t > 0 ? sum_o / sum_t : 0.0, gf);
     for (auto [acc, v] : {std::pair{&total_ours, o}, std::pair{&total_torch, t}}) {
@@ -202,7 +243,7 @@ int main(int argc, char** argv) {
   }
   const double so = total_ours.fwd + total_ours.dx + total_ours.dw;
   const double st = total_torch.fwd + total_torch.dx + total_torch.dw;
-  std::printf("%-14s %4s %5.1f/%-5.1f %5.1f/%-5.1f %5.1f/%-5.1f %5.1f/%-5.1f %8.3f\n", "per step",
+  std::printf("%-17s %4s %5.1f/%-5.1f %5.1f/%-5.1f %5.1f/%-5.1f %5.1f/%-5.1f %8.3f\n", "per step",
               "", total_ours.fwd, total_torch.fwd, total_ours.dx, total_torch.dx, total_ours.dw,
               total_torch.dw, so, st, st > 0 ? so / st : 0.0);
   return 0;

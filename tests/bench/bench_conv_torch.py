@@ -1,9 +1,10 @@
 """The PyTorch half of ckptlab_bench_conv (/usr/bin/python3, torch 1.13).
 
-  bench_conv_torch.py THREADS BATCH ITERS LAYERS_JSON
+  bench_conv_torch.py THREADS BATCH ITERS CLOCK LAYERS_JSON
+      CLOCK: cpu (process CPU time) or wall (wall-clock time)
       LAYERS_JSON: [[name, cin, cout, hw, k, stride, pad, input_grad], ...]
   -> one JSON object {name: [forward ms, input-gradient ms, weight-gradient ms]}, each the median
-     process CPU time of ITERS runs after 2 warm-up runs.
+     time of ITERS runs after 2 warm-up runs.
 """
 
 import json
@@ -15,28 +16,28 @@ import torch
 import torch.nn.functional as F
 
 
-def time_layer(batch, cin, cout, hw, k, stride, pad, input_grad, iters):
+def time_layer(batch, cin, cout, hw, k, stride, pad, input_grad, iters, clock):
     torch.manual_seed(0)
     x = torch.randn(batch, cin, hw, hw)
     w = torch.randn(cout, cin, k, k)
     xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
     fwd, dx, dw = [], [], []
     for i in range(iters + 2):
-        t0 = time.process_time()
+        t0 = clock()
         y = F.conv2d(xg, wg, None, stride, pad)
-        t1 = time.process_time()
+        t1 = clock()
         gy = torch.ones_like(y)
         del y
         t2 = t3 = 0
         if input_grad:
             yx = F.conv2d(xg, w, None, stride, pad)
-            t2 = time.process_time()
+            t2 = clock()
             torch.autograd.grad(yx, xg, gy)
-            t3 = time.process_time()
+            t3 = clock()
         yw = F.conv2d(x, wg, None, stride, pad)
-        t4 = time.process_time()
+        t4 = clock()
         torch.autograd.grad(yw, wg, gy)
-        t5 = time.process_time()
+        t5 = clock()
         if i >= 2:
             fwd.append((t1 - t0) * 1e3)
             dx.append((t3 - t2) * 1e3)
@@ -46,10 +47,11 @@ def time_layer(batch, cin, cout, hw, k, stride, pad, input_grad, iters):
 
 def main(argv):
     threads, batch, iters = int(argv[1]), int(argv[2]), int(argv[3])
+    clock = time.perf_counter if argv[4] == "wall" else time.process_time
     torch.set_num_threads(threads)
     out = {}
-    for name, cin, cout, hw, k, stride, pad, input_grad in json.loads(argv[4]):
-        out[name] = time_layer(batch, cin, cout, hw, k, stride, pad, input_grad, iters)
+    for name, cin, cout, hw, k, stride, pad, input_grad in json.loads(argv[5]):
+        out[name] = time_layer(batch, cin, cout, hw, k, stride, pad, input_grad, iters, clock)
     print(json.dumps(out))
     return 0
 

@@ -167,6 +167,55 @@ class TestPool : public QObject {
     QCOMPARE(storage_pool::stats().cached_bytes, cached - mib(8));
   }
 
+  // A request takes the smallest idle block that serves it, up to twice its class: a layer's
+  // gradient finds its activation's block though their classes differ.
+  void aLargerIdleBlockServesUpToTwiceTheRequest() {
+    const auto mib = [](std::int64_t n) { return n << 20; };
+    void* block = nullptr;
+    {
+      Tensor a = Tensor::empty({mib(5) / 4});
+      block = a.data<float>();
+    }
+    Delta d;
+    {
+      Tensor small = Tensor::empty({mib(2) / 4});  // 5 MiB is more than twice 2 MiB
+      QVERIFY(static_cast<void*>(small.data<float>()) != block);
+      QCOMPARE(d.misses(), 1);
+    }
+    Tensor b = Tensor::empty({mib(3) / 4});
+    QCOMPARE(static_cast<void*>(b.data<float>()), block);
+    QCOMPARE(d.hits(), 1);
+    // Held under its own class: released, it is the 5 MiB block again.
+    b = Tensor();
+    Tensor c = Tensor::empty({mib(5) / 4});
+    QCOMPARE(static_cast<void*>(c.data<float>()), block);
+  }
+
+  // By default idle bytes follow the high-water mark: every block of a step that held more
+  // than any fixed bound stays for the next step, and in-use plus idle bytes stay within the
+  // high water plus its slack. trim() starts the mark afresh.
+  void byDefaultAStepsBlocksAllServeTheNextStep() {
+    const auto mib = [](std::int64_t n) { return n << 20; };
+    storage_pool::set_limit(-1);
+    storage_pool::trim();
+    const auto step = [&] {
+      std::vector<Tensor> blocks;
+      for (int i = 0; i < 48; ++i) blocks.push_back(Tensor::empty({mib(12 + i % 3) / 4}));
+    };
+    step();
+    const auto s = storage_pool::stats();
+    QVERIFY2(s.cached_bytes >= mib(600), qPrintable(QString::number(s.cached_bytes)));
+    QVERIFY(s.cached_bytes + s.in_use_bytes <=
+            s.high_water_bytes + std::max(mib(64), s.high_water_bytes / 8));
+    Delta d;
+    step();
+    QCOMPARE(d.misses(), 0);
+    QCOMPARE(d.hits(), 48);
+    storage_pool::trim();
+    QCOMPARE(storage_pool::stats().cached_bytes, 0);
+    QCOMPARE(storage_pool::stats().high_water_bytes, storage_pool::stats().in_use_bytes);
+  }
+
   void concurrentRunsShareThePool() {
     constexpr int kThreads = 4, kSteps = 20;
     Delta d;

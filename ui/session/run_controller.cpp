@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/run/memory_guard.hpp"
+#include "engine/tensor/storage_pool.hpp"
 #include "ui/util/work_pool.hpp"
 
 namespace ckpt::ui {
@@ -103,6 +104,9 @@ void RunController::setModel(std::shared_ptr<const Model> model) {
   kept_.clear();
   model_ = std::move(model);
   runner_ = model_ ? std::make_shared<SharedRunner>(model_) : nullptr;
+  // The storage pool keeps a step's blocks for the next one, up to the high-water mark of the
+  // runs so far; another model's steps would find the old model's sizes instead.
+  storage_pool::trim();
 }
 
 quint64 RunController::request(const CheckpointConfig& config) {
