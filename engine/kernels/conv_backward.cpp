@@ -58,8 +58,7 @@ void per_image_backward(const Tensor& gy, const Tensor& x, const Tensor& w, cons
   if (!live) return;
   T* wsp = ws.defined() ? ws.data<T>() : nullptr;
   T* sp = scratch.defined() ? scratch.data<T>() : nullptr;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (std::int64_t n = 0; n < g.n; ++n) {
+  parallel_for_threads(g.n, threads, [&](std::int64_t n) {
     const int tid = omp_get_thread_num();
     T* buf = wsp ? wsp + tid * g.k_rows() * hw : nullptr;
     const T* gyn = gp + n * g.o * hw;
@@ -82,7 +81,7 @@ void per_image_backward(const Tensor& gy, const Tensor& x, const Tensor& w, cons
         col2im<T>(buf, g, n, 1, dxp, sp);
       }
     }
-  }
+  });
   if (dw.defined()) {
     T* d = dw.data<T>();
     if (!wrote[0]) std::fill(d, d + wsize, T(0));

@@ -83,8 +83,7 @@ Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo
     if (!live) return out;
     T* wsp = ws.defined() ? ws.data<T>() : nullptr;
     T* sp = scratch.defined() ? scratch.data<T>() : nullptr;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (std::int64_t n = 0; n < g.n; ++n) {
+    parallel_for_threads(g.n, threads, [&](std::int64_t n) {
       const T* col = xp + n * in_plane;
       if (!g.pointwise()) {
         T* buf = wsp + omp_get_thread_num() * g.k_rows() * hw;
@@ -96,7 +95,7 @@ Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo
       if (bp)
         for (std::int64_t o = 0; o < g.o; ++o)
           for (std::int64_t p = 0; p < hw; ++p) on[o * hw + p] += bp[o];
-    }
+    });
     return out;
   }
   // Small planes: one GEMM over [K, N*HoWo] into [O, N*HoWo], then into NCHW order.

@@ -78,8 +78,7 @@ void run_conv(const Plan& p, const T* in, const T* U, bool flipped, const T* bia
   Tensor ws = Tensor::empty({b.threads, per_thread}, dtype);
   if (!out) return;  // a dry run: the workspace is allocated, nothing is computed
   T* base = ws.data<T>();
-#pragma omp parallel for num_threads(b.threads) schedule(static) if (b.threads > 1)
-  for (std::int64_t blk = 0; blk < b.count; ++blk) {
+  parallel_for_threads(b.count, b.threads, [&](std::int64_t blk) {
     const std::int64_t n0 = blk * b.images, count = std::min(b.images, p.n - n0);
     const std::int64_t ld = count * p.tiles();
     T* V = base + omp_get_thread_num() * per_thread;
@@ -91,7 +90,7 @@ void run_conv(const Plan& p, const T* in, const T* U, bool flipped, const T* bia
                  U + (flipped ? kFlip[xi] : xi) * slice(p.cout * p.cin), flipped ? p.cout : p.cin,
                  V + xi * slice(p.cin * ld), ld, T(0), M + xi * slice(p.cout * ld), ld);
     transform_output(p, M, n0, count, bias, out, pad);
-  }
+  });
 }
 
 template <typename T>
@@ -128,8 +127,7 @@ void weight_grad_t(const Tensor& gy, const Tensor& x, const Geometry& g, Tensor&
   std::vector<char> wrote(static_cast<std::size_t>(b.threads), 0);
   T* base = ws.data<T>();
   T* acc_base = dU.data<T>();
-#pragma omp parallel for num_threads(b.threads) schedule(static) if (b.threads > 1)
-  for (std::int64_t blk = 0; blk < b.count; ++blk) {
+  parallel_for_threads(b.count, b.threads, [&](std::int64_t blk) {
     const int tid = omp_get_thread_num();
     const std::int64_t n0 = blk * b.images, count = std::min(b.images, p.n - n0);
     const std::int64_t ld = count * p.tiles();
@@ -144,7 +142,7 @@ void weight_grad_t(const Tensor& gy, const Tensor& x, const Geometry& g, Tensor&
       gemm_rm<T>(false, true, p.cout, p.cin, ld, T(1), Mh + xi * slice(p.cout * ld), ld,
                  V + xi * slice(p.cin * ld), ld, beta, acc + xi * slice(p.cout * p.cin), p.cin);
     wrote[static_cast<std::size_t>(tid)] = 1;
-  }
+  });
   for (int t = 1; t < b.threads; ++t) {
     if (!wrote[static_cast<std::size_t>(t)]) continue;
     const T* src = acc_base + t * usize;
