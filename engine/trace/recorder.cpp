@@ -360,11 +360,6 @@ Trace Recorder::finish() {
       d.recomputes.push_back({d.label(it->segment), it->begin_step, end});
   }
   s.spans.clear();
-  d.tensors_by_name.resize(d.tensors.size());
-  std::iota(d.tensors_by_name.begin(), d.tensors_by_name.end(), 0u);
-  std::sort(
-      d.tensors_by_name.begin(), d.tensors_by_name.end(),
-      [&](std::uint32_t a, std::uint32_t b) { return d.tensors[a].name < d.tensors[b].name; });
   for (auto& t : d.tensors) t.transitions.shrink_to_fit();
   d.steps.shrink_to_fit();
   d.total_after.shrink_to_fit();

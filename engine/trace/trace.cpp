@@ -1,6 +1,7 @@
 #include "engine/trace/trace.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 #include "engine/trace/trace_data.hpp"
@@ -144,8 +145,18 @@ const std::vector<TensorLife>& Trace::tensors() const {
   return d_->tensors;
 }
 
+const std::vector<std::uint32_t>& Trace::Data::by_name() const {
+  std::call_once(by_name_made, [this] {
+    tensors_by_name.resize(tensors.size());
+    std::iota(tensors_by_name.begin(), tensors_by_name.end(), 0u);
+    std::sort(tensors_by_name.begin(), tensors_by_name.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return tensors[a].name < tensors[b].name; });
+  });
+  return tensors_by_name;
+}
+
 std::int64_t Trace::tensor_index(const std::string& name) const {
-  const auto& order = d_->tensors_by_name;
+  const auto& order = d_->by_name();
   auto it = std::lower_bound(
       order.begin(), order.end(), name,
       [&](std::uint32_t i, const std::string& n) { return d_->tensors[i].name < n; });
