@@ -13,7 +13,7 @@ namespace ckpt {
 //
 // Sizes are rounded up to classes of four per power of two (at most 25% more than asked,
 // address space only: untouched pages cost nothing); a request is served from the smallest
-// idle block of its class or a larger one up to twice its size. In-use plus idle bytes stay
+// idle block of its class or a larger one up to one and a half times its size. In-use plus idle bytes stay
 // within the high-water mark of in-use bytes plus an eighth of it (at least 64 MiB): a request
 // no idle block serves releases the least recently cached blocks first, and so does a release
 // past that bound. What the process holds follows the traced peak, and a step's blocks all
