@@ -1,4 +1,6 @@
 // The cpu kernel table: Eigen's GEMM and OpenMP loops over host memory.
+#include <omp.h>
+
 #include <cstring>
 #include <vector>
 
@@ -10,6 +12,44 @@ namespace ckpt {
 
 namespace {
 
+// Copies by blocks where src and dst share contiguous innermost dimensions (cat's regions of
+// an NCHW tensor along channels, CatBackward's slices: one block per image), in parallel when
+// large; false where the blocks would be too short to pay. Element by element, DenseNet-121's
+// concatenations and their gradients took 240 ms of its 224² batch-8 step on one thread or two.
+template <typename T>
+bool copy_blocks(const Tensor& src, Tensor& dst) {
+  const Shape& shape = dst.shape();
+  const auto rank = static_cast<int>(shape.size());
+  std::int64_t inner = 1;
+  int k = rank - 1;
+  for (; k >= 0; --k) {
+    const auto d = static_cast<std::size_t>(k);
+    if (shape[d] == 1) continue;
+    if (src.strides()[d] != inner || dst.strides()[d] != inner) break;
+    inner *= shape[d];
+  }
+  constexpr std::int64_t kMinBlockBytes = 256;
+  if (k < 0 || inner * static_cast<std::int64_t>(sizeof(T)) < kMinBlockBytes) return false;
+  std::int64_t outer = 1;
+  for (int j = 0; j <= k; ++j) outer *= shape[static_cast<std::size_t>(j)];
+  const T* from = src.data<T>();
+  T* to = dst.data<T>();
+  const auto block = [&](std::int64_t b) {
+    std::int64_t so = 0, dof = 0, rest = b;
+    for (int j = k; j >= 0; --j) {
+      const auto d = static_cast<std::size_t>(j);
+      const std::int64_t i = rest % shape[d];
+      rest /= shape[d];
+      so += i * src.strides()[d];
+      dof += i * dst.strides()[d];
+    }
+    std::memcpy(to + dof, from + so, static_cast<std::size_t>(inner) * sizeof(T));
+  };
+  const bool parallel = outer * inner > 8 * kParallelGrain && !omp_in_parallel();
+  parallel_for_threads(outer, parallel ? omp_get_max_threads() : 1, block);
+  return true;
+}
+
 void cpu_copy(const Tensor& src, Tensor& dst) {
   dispatch_any(src.dtype(), [&]<typename S>() {
     dispatch_any(dst.dtype(), [&]<typename D>() {
@@ -20,6 +60,7 @@ void cpu_copy(const Tensor& src, Tensor& dst) {
           if (src.numel()) std::memcpy(o, p, static_cast<std::size_t>(src.nbytes()));
           return;
         }
+        if (src.numel() > 0 && copy_blocks<S>(src, dst)) return;
       }
       if (dst.is_contiguous()) {
         for_each_offset(src,

@@ -137,6 +137,50 @@ class TestKernelTable : public QObject {
     QCOMPARE(&kernel_table(Device::meta), &meta_kernel_table());
   }
 
+  // The cpu copy by contiguous blocks (cat's channel regions, their gradient's slices): every
+  // element lands where index arithmetic says, for blocks copied serially and in parallel, a
+  // size-1 dimension with an odd stride, and a transposed view (no blocks: element by element).
+  void stridedCopiesLandWhereTheIndicesSay_data() {
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("channels");
+    QTest::addColumn<int>("plane");
+    QTest::newRow("serial blocks") << 2 << 3 << 80;
+    QTest::newRow("parallel blocks") << 8 << 64 << 1024;
+  }
+  void stridedCopiesLandWhereTheIndicesSay() {
+    QFETCH(int, batch);
+    QFETCH(int, channels);
+    QFETCH(int, plane);
+    const std::int64_t n = batch, c = channels, p = plane, total_c = 2 * c + 3;
+    const Tensor src = random_tensor({n, c, p}, 11);
+    Tensor big = Tensor::zeros({n, total_c, p});
+    // Channels [2, 2 + c) of `big`: a region whose images are blocks of c * p elements.
+    Tensor region = big.alias({n, c, p}, big.strides(), 2 * p);
+    copy_into_raw(region, src);
+    const auto got = big.to_vector(), want = src.to_vector();
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t ch = 0; ch < total_c; ++ch)
+        for (std::int64_t k = 0; k < p; ++k) {
+          const double expected =
+              ch >= 2 && ch < 2 + c ? want[static_cast<std::size_t>((i * c + ch - 2) * p + k)] : 0;
+          if (got[static_cast<std::size_t>((i * total_c + ch) * p + k)] != expected)
+            QFAIL(qPrintable(QString("image %1 channel %2 element %3").arg(i).arg(ch).arg(k)));
+        }
+    // Back out as CatBackward slices it: a contiguous copy of the region.
+    QCOMPARE(contiguous_copy(region).to_vector(), want);
+    // A size-1 dimension's stride says nothing about contiguity.
+    const Tensor one = src.alias({n, 1, c * p}, {c * p, 12345, 1}, 0);
+    QCOMPARE(contiguous_copy(one).to_vector(), want);
+    // Transposed: no contiguous block in common, element by element.
+    const Tensor t = src.alias({n, p, c}, {c * p, 1, p}, 0);
+    const auto tv = contiguous_copy(t).to_vector();
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t k = 0; k < p; ++k)
+        for (std::int64_t ch = 0; ch < c; ++ch)
+          QCOMPARE(tv[static_cast<std::size_t>((i * p + k) * c + ch)],
+                   want[static_cast<std::size_t>((i * c + ch) * p + k)]);
+  }
+
   // The dry run's exactness rests on this: meta makes every buffer the cpu makes, computes
   // nothing, and its results are meta tensors.
   void metaAllocatesWhatTheCpuAllocates() {
