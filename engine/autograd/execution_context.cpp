@@ -56,8 +56,27 @@ const char* severity_name(Severity s) {
   return "?";
 }
 
-ExecutionContext::ExecutionContext(std::shared_ptr<MemoryLedger> ledger)
-    : ledger_(ledger ? std::move(ledger) : MemoryLedger::current()) {
+LabelId LabelTable::intern(std::string_view s) {
+  if (const LabelId id = find(s); id != kNoLabel) return id;
+  labels_.emplace_back(s);
+  const auto id = static_cast<LabelId>(labels_.size() - 1);
+  ids_.emplace(labels_.back(), id);
+  return id;
+}
+
+LabelId LabelTable::find(std::string_view s) const {
+  const auto it = ids_.find(s);
+  return it == ids_.end() ? kNoLabel : it->second;
+}
+
+ExecutionContext::ExecutionContext(std::shared_ptr<MemoryLedger> ledger,
+                                   std::shared_ptr<const LabelTable> known)
+    : ledger_(ledger ? std::move(ledger) : MemoryLedger::current()), known_(std::move(known)) {
+  if (known_) {  // "" is known_'s label 0; labels made here follow its own
+    base_ = known_->size();
+    labels_.clear();
+    label_ids_.clear();
+  }
   ledger_->set_base_category(base_category(phase_));
   ledger_->add_listener(this);
   ledger_->set_locator([this] { return location(); });
@@ -132,21 +151,23 @@ LabelId ExecutionContext::intern(std::string_view s) {
   RecentLabel& recent =
       recent_labels_[((reinterpret_cast<std::uintptr_t>(s.data()) >> 4) ^ s.size()) %
                      recent_labels_.size()];
-  if (recent.data == s.data() && recent.id != 0 && labels_[recent.id] == s) return recent.id;
-  LabelId id = 0;
-  if (auto it = label_ids_.find(s); it != label_ids_.end()) {
-    id = it->second;
-  } else {
-    labels_.emplace_back(s);
-    id = static_cast<LabelId>(labels_.size() - 1);
-    label_ids_.emplace(labels_.back(), id);
+  if (recent.data == s.data() && recent.id != 0 && label(recent.id) == s) return recent.id;
+  LabelId id = known_ ? known_->find(s) : kNoLabel;
+  if (id == kNoLabel) {
+    if (auto it = label_ids_.find(s); it != label_ids_.end()) {
+      id = it->second;
+    } else {
+      labels_.emplace_back(s);
+      id = base_ + static_cast<LabelId>(labels_.size() - 1);
+      label_ids_.emplace(labels_.back(), id);
+    }
   }
   recent = RecentLabel{s.data(), id};
   return id;
 }
 
 const std::string& ExecutionContext::label(LabelId id) const {
-  return labels_.at(id);
+  return id < base_ ? known_->label(id) : labels_.at(id - base_);
 }
 
 std::string ExecutionContext::location() const {

@@ -29,6 +29,22 @@ enum class Severity : std::uint8_t { info, warning, error };
 const char* severity_name(Severity s);
 
 using LabelId = std::uint32_t;  // an interned string; 0 is the empty string
+inline constexpr LabelId kNoLabel = 0xffffffffu;
+
+// Labels a model's runs all use (its node and value names), interned once when the model is
+// compiled: each run's context starts from them and interns only what is new. HeavyModel's
+// runs interned their 200,000 names afresh, a quarter of each run.
+class LabelTable {
+ public:
+  LabelId intern(std::string_view s);
+  LabelId find(std::string_view s) const;  // kNoLabel when absent
+  const std::string& label(LabelId id) const { return labels_[id]; }
+  LabelId size() const { return static_cast<LabelId>(labels_.size()); }
+
+ private:
+  std::deque<std::string> labels_{""};
+  std::unordered_map<std::string_view, LabelId> ids_{{"", 0}};
+};
 
 // One entry of a run's event stream. Listeners (the trace recorder) receive them in order.
 struct RunEvent {
@@ -70,7 +86,9 @@ class RunListener {
 
 class ExecutionContext final : public AllocationListener {
  public:
-  explicit ExecutionContext(std::shared_ptr<MemoryLedger> ledger = nullptr);
+  // `known`: labels interned before the run (a compiled model's), shared and never changed.
+  explicit ExecutionContext(std::shared_ptr<MemoryLedger> ledger = nullptr,
+                            std::shared_ptr<const LabelTable> known = nullptr);
   ~ExecutionContext() override;
   ExecutionContext(const ExecutionContext&) = delete;
   ExecutionContext& operator=(const ExecutionContext&) = delete;
@@ -86,6 +104,8 @@ class ExecutionContext final : public AllocationListener {
   void set_phase(Phase p);
   LabelId intern(std::string_view s);
   const std::string& label(LabelId id) const;
+  // The table this context's labels start from (their ids are the table's), or null.
+  const LabelTable* known_labels() const { return known_.get(); }
   void begin_step(LabelId op, LabelId node);
   void end_step();
   bool in_step() const { return step_open_; }
@@ -126,7 +146,9 @@ class ExecutionContext final : public AllocationListener {
   LabelId step_op_ = 0;
   LabelId step_node_ = 0;
   std::vector<LabelId> node_stack_;
-  std::deque<std::string> labels_{""};
+  std::shared_ptr<const LabelTable> known_;
+  LabelId base_ = 0;                    // the first id of a label interned here (known_'s size)
+  std::deque<std::string> labels_{""};  // ids base_, base_ + 1, ...
   std::unordered_map<std::string_view, LabelId> label_ids_{{"", 0}};
   // The labels interned last, by the address of the text asked for: every step interns its op
   // name ("add", "AddBackward0": mostly string literals), and looking it up in a table of

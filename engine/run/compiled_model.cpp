@@ -33,6 +33,12 @@ CompiledModel::CompiledModel(const Model& model) {
   }
   first_out_.push_back(static_cast<int>(names_.size()));
   outputs_ = ids(model.outputs);
+  auto labels = std::make_shared<LabelTable>();
+  op_labels_.reserve(ops_.size());
+  for (const auto& op : ops_) op_labels_.push_back(labels->intern(op.node->name));
+  value_labels_.reserve(names_.size());
+  for (const auto& n : names_) value_labels_.push_back(labels->intern(n));
+  labels_ = std::move(labels);
   if (model.scenario.loss == LossKind::model) loss_ = id(model.scenario.loss_value);
 
   // Last use of every value; a value nobody reads dies right after the op that made it.

@@ -6,10 +6,12 @@
 // Immutable once built; runs on several threads share it.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/autograd/execution_context.hpp"
 #include "engine/model/model.hpp"
 #include "engine/model/op_registry.hpp"
 
@@ -45,6 +47,12 @@ class CompiledModel {
   const std::vector<int>& outputs() const { return outputs_; }
   int loss_id() const { return loss_; }  // -1 unless the model computes its own loss
 
+  // Every op's node name and every value's name, interned once: a run's context starts from
+  // this table (ExecutionContext's `known`), and the ids below are its labels.
+  const std::shared_ptr<const LabelTable>& labels() const { return labels_; }
+  LabelId op_label(std::int64_t k) const { return op_labels_[static_cast<std::size_t>(k)]; }
+  LabelId value_label(int id) const { return value_labels_[static_cast<std::size_t>(id)]; }
+
  private:
   int parameters_ = 0;
   int statics_ = 0;
@@ -55,6 +63,9 @@ class CompiledModel {
   std::vector<std::vector<int>> release_;
   std::vector<int> outputs_;
   int loss_ = -1;
+  std::shared_ptr<const LabelTable> labels_;
+  std::vector<LabelId> op_labels_;
+  std::vector<LabelId> value_labels_;
 };
 
 }  // namespace ckpt

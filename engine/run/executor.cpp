@@ -140,6 +140,7 @@ const Module* Executor::pick(std::int64_t k, const Module* owner, std::int64_t e
 }
 
 LabelId Executor::node_label(ExecutionContext& context, std::int64_t k, const std::string& name) {
+  if (context.known_labels() == plan_.labels().get()) return plan_.op_label(k);
   if (labels_of_ != &context) {
     labels_of_ = &context;
     node_labels_.assign(plan_.ops().size(), 0);
@@ -151,6 +152,7 @@ LabelId Executor::node_label(ExecutionContext& context, std::int64_t k, const st
 }
 
 LabelId Executor::value_label(ExecutionContext& context, int id, const std::string& name) {
+  if (context.known_labels() == plan_.labels().get()) return plan_.value_label(id);
   LabelId& l = value_labels_[static_cast<std::size_t>(id)];
   if (l == 0) l = context.intern(name);
   return l;

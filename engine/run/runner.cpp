@@ -295,7 +295,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   auto ledger = run_ledger(config);
   result.dry_run = config.dry_run;
   std::unordered_map<std::string, OpCost> node_costs;
-  auto context = std::make_shared<ExecutionContext>(ledger);
+  auto context = std::make_shared<ExecutionContext>(ledger, compiled_->labels());
   context->set_detect_anomaly(config.detect_anomaly && !config.dry_run);
   Recorder recorder(*context);
   const auto t0 = Clock::now();

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/autograd/execution_context.hpp"
 #include "engine/ops/ops.hpp"
 #include "engine/trace/export.hpp"
 #include "engine/trace/trace.hpp"
@@ -48,6 +49,40 @@ Tensor input(const Shape& shape, double value) {
 class TestTrace : public QObject {
   Q_OBJECT
  private slots:
+  // A context that starts from a compiled model's label table: the table's names keep the
+  // table's ids, names new to the run get ids past it, and every id reads back its name
+  // (through the recent-label cache too).
+  void contextLabelsStartFromAKnownTable() {
+    auto table = std::make_shared<LabelTable>();
+    const LabelId conv = table->intern("features.conv0");
+    const LabelId out = table->intern("features.conv0.out");
+    QCOMPARE(table->intern("features.conv0"), conv);
+    QCOMPARE(table->find("absent"), kNoLabel);
+    ExecutionContext context(std::make_shared<MemoryLedger>(), table);
+    QCOMPARE(context.known_labels(), table.get());
+    const std::string name = "features.conv0";
+    QCOMPARE(context.intern(name), conv);
+    QCOMPARE(context.intern(name), conv);  // the recent-label cache
+    QCOMPARE(context.intern("features.conv0.out"), out);
+    QCOMPARE(context.intern(""), LabelId{0});
+    const LabelId fresh = context.intern("ConvolutionBackward0");
+    QVERIFY(fresh >= table->size());
+    QCOMPARE(context.intern("ConvolutionBackward0"), fresh);
+    const LabelId second = context.intern("AddBackward0");
+    QCOMPARE(second, fresh + 1);
+    QCOMPARE(context.label(conv), std::string("features.conv0"));
+    QCOMPARE(context.label(out), std::string("features.conv0.out"));
+    QCOMPARE(context.label(fresh), std::string("ConvolutionBackward0"));
+    QCOMPARE(context.label(second), std::string("AddBackward0"));
+    QCOMPARE(context.label(0), std::string());
+    // The table is shared, never written by a run.
+    QCOMPARE(table->find("ConvolutionBackward0"), kNoLabel);
+    // A context without a table numbers from the empty string as before.
+    ExecutionContext plain(std::make_shared<MemoryLedger>());
+    QCOMPARE(plain.intern("features.conv0"), LabelId{1});
+    QCOMPARE(plain.label(1), std::string("features.conv0"));
+  }
+
   void memoryCurveEqualsLedgerAtEveryStep() {
     auto ledger = std::make_shared<MemoryLedger>();
     ExecutionScope scope(ledger);
