@@ -59,25 +59,35 @@ std::int64_t estimate_ns(const OpCost& cost, const MachineRates& rates) {
 std::vector<std::int64_t> estimate_step_durations(
     const Trace& trace, const std::unordered_map<std::string, OpCost>& node_costs,
     const MachineRates& rates) {
-  std::unordered_map<std::string, std::int64_t> forward_steps, backward_steps;
+  // Per distinct node (the trace interns node names: one object per name), its cost and its
+  // forward and backward step counts; no step is copied. Copying 200,000 steps' strings and
+  // hashing their names was 14% of HeavyModel's dry run.
+  struct NodeSteps {
+    const OpCost* cost = nullptr;
+    std::int64_t forward = 0, backward = 0;
+  };
+  std::unordered_map<const std::string*, NodeSteps> by_node;
   const std::int64_t steps = trace.step_count();
-  std::vector<TraceStep> all(static_cast<std::size_t>(steps));
+  std::vector<NodeSteps*> of_step(static_cast<std::size_t>(steps));
   for (std::int64_t k = 0; k < steps; ++k) {
-    all[static_cast<std::size_t>(k)] = trace.step(k);
-    const TraceStep& s = all[static_cast<std::size_t>(k)];
-    if (s.phase == Phase::forward) ++forward_steps[s.node];
-    if (s.phase == Phase::backward) ++backward_steps[s.node];
+    const std::string& node = trace.step_node(k);
+    auto [it, fresh] = by_node.try_emplace(&node);
+    if (fresh)
+      if (auto c = node_costs.find(node); c != node_costs.end()) it->second.cost = &c->second;
+    NodeSteps& n = it->second;
+    of_step[static_cast<std::size_t>(k)] = &n;
+    const Phase phase = trace.step_phase(k);
+    if (phase == Phase::forward) ++n.forward;
+    if (phase == Phase::backward) ++n.backward;
   }
   const auto overhead = static_cast<std::int64_t>(rates.op_overhead_ns);
   std::vector<std::int64_t> out(static_cast<std::size_t>(steps), overhead);
   for (std::int64_t k = 0; k < steps; ++k) {
-    const TraceStep& s = all[static_cast<std::size_t>(k)];
-    auto it = node_costs.find(s.node);
-    if (it == node_costs.end()) continue;
-    const auto node_ns = static_cast<double>(estimate_ns(it->second, rates));
-    const bool backward = s.phase == Phase::backward;
-    const auto per = std::max<std::int64_t>(
-        1, backward ? backward_steps[s.node] : std::max<std::int64_t>(forward_steps[s.node], 1));
+    const NodeSteps& n = *of_step[static_cast<std::size_t>(k)];
+    if (!n.cost) continue;
+    const auto node_ns = static_cast<double>(estimate_ns(*n.cost, rates));
+    const bool backward = trace.step_phase(k) == Phase::backward;
+    const auto per = std::max<std::int64_t>(1, backward ? n.backward : n.forward);
     out[static_cast<std::size_t>(k)] =
         static_cast<std::int64_t>((backward ? 2.0 : 1.0) * node_ns / static_cast<double>(per));
   }
