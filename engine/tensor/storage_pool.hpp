@@ -13,15 +13,15 @@ namespace ckpt {
 //
 // Sizes are rounded up to classes of four per power of two (at most 25% more than asked,
 // address space only: untouched pages cost nothing); a request is served from the smallest
-// idle block of its class or a larger one up to one and a half times its size. In-use plus idle bytes stay
-// within the high-water mark of in-use bytes plus an eighth of it (at least 64 MiB): a request
-// no idle block serves releases the least recently cached blocks first, and so does a release
-// past that bound. What the process holds follows the traced peak, and a step's blocks all
-// serve the next step. trim() returns every idle block and starts the high-water mark afresh
-// (the app does so when it opens another model). The environment variable
-// CKPTLAB_POOL_LIMIT_MB at start-up, or set_limit(), bounds idle bytes by a fixed figure
-// instead (0 disables caching). Blocks from 256 KiB up are mapped and unmapped directly, so
-// that a released block leaves the process at once.
+// idle block of its class or of a larger one up to one and a half times its size. In-use plus
+// idle bytes stay within the high-water mark of in-use bytes plus an eighth of it (at least
+// 64 MiB): a request no idle block serves releases the least recently cached blocks first, and
+// so does a release past that bound. What the process holds follows the traced peak, and a
+// step's blocks all serve the next step. trim() returns every idle block and starts the
+// high-water mark afresh (the app does so when it opens another model). The environment
+// variable CKPTLAB_POOL_LIMIT_MB at start-up, or set_limit(), bounds idle bytes by a fixed
+// figure instead (0 disables caching). Blocks from 256 KiB up are mapped and unmapped
+// directly, so that a released block leaves the process at once.
 struct StoragePoolStats {
   std::int64_t hits = 0;              // requests served from the cache
   std::int64_t misses = 0;            // requests that went to the system allocator
