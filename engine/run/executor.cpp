@@ -140,22 +140,12 @@ const Module* Executor::pick(std::int64_t k, const Module* owner, std::int64_t e
 }
 
 LabelId Executor::node_label(ExecutionContext& context, std::int64_t k, const std::string& name) {
-  if (context.known_labels() == plan_.labels().get()) return plan_.op_label(k);
-  if (labels_of_ != &context) {
-    labels_of_ = &context;
-    node_labels_.assign(plan_.ops().size(), 0);
-    value_labels_.assign(static_cast<std::size_t>(plan_.value_count()), 0);
-  }
-  LabelId& l = node_labels_[static_cast<std::size_t>(k)];
-  if (l == 0) l = context.intern(name);
-  return l;
+  return context.known_labels() == plan_.labels().get() ? plan_.op_label(k) : context.intern(name);
 }
 
 LabelId Executor::value_label(ExecutionContext& context, int id, const std::string& name) {
-  if (context.known_labels() == plan_.labels().get()) return plan_.value_label(id);
-  LabelId& l = value_labels_[static_cast<std::size_t>(id)];
-  if (l == 0) l = context.intern(name);
-  return l;
+  return context.known_labels() == plan_.labels().get() ? plan_.value_label(id)
+                                                        : context.intern(name);
 }
 
 void Executor::run_op(Frame& f, std::int64_t k) {

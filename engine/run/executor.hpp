@@ -54,14 +54,11 @@ class Executor {
   std::vector<std::vector<const Module*>> starts_;
   std::vector<std::unique_ptr<Module>> ranges_;  // config.ranges as modules of their own
   std::unordered_map<std::string, OpCost>* costs_ = nullptr;
-  // Node and output names interned in the run's context, by op index and value id (0: not
-  // yet): every step names its node and tags its outputs, and hashing those strings was a
-  // tenth of a scalar op's cost.
+  // An op's node name and a value's name as labels of the run's context: the compiled model's
+  // ids when the context starts from its table (a Runner's always does), without hashing the
+  // names every step; interned otherwise.
   LabelId node_label(ExecutionContext& context, std::int64_t k, const std::string& name);
   LabelId value_label(ExecutionContext& context, int id, const std::string& name);
-  const ExecutionContext* labels_of_ = nullptr;
-  std::vector<LabelId> node_labels_;
-  std::vector<LabelId> value_labels_;
 };
 
 }  // namespace ckpt
