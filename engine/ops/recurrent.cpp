@@ -62,7 +62,6 @@ Geometry check(const RecurrentLayer& layer, const Tensor& x, const Tensor& h0, c
   g.gates = recurrent_gates(layer.cell);
   g.directions = recurrent_directions(layer.direction);
   g.onnx_gate_order = layer.onnx_gate_order;
-  g.has_lengths = lengths.defined();
   if (g.hidden <= 0)
     throw std::invalid_argument(std::string(op) + ": hidden_size must be positive, got " +
                                 std::to_string(g.hidden));
@@ -88,11 +87,13 @@ Geometry check(const RecurrentLayer& layer, const Tensor& x, const Tensor& h0, c
     throw std::invalid_argument(std::string(op) + ": the sequence lengths must be int64 [" +
                                 std::to_string(g.batch) + "], got " + lengths.str());
   if (lengths.defined() && !lengths.is_meta())
-    for (double v : lengths.to_vector())
+    for (double v : lengths.to_vector()) {
       if (v < 0 || v > static_cast<double>(g.steps))
         throw std::invalid_argument(std::string(op) + ": sequence length " +
                                     std::to_string(static_cast<std::int64_t>(v)) +
                                     " is outside [0, " + std::to_string(g.steps) + "]");
+      g.lengths.push_back(static_cast<std::int64_t>(v));
+    }
   return g;
 }
 
@@ -119,9 +120,7 @@ void project(const S* a, std::int64_t rows, std::int64_t k, const Tensor& w, con
 template <typename S>
 class ForwardPass {
  public:
-  ForwardPass(const Geometry& g, const Tensor& lengths) : g_(g) {
-    if (lengths.defined() && !lengths.is_meta()) lengths_ = lengths.data<std::int64_t>();
-  }
+  explicit ForwardPass(const Geometry& g) : g_(g) {}
 
   // Runs direction d from h (and c), appending what it saves to `saved`; returns its hidden
   // state after every step (in the order it ran) and leaves the last states in h and c.
@@ -169,8 +168,6 @@ class ForwardPass {
   }
 
  private:
-  bool active(std::int64_t t, std::int64_t b) const { return !lengths_ || t < lengths_[b]; }
-
   // gates = h W_hh^T + b_hh + (x W_ih^T + b_ih) for step t, as PyTorch's addmm then add_.
   Tensor hidden_projection(const S* xp, const Tensor& h) {
     const std::int64_t batch = g_.batch, gh = g_.gate_rows();
@@ -185,10 +182,10 @@ class ForwardPass {
 
   // A padded step (t at or past the sequence's length) keeps the row's state.
   void keep_padded_rows(std::int64_t t, const Tensor& from, Tensor& to) const {
-    if (!live_ || !lengths_) return;
+    if (!live_ || g_.lengths.empty()) return;
     const std::int64_t hidden = g_.hidden;
     for (std::int64_t b = 0; b < g_.batch; ++b)
-      if (!active(t, b))
+      if (!g_.active(t, b))
         std::copy(from.data<S>() + b * hidden, from.data<S>() + (b + 1) * hidden,
                   to.data<S>() + b * hidden);
   }
@@ -298,7 +295,6 @@ class ForwardPass {
   }
 
   const Geometry& g_;
-  const std::int64_t* lengths_ = nullptr;
   bool live_ = true;
   Tensor w_hh_, b_hh_, tanh_c_;
 };
@@ -306,14 +302,13 @@ class ForwardPass {
 // Y [T, D, B, H] from each direction's per-step states (zeros at padded steps), Y_h and Y_c.
 template <typename S>
 TensorList assemble(const Geometry& g, const std::vector<TensorList>& hs, const TensorList& hn,
-                    const TensorList& cn, const Tensor& lengths) {
+                    const TensorList& cn) {
   const std::int64_t steps = g.steps, batch = g.batch, hidden = g.hidden, dirs = g.directions;
   const DType dt = hn[0].dtype();
   Tensor y = Tensor::empty({steps, dirs, batch, hidden}, dt);
   Tensor y_h = Tensor::empty({dirs, batch, hidden}, dt);
   Tensor y_c = cn.empty() ? Tensor() : Tensor::empty({dirs, batch, hidden}, dt);
   if (y.is_meta()) return y_c.defined() ? TensorList{y, y_h, y_c} : TensorList{y, y_h};
-  const std::int64_t* lens = lengths.defined() ? lengths.data<std::int64_t>() : nullptr;
   S* yp = y.data<S>();
   for (std::int64_t d = 0; d < dirs; ++d) {
     for (std::int64_t s = 0; s < steps; ++s) {
@@ -321,7 +316,7 @@ TensorList assemble(const Geometry& g, const std::vector<TensorList>& hs, const 
       const S* src = hs[static_cast<std::size_t>(d)][static_cast<std::size_t>(s)].data<S>();
       for (std::int64_t b = 0; b < batch; ++b) {
         S* dst = yp + ((t * dirs + d) * batch + b) * hidden;
-        if (!lens || t < lens[b])
+        if (g.active(t, b))
           std::copy(src + b * hidden, src + (b + 1) * hidden, dst);
         else
           std::fill(dst, dst + hidden, S(0));
@@ -352,16 +347,14 @@ TensorList recurrent_layer(const RecurrentLayer& layer, const Tensor& x, const T
   const Tensor c_init = !lstm          ? Tensor()
                         : c0.defined() ? as_contiguous(c0)
                                        : Tensor::zeros(state, dt);
-  const Tensor lens = lengths.defined() ? as_contiguous(lengths) : Tensor();
   TensorList saved;
-  if (lens.defined()) saved.push_back(lens);
   std::vector<TensorList> hs;
   TensorList h_last, c_last;
   const auto slice = [&](const Tensor& t, std::int64_t d) {
     return t.alias({g.batch, g.hidden}, {g.hidden, 1}, t.offset() + d * g.batch * g.hidden);
   };
   TensorList outputs = dispatch_floating(dt, op_of(layer.cell), [&]<typename S>() {
-    ForwardPass<S> pass(g, lens);
+    ForwardPass<S> pass(g);
     for (std::int64_t d = 0; d < g.directions; ++d) {
       const RecurrentWeights& w = weights[static_cast<std::size_t>(d)];
       Tensor h = slice(h_init, d);
@@ -370,7 +363,7 @@ TensorList recurrent_layer(const RecurrentLayer& layer, const Tensor& x, const T
       h_last.push_back(h);
       if (lstm) c_last.push_back(c);
     }
-    return assemble<S>(g, hs, h_last, c_last, lens);
+    return assemble<S>(g, hs, h_last, c_last);
   });
   TensorList inputs{x};
   for (const auto& w : weights) inputs.insert(inputs.end(), {w.w_ih, w.w_hh, w.b_ih, w.b_hh});

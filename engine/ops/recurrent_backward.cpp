@@ -18,7 +18,6 @@ class BackwardPass {
  public:
   BackwardPass(const Geometry& g, BackwardContext& c) : g_(g), c_(c) {
     live_ = !c.grads[0].is_meta();
-    if (g.has_lengths && live_) lengths_ = c.saved[0].data<std::int64_t>();
   }
 
   TensorList run() {
@@ -41,7 +40,7 @@ class BackwardPass {
 
  private:
   bool lstm() const { return g_.cell == RecurrentCell::lstm; }
-  bool active(std::int64_t t, std::int64_t b) const { return !lengths_ || t < lengths_[b]; }
+  bool active(std::int64_t t, std::int64_t b) const { return g_.active(t, b); }
   const Tensor& saved(std::int64_t d, std::size_t k) const {
     return c_.saved[direction_offset(g_, d) + k];
   }
@@ -242,7 +241,6 @@ class BackwardPass {
   const Geometry& g_;
   BackwardContext& c_;
   bool live_ = true;
-  const std::int64_t* lengths_ = nullptr;
   Tensor grad_y_;
   std::size_t h0_ = 0, c0_ = 0;  // their input positions
   const S* dh_ptr_ = nullptr;

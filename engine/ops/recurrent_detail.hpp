@@ -18,7 +18,13 @@ struct Geometry {
   RecurrentDirection direction = RecurrentDirection::forward;
   std::int64_t steps = 0, batch = 0, input = 0, hidden = 0, gates = 0, directions = 0;
   bool onnx_gate_order = false;
-  bool has_lengths = false;
+  // ONNX's sequence_lens (none: every sequence runs every step), read when the layer runs and
+  // kept here rather than saved: nn.LSTM on the padded batch saves no lengths either. A dry
+  // run has no values: every step counts, which changes no allocation.
+  std::vector<std::int64_t> lengths;
+  bool active(std::int64_t t, std::int64_t b) const {
+    return lengths.empty() || t < lengths[static_cast<std::size_t>(b)];
+  }
   std::int64_t gate_rows() const { return gates * hidden; }
   // Whether direction d runs from the last step to the first.
   bool reversed(std::int64_t d) const {
@@ -46,7 +52,7 @@ inline GruGates gru_gates(bool onnx) {
   return onnx ? GruGates{1, 0, 2} : GruGates{0, 1, 2};  // ONNX: z r h
 }
 
-// What the node saves, in order: the lengths (when given), then per direction a header and
+// What the node saves, in order: per direction a header and
 // one group per step in the order the direction runs:
 //   header: input (or its contiguous copy; undefined when w_ih needs no gradient), w_ih,
 //           w_hh (parameters: not activation memory), h0 (undefined when w_hh needs no
@@ -64,7 +70,7 @@ inline std::size_t direction_entries(const Geometry& g) {
   return kHeader + static_cast<std::size_t>(g.steps) * step_entries(g.cell);
 }
 inline std::size_t direction_offset(const Geometry& g, std::int64_t d) {
-  return (g.has_lengths ? 1 : 0) + static_cast<std::size_t>(d) * direction_entries(g);
+  return static_cast<std::size_t>(d) * direction_entries(g);
 }
 
 template <typename S>
