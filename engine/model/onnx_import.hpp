@@ -54,9 +54,9 @@ class Importer {
                        const std::vector<std::string>& inputs, Attributes attrs,
                        const std::string& output = "");
   // The same with one named output per op output ("" for a fresh name); returns the names.
-  std::vector<std::string> emit(const onnx::NodeProto& n, const std::string& type,
-                                const std::vector<std::string>& inputs, Attributes attrs,
-                                std::vector<std::string> outputs);
+  std::vector<std::string> emit_node(const onnx::NodeProto& n, const std::string& type,
+                                     const std::vector<std::string>& inputs, Attributes attrs,
+                                     std::vector<std::string> outputs);
   // Leaves out the ops a rule marked with drop_if_unused that nothing reads any more (and
   // what only they read), once every node is translated.
   void drop_unused_ops();

@@ -84,7 +84,7 @@ class NodeView final : public OnnxNode {
                                     Attributes attrs,
                                     const std::vector<std::string>& outputs) override {
     std::vector<OnnxValue> values;
-    for (const auto& name : im_.emit(n_, type, inputs, std::move(attrs), outputs))
+    for (const auto& name : im_.emit_node(n_, type, inputs, std::move(attrs), outputs))
       values.push_back(im_.values_.at(name));
     return values;
   }
@@ -178,12 +178,12 @@ std::string Importer::operand(const onnx::NodeProto& n, std::size_t i, const Inp
 const Value& Importer::emit_op(const onnx::NodeProto& n, const std::string& type,
                                const std::vector<std::string>& inputs, Attributes attrs,
                                const std::string& output) {
-  return values_.at(emit(n, type, inputs, std::move(attrs), {output}).at(0));
+  return values_.at(emit_node(n, type, inputs, std::move(attrs), {output}).at(0));
 }
 
-std::vector<std::string> Importer::emit(const onnx::NodeProto& n, const std::string& type,
-                                        const std::vector<std::string>& inputs, Attributes attrs,
-                                        std::vector<std::string> outputs) {
+std::vector<std::string> Importer::emit_node(const onnx::NodeProto& n, const std::string& type,
+                                             const std::vector<std::string>& inputs,
+                                             Attributes attrs, std::vector<std::string> outputs) {
   OpNode op;
   op.name = op_name(n);
   op.op_type = type;

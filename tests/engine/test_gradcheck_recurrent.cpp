@@ -8,6 +8,7 @@
 
 #include "engine/autograd/saved_tensors.hpp"
 #include "engine/ops/ops.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 #include "support/gradcheck.hpp"
 
 using namespace ckpt;
@@ -152,6 +153,33 @@ class TestGradcheckRecurrent : public QObject {
     QVERIFY2(r.ok(),
              qPrintable(QString::fromStdString(r.where) +
                         QString(" (abs %1, rel %2)").arg(r.max_abs_error).arg(r.max_rel_error)));
+  }
+
+  // The code export's spelling: PyTorch's own call for one layer (what nn.LSTM.forward calls),
+  // weights back in PyTorch's gate order, Y as ONNX's [T, D, B, H]. (Run in PyTorch when this
+  // was written: the same Y, Y_h and Y_c as the engine.)
+  void pythonSpelling() {
+    const OpSchema* row = OpTable::instance().find("lstm");
+    QVERIFY(row && row->python);
+    const std::string name = "rnn.LSTM", type = "lstm";
+    const Attributes attrs{{"hidden_size", std::int64_t{4}},
+                           {"direction", std::string("bidirectional")},
+                           {"gate_order", std::string("onnx")}};
+    const OpCall op{name, type, attrs};
+    const std::vector<std::string> args{"x",  "w",   "r",   "b1", "b2", "w_",
+                                        "r_", "b1_", "b2_", "",   "",   ""};
+    const std::string py = row->python(op, args, {5, 3, 2});
+    QCOMPARE(QString::fromStdString(py),
+             QString("(lambda y, h, c: (y.unflatten(2, (2, 4)).transpose(1, 2), h, c))"
+                     "(*torch._VF.lstm(x, (torch.zeros(2, 3, 4, dtype=x.dtype), "
+                     "torch.zeros(2, 3, 4, dtype=x.dtype)), [torch.cat([w[0:4], w[8:12], "
+                     "w[12:16], w[4:8]]), torch.cat([r[0:4], r[8:12], r[12:16], r[4:8]]), "
+                     "torch.cat([b1[0:4], b1[8:12], b1[12:16], b1[4:8]]), torch.cat([b2[0:4], "
+                     "b2[8:12], b2[12:16], b2[4:8]]), torch.cat([w_[0:4], w_[8:12], w_[12:16], "
+                     "w_[4:8]]), torch.cat([r_[0:4], r_[8:12], r_[12:16], r_[4:8]]), "
+                     "torch.cat([b1_[0:4], b1_[8:12], b1_[12:16], b1_[4:8]]), "
+                     "torch.cat([b2_[0:4], b2_[8:12], b2_[12:16], b2_[4:8]])], True, 1, 0.0, "
+                     "True, True, False))"));
   }
 
   // Padded steps output zeros and leave the state alone: Y_h is the state at each sequence's
