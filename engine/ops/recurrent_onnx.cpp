@@ -186,6 +186,9 @@ void translate_recurrent(OnnxNode& n) {
     n.fail("R must be [" + std::to_string(directions) + ", " + std::to_string(s.gates) +
            "*hidden_size, hidden_size], got " + shape_str(rs));
   const std::int64_t hidden = n.attr_i("hidden_size", rs[2]);
+  if (hidden != rs[2] || hidden <= 0)
+    n.fail("hidden_size " + std::to_string(hidden) + " is not R's last dimension, " +
+           std::to_string(rs[2]));
   const Shape want_w{directions, s.gates * hidden, x.probe.shape()[2]};
   if (w.probe.shape() != want_w)
     n.fail("W must be " + shape_str(want_w) + ", got " + shape_str(w.probe.shape()));
