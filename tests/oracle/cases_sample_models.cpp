@@ -27,7 +27,7 @@ namespace {
 struct SampleRun {
   std::shared_ptr<Model> model;
   std::unique_ptr<CompiledModel> plan;
-  CheckpointConfig config;
+  RunRequest config;
   TensorList statics;
   std::unique_ptr<Executor> executor;
 };
@@ -75,14 +75,14 @@ TensorList run_sample(OracleCase& c, const std::string& file, const std::string&
     inputs.push_back(t);
   }
 
-  CheckpointConfig& config = run.config;
-  config.use_reentrant = mode == "reentrant";
+  RunRequest& config = run.config;
+  config.settings.use_reentrant = mode == "reentrant";
   if (mode != "plain") {
     const Module* parent = model->find_module(blocks);
     if (!parent) throw std::invalid_argument(file + ": no module " + blocks);
-    for (const auto& b : parent->children) config.modules.insert(b->path);
-    c.check(config.modules.size() == 4,
-            file + ": " + std::to_string(config.modules.size()) + " blocks, PyTorch has 4");
+    for (const auto& b : parent->children) config.plan.modules.insert(b->path);
+    c.check(config.plan.modules.size() == 4,
+            file + ": " + std::to_string(config.plan.modules.size()) + " blocks, PyTorch has 4");
   }
   run.plan = std::make_unique<CompiledModel>(*model);
   std::vector<int> wanted = run.plan->outputs();
