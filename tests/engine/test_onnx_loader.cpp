@@ -240,9 +240,9 @@ class TestOnnxLoader : public QObject {
 
   void pytorchCodeWrapsTheChosenSubmodulesByName() {
     auto m = load_model(sample("tiny_resnet.onnx"));
-    CheckpointConfig c = scenario_config(*m);
-    c.modules = {"layer1.0", "layer2.1"};
-    c.use_reentrant = false;
+    RunRequest c = scenario_request(*m);
+    c.plan.modules = {"layer1.0", "layer2.1"};
+    c.settings.use_reentrant = false;
     const std::string code = pytorch_code(*m, c);
     QVERIFY2(code.find("model.get_submodule(name)") != std::string::npos, code.c_str());
     QVERIFY2(code.find("    \"layer1.0\",\n    \"layer2.1\",\n], use_reentrant=False)") !=
@@ -274,8 +274,8 @@ class TestOnnxLoader : public QObject {
     QVERIFY(m->find_module("layer2.0")->checkpointable);
     // Shapes were evaluated for the exported batch: another batch is a clear error.
     Runner runner(m);
-    CheckpointConfig c = scenario_config(*m);
-    c.batch = m->scenario.batch + 1;
+    RunRequest c = scenario_request(*m);
+    c.settings.batch = m->scenario.batch + 1;
     const RunResult r = runner.run(c);
     QVERIFY(!r.ok);
     QVERIFY2(r.error.find("fixed at export with batch") != std::string::npos, r.error.c_str());
@@ -341,9 +341,9 @@ class TestOnnxLoader : public QObject {
     eq->set_name("equation");
     eq->set_type(onnx::AttributeProto_AttributeType_STRING);
     eq->set_s("ij, jk -> ik");
-    CheckpointConfig c;
-    c.backward = false;
-    c.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, -1, 0, 2}, {2, 3})};
+    RunRequest c;
+    c.settings.backward = false;
+    c.settings.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, -1, 0, 2}, {2, 3})};
     const auto plain = Runner(load_model_onnx_bytes(tiny().SerializeAsString(), "t.onnx")).run(c);
     const auto einsum = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
     QVERIFY2(plain.ok && einsum.ok, (plain.error + einsum.error).c_str());
@@ -358,9 +358,9 @@ class TestOnnxLoader : public QObject {
   // Resize: nearest as PyTorch writes it, linear (bilinear) with half_pixel and align_corners;
   // any other mode or coordinate mode names the node.
   void resizeModesOrANamedError() {
-    CheckpointConfig c;
-    c.backward = false;
-    c.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 1, 2, 2})};
+    RunRequest c;
+    c.settings.backward = false;
+    c.settings.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 1, 2, 2})};
     auto first_row = [&](const onnx::ModelProto& m) {
       const auto r = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
       if (!r.ok) return std::vector<double>{};
@@ -422,9 +422,9 @@ class TestOnnxLoader : public QObject {
   }
 
   void tileAndConvTransposeNamedErrors() {
-    CheckpointConfig c;
-    c.backward = false;
-    c.inputs = {Tensor::ones({1, 2, 3, 3})};
+    RunRequest c;
+    c.settings.backward = false;
+    c.settings.inputs = {Tensor::ones({1, 2, 3, 3})};
     auto shape_of = [&](const onnx::ModelProto& m) {
       const auto r = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
       return r.ok ? r.outputs.at(0).shape() : Shape{};
@@ -467,9 +467,9 @@ class TestOnnxLoader : public QObject {
   void shapeArithmeticFolds() {
     const char* root = std::getenv("CKPTLAB_SOURCE_DIR");
     auto m = load_model(std::string(root ? root : ".") + "/tests/engine/data/folds.onnx");
-    CheckpointConfig c;
-    c.backward = false;
-    c.inputs = {Tensor::zeros({32})};
+    RunRequest c;
+    c.settings.backward = false;
+    c.settings.inputs = {Tensor::zeros({32})};
     const RunResult r = Runner(m).run(c);
     QVERIFY2(r.ok, r.error.c_str());
     const std::vector<double> expected{2, 1, -1, -2, -1, 1, -1, 1, 1, 0, 0, 1, -7, 3, -3, 7,
@@ -536,15 +536,15 @@ class TestOnnxLoader : public QObject {
     auto model = load_model_onnx_bytes(m.SerializeAsString(), "dynamic.onnx");
     QVERIFY(model->at_batch);
     QVERIFY(!model->scenario.batch_fixed);
-    CheckpointConfig c;
-    c.batch = 3;
+    RunRequest c;
+    c.settings.batch = 3;
     const RunResult r = Runner(model).run(c);
     QVERIFY2(r.ok, r.error.c_str());
     QCOMPARE(r.outputs.at(0).shape(), (Shape{3, 4}));
     // Loading computes nothing (shapes come from the meta device): a batch whose activations
     // no machine holds loads again, and its dry run gives the exact bytes.
-    c.batch = std::int64_t{1} << 36;
-    c.dry_run = true;
+    c.settings.batch = std::int64_t{1} << 36;
+    c.settings.dry_run = true;
     const RunResult huge = Runner(model).run(c);
     QVERIFY2(huge.ok, huge.error.c_str());
     QVERIFY(huge.trace.peak().bytes > (std::int64_t{1} << 40));
@@ -575,8 +575,8 @@ class TestOnnxLoader : public QObject {
     QCOMPARE(at5->parameters.size(), model->parameters.size());
     for (std::size_t i = 0; i < model->parameters.size(); ++i)
       QVERIFY(at5->parameters[i].initial.shares_storage(model->parameters[i].initial));
-    CheckpointConfig c;
-    c.batch = 5;
+    RunRequest c;
+    c.settings.batch = 5;
     const RunResult r = Runner(model).run(c);
     QVERIFY2(r.ok, r.error.c_str());
     QCOMPARE(r.outputs.at(0).shape(), (Shape{5, 4}));

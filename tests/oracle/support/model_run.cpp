@@ -15,11 +15,11 @@ namespace ckpt::oracle {
 namespace {
 
 // What a run needs until its backward is done: a checkpointed block's recomputation calls back
-// into the executor, which reads the model, the plan, the configuration and the parameters.
+// into the executor, which reads the model, the compiled plan, the request and the parameters.
 struct ModelRun {
   std::shared_ptr<Model> model;
   std::unique_ptr<CompiledModel> plan;
-  CheckpointConfig config;
+  RunRequest request;
   TensorList statics;
   std::unique_ptr<Executor> executor;
 };
@@ -58,13 +58,13 @@ TensorList run_model_file(OracleCase& c, const std::string& path,
     inputs.push_back(t);
   }
 
-  run.config.use_reentrant = reentrant;
-  if (checkpointed) run.config.modules = checkpointed(*model);
+  run.request.settings.use_reentrant = reentrant;
+  if (checkpointed) run.request.plan.modules = checkpointed(*model);
   run.plan = std::make_unique<CompiledModel>(*model);
   std::vector<int> wanted = run.plan->outputs();
   if (run.plan->loss_id() >= 0) wanted.push_back(run.plan->loss_id());
   GradModeGuard grad_on(true);
-  run.executor = std::make_unique<Executor>(*model, *run.plan, run.config, nullptr);
+  run.executor = std::make_unique<Executor>(*model, *run.plan, run.request, nullptr);
   return run.executor->forward(run.statics, inputs, wanted);
 }
 
