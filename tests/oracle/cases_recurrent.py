@@ -93,19 +93,19 @@ def run_recurrent(c, kind, opset, layers=1, bidirectional=False, batch_first=Fal
 
 # One factory per family, so that each case's name starts with its op kind.
 def lstm_case(variant, **kw):
-    @case(f"lstm@{variant}", atol=2e-5)
+    @case(f"lstm@{variant}")
     def f(c):
         return run_recurrent(c, "LSTM", **kw)
 
 
 def gru_case(variant, **kw):
-    @case(f"gru@{variant}", atol=2e-5)
+    @case(f"gru@{variant}")
     def f(c):
         return run_recurrent(c, "GRU", **kw)
 
 
 def rnn_case(variant, **kw):
-    @case(f"rnn@{variant}", atol=2e-5)
+    @case(f"rnn@{variant}")
     def f(c):
         return run_recurrent(c, "RNN", **kw)
 
@@ -133,7 +133,7 @@ def saved_bytes(forward, excluded):
     return sum(n for ptr, n in seen.items() if ptr not in excluded)
 
 
-@case("lstm@packed_opset13", atol=2e-5, compare_saved=False)
+@case("lstm@packed_opset13", compare_saved=False)
 def recurrent_packed(c):
     """A padded batch packed by lengths: ONNX's sequence_lens. The outputs, final states and
     gradients are PyTorch's; the bytes are not, and cannot be from the ONNX file. PyTorch's
@@ -185,7 +185,7 @@ def onnx_layout_model(path, kind, directions, hidden, with_state):
 
 
 def onnx_layout_case(kind):
-    @case(f"{kind.lower()}@onnx_layout_bidirectional_opset13", atol=2e-5, compare_saved=False)
+    @case(f"{kind.lower()}@onnx_layout_bidirectional_opset13", compare_saved=False)
     def f(c):
         """PyTorch needs the rows in its own gate order: it runs nn.LSTM on reordered copies of
         W, R and B (torch.cat, which it then saves), where the engine reads the rows in place;
