@@ -53,6 +53,14 @@ class Importer {
   const Value& emit_op(const onnx::NodeProto& n, const std::string& type,
                        const std::vector<std::string>& inputs, Attributes attrs,
                        const std::string& output = "");
+  // The same with one named output per op output ("" for a fresh name); returns the names.
+  std::vector<std::string> emit_node(const onnx::NodeProto& n, const std::string& type,
+                                     const std::vector<std::string>& inputs, Attributes attrs,
+                                     std::vector<std::string> outputs);
+  // Leaves out the ops a rule marked with drop_if_unused that nothing reads any more (and
+  // what only they read), once every node is translated.
+  void drop_unused_ops();
+  void note_index_range(const std::string& graph, std::int64_t classes);
   // A graph value for `v`: itself, or (for a constant used as a tensor operand) a constant of
   // the model.
   std::string operand(const onnx::NodeProto& n, std::size_t i, const Inputs& in);
@@ -90,6 +98,10 @@ class Importer {
   std::vector<std::string> buffers_;  // initializers used as BatchNorm running statistics
   std::map<std::string, std::string> module_op_type_;  // module -> ONNX op of its single op
   std::map<std::string, std::int64_t> module_node_count_;
+  // The emitted op that made each graph value, as rules see it, and its index in m_.ops.
+  std::unordered_map<std::string, OnnxNode::Producer> producers_;
+  std::unordered_map<std::string, std::size_t> producer_index_;
+  std::vector<std::string> droppable_;
 };
 
 // A TensorProto as an engine tensor (FLOAT -> f32, DOUBLE -> f64, INT64/INT32/BOOL -> i64).

@@ -303,6 +303,7 @@ void Importer::run() {
     if (std::find(m_.outputs.begin(), m_.outputs.end(), it->second.graph) == m_.outputs.end())
       m_.outputs.push_back(it->second.graph);
   }
+  drop_unused_ops();
   // A module that is one ONNX node is named after that op's PyTorch layer.
   static const std::map<std::string, std::string> kinds{
       {"Conv", "Conv2d"},       {"BatchNormalization", "BatchNorm2d"},

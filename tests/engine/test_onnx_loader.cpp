@@ -163,6 +163,48 @@ onnx::ModelProto one_node(const std::string& op_type, const std::vector<std::int
   return m;
 }
 
+// x [5, 2, 3] -> one `op_type` (LSTM, GRU, RNN) node of hidden size 2 over initializers W, R
+// and B in ONNX's layout (W with `w_rows` rows, normally gates * 2) -> y, y_h.
+onnx::ModelProto recurrent_model(const std::string& op_type, std::int64_t w_rows) {
+  const std::int64_t gates = op_type == "LSTM" ? 4 : op_type == "GRU" ? 3 : 1;
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("recurrent");
+  auto* x = g->add_input();
+  x->set_name("x");
+  auto* tt = x->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  for (int d : {5, 2, 3}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  for (const auto& [name, dims] :
+       {std::pair<std::string, std::vector<std::int64_t>>{"W", {1, w_rows, 3}},
+        {"R", {1, gates * 2, 2}},
+        {"B", {1, gates * 4}}}) {
+    auto* w = g->add_initializer();
+    w->set_name(name);
+    w->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    std::int64_t n = 1;
+    for (auto d : dims) {
+      w->add_dims(d);
+      n *= d;
+    }
+    for (std::int64_t i = 0; i < n; ++i) w->add_float_data(0.01f * static_cast<float>(i % 7));
+  }
+  auto* node = g->add_node();
+  node->set_name("/rnn/" + op_type);
+  node->set_op_type(op_type);
+  for (const char* in : {"x", "W", "R", "B"}) node->add_input(in);
+  node->add_output("y");
+  node->add_output("y_h");
+  auto* hidden = node->add_attribute();
+  hidden->set_name("hidden_size");
+  hidden->set_type(onnx::AttributeProto_AttributeType_INT);
+  hidden->set_i(2);
+  g->add_output()->set_name("y");
+  return m;
+}
+
 QString error_of(const onnx::ModelProto& m) {
   try {
     load_model_onnx_bytes(m.SerializeAsString(), "bad.onnx");
@@ -346,6 +388,39 @@ class TestOnnxLoader : public QObject {
 
   // Tile's repeats: one per input dimension. ConvTranspose's output_shape: only the shape that
   // pads and output_padding give.
+  // LSTM, GRU and RNN: a layer in ONNX's own layout loads as one op with both outputs; what
+  // PyTorch's layers never export is a load error naming the node and the attribute.
+  void recurrentLayersOrANamedError() {
+    auto m = recurrent_model("GRU", 6);
+    QString e = error_of(m);
+    QVERIFY2(e.startsWith("bad.onnx: node '/rnn/GRU' (GRU): linear_before_reset=0 is not "
+                          "supported"),
+             qPrintable(e));
+    auto* lbr = m.mutable_graph()->mutable_node(0)->add_attribute();
+    lbr->set_name("linear_before_reset");
+    lbr->set_type(onnx::AttributeProto_AttributeType_INT);
+    lbr->set_i(1);
+    const auto model = load_model_onnx_bytes(m.SerializeAsString(), "t.onnx");
+    // Views of the direction's rows of W, R and B, B's two halves, the gru.
+    QCOMPARE(model->ops.size(), std::size_t{6});
+    const OpNode& gru = model->ops.back();
+    QCOMPARE(gru.op_type, std::string("gru"));
+    QCOMPARE(gru.outputs.size(), std::size_t{2});
+    QCOMPARE(model->values.at("y").shape, (Shape{5, 1, 2, 2}));
+    e = error_of(recurrent_model("LSTM", 7));
+    QVERIFY2(e.startsWith("bad.onnx: node '/rnn/LSTM' (LSTM): W must be [1, 8, 3], got [1, 7, 3]"),
+             qPrintable(e));
+    m = recurrent_model("RNN", 2);
+    auto* act = m.mutable_graph()->mutable_node(0)->add_attribute();
+    act->set_name("activations");
+    act->set_type(onnx::AttributeProto_AttributeType_STRINGS);
+    act->add_strings("Sigmoid");
+    e = error_of(m);
+    QVERIFY2(e.startsWith("bad.onnx: node '/rnn/RNN' (RNN): activations 'Sigmoid' are not "
+                          "supported (Tanh are, as in PyTorch)"),
+             qPrintable(e));
+  }
+
   void tileAndConvTransposeNamedErrors() {
     RunRequest c;
     c.settings.backward = false;
