@@ -14,11 +14,19 @@ namespace {
 // PyTorch's CUDACachingAllocator: kMinBlockSize, kSmallSize.
 constexpr std::int64_t kMinBlock = 512;
 constexpr std::int64_t kSmallSize = std::int64_t{1} << 20;
+// Totals are checked against this after every event; each event adds at most
+// kMaxSnapshotSize, so they never overflow.
+constexpr std::int64_t kMaxTotal = std::int64_t{1} << 61;
 
 std::string hex(std::int64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
   return buf;
+}
+
+[[noreturn]] void too_much(const MemorySnapshot& s) {
+  throw std::invalid_argument(s.source +
+                              ": more than 2^61 bytes in use at once; not a real snapshot");
 }
 
 bool is_block_event(SnapshotAction a) {
@@ -60,11 +68,12 @@ Start start_of(const MemorySnapshot& s, std::int64_t device,
       first_segment_event.try_emplace(e.addr, e.action);
     if (adds_segment(e.action)) reserved_change += e.size;
     if (removes_segment(e.action)) reserved_change -= e.size;
+    if (reserved_change > kMaxTotal || reserved_change < -kMaxTotal) too_much(s);
   }
   std::int64_t reserved_end = 0;
   for (const SnapshotSegment& seg : s.segments) {
     if (seg.device != device) continue;
-    reserved_end += seg.total_size;
+    if ((reserved_end += seg.total_size) > kMaxTotal) too_much(s);
     const auto first = first_segment_event.find(seg.address);
     if (first == first_segment_event.end() || !adds_segment(first->second))
       st.segments.emplace_back(seg.address, seg.total_size);
@@ -231,7 +240,7 @@ Pass replay(const MemorySnapshot& s, const std::vector<SnapshotEvent>& events, c
   p.live = st.blocks;
   std::int64_t allocated = 0, reserved = st.reserved;
   for (const auto& [addr, b] : st.blocks)
-    if (b.counted) allocated += b.bytes;
+    if (b.counted && (allocated += b.bytes) > kMaxTotal) too_much(s);
   p.start_allocated = allocated;
   const std::size_t end =
       stop < 0 ? events.size() : std::min(events.size(), static_cast<std::size_t>(stop) + 1);
@@ -290,6 +299,7 @@ Pass replay(const MemorySnapshot& s, const std::vector<SnapshotEvent>& events, c
       m.what = "event " + std::to_string(i) + ": " + m.what;
       throw;
     }
+    if (allocated > kMaxTotal || reserved > kMaxTotal || reserved < -kMaxTotal) too_much(s);
     if (stop < 0) {
       p.allocated.push_back(allocated);
       p.reserved.push_back(reserved);

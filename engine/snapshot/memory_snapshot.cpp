@@ -132,6 +132,15 @@ class SnapshotBuilder {
   std::int64_t size_field(const PickleNode& d, const char* key, const Path& at) const {
     const std::int64_t v = integer_field(d, key, at);
     if (v < 0) fail(at.at(key), "a negative size, " + std::to_string(v));
+    if (v > kMaxSnapshotSize) fail(at.at(key), std::to_string(v) + " bytes, more than 256 TiB");
+    return v;
+  }
+  std::int64_t address_field(const PickleNode& d, const char* key, const Path& at) const {
+    return address(integer_field(d, key, at), at.at(key));
+  }
+  std::int64_t address(std::int64_t v, const Path& at) const {
+    if (v < 0 || v >= kMaxSnapshotAddress)
+      fail(at, "address " + std::to_string(v) + " out of range");
     return v;
   }
   const std::string& string(const PickleNode& n, const Path& at) const {
@@ -185,7 +194,7 @@ class SnapshotBuilder {
       SnapshotSegment seg;
       seg.device = s.find("device") ? integer_field(s, "device", sp) : 0;
       if (seg.device < 0 || seg.device > 4096) fail(sp.at("device"), "not a device index");
-      seg.address = integer_field(s, "address", sp);
+      seg.address = address_field(s, "address", sp);
       seg.total_size = size_field(s, "total_size", sp);
       seg.stream = stream(s, sp);
       if (const PickleNode* t = s.find("segment_type"); t && t->kind == PickleKind::string)
@@ -206,7 +215,9 @@ class SnapshotBuilder {
     SnapshotBlock block;
     block.size = size_field(b, "size", at);
     // PyTorch 2.x writes each block's address; 1.13's blocks follow each other in the segment.
-    block.address = b.find("address") ? integer_field(b, "address", at) : next_addr;
+    block.address =
+        address(b.find("address") ? integer(*b.find("address"), at.at("address")) : next_addr,
+                at.at("address"));
     next_addr = block.address + block.size;
     const std::string& state = string(field(b, "state", at), at.at("state"));
     if (state == "active_allocated")
@@ -257,7 +268,7 @@ class SnapshotBuilder {
       ev.size = size_field(e, "size", at);
       if (e.find("device_free")) ev.addr = integer_field(e, "device_free", at);
     } else {
-      ev.addr = integer_field(e, "addr", at);
+      ev.addr = address_field(e, "addr", at);
       ev.size = size_field(e, "size", at);
     }
     ev.stream = stream(e, at);

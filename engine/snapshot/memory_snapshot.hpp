@@ -92,6 +92,11 @@ struct MemorySnapshot {
   std::vector<std::int64_t> devices() const;
 };
 
+// Bounds on what a snapshot may say, far beyond any GPU, so that sums of them never overflow:
+// a size over 256 TiB or an address at or over 2^62 is an error.
+inline constexpr std::int64_t kMaxSnapshotSize = std::int64_t{1} << 48;
+inline constexpr std::int64_t kMaxSnapshotAddress = std::int64_t{1} << 62;
+
 // The largest file read_memory_snapshot() accepts unless told otherwise: the file and the
 // objects decoded from it are held in memory at once (about 10 bytes decoded per byte read).
 inline constexpr std::int64_t kDefaultSnapshotLimit = std::int64_t{1} << 30;
