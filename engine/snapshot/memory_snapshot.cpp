@@ -48,6 +48,35 @@ std::vector<std::int64_t> MemorySnapshot::devices() const {
   return out;
 }
 
+std::vector<const SnapshotFrame*> MemorySnapshot::user_frames(StackId id, std::size_t max) const {
+  std::vector<const SnapshotFrame*> python, native;
+  for (const auto f : stacks[id]) {
+    const SnapshotFrame& frame = frames[f];
+    if (frame.filename.ends_with(".py") || frame.filename.starts_with("<frozen")) {
+      // PyTorch's own plumbing between a module and its op: the call machinery, the default
+      // device's hook, TorchScript's wrappers, runpy.
+      static const char* const plumbing[] = {"torch/nn/modules/module.py", "torch/utils/_device.py",
+                                             "torch/_jit_internal.py", "<frozen"};
+      bool skip = false;
+      for (const char* p : plumbing) skip = skip || frame.filename.find(p) != std::string::npos;
+      if (!skip) python.push_back(&frame);
+      continue;
+    }
+    // The allocator's, the unwinder's and the interpreter's own frames say nothing about the
+    // program; neither do frames without a name.
+    static const char* const skip[] = {
+        "unwind",  "CapturedTraceback", "gather_with_cpp", "CachingAllocator",
+        "_PyEval", "PyEval_",           "PyObject_",       "_start",
+        "__libc_", "Py_RunMain",        "Py_BytesMain",    "_PyRun"};
+    bool internal = frame.name.empty() || frame.name == "??";
+    for (const char* k : skip) internal = internal || frame.name.find(k) != std::string::npos;
+    if (!internal) native.push_back(&frame);
+  }
+  std::vector<const SnapshotFrame*>& out = python.empty() ? native : python;
+  if (out.size() > max) out.resize(max);
+  return out;
+}
+
 namespace {
 
 // Where a field is, for messages ("device_traces[0][12].size"), built only when one is needed.

@@ -88,6 +88,9 @@ struct MemorySnapshot {
   AllocatorSettings settings;
 
   const std::vector<std::uint32_t>& stack(StackId id) const { return stacks[id]; }
+  // The frames a person reads first, innermost first, at most `max`: the Python ones when the
+  // stack has any, else the C++ ones below the allocator's own (memory_viz hides the same).
+  std::vector<const SnapshotFrame*> user_frames(StackId id, std::size_t max) const;
   // The devices with a trace or a segment, lowest first.
   std::vector<std::int64_t> devices() const;
 };

@@ -13,6 +13,7 @@
 #include "engine/snapshot/measured_timeline.hpp"
 #include "engine/snapshot/memory_snapshot.hpp"
 #include "engine/trace/export.hpp"
+#include "engine/trace/snapshot_compare.hpp"
 #include "engine/trace/trace.hpp"
 
 using namespace ckpt;
@@ -134,6 +135,38 @@ class TestSnapshotExport : public QObject {
     }
     QCOMPARE(t.peak_allocated, peak);
     QVERIFY(t.peak_allocated >= trace.peak().bytes);
+  }
+
+  // The comparison and the overlay curves the app draws: measured above its start, beside the
+  // prediction, both on x from 0 to 1, their peaks where the timelines put them.
+  void compares_with_the_prediction() {
+    const Trace trace = small_run();
+    std::ostringstream out;
+    write_memory_snapshot(trace, out);
+    const MeasuredTimeline m = measure_timeline(parse_memory_snapshot(out.str(), "ours.pickle"));
+    const SnapshotComparison c = compare_snapshot(m, trace);
+    QCOMPARE(c.measured_peak, m.peak_allocated);
+    QCOMPARE(c.measured_start, m.start_allocated);
+    QCOMPARE(c.measured_step_peak, m.peak_allocated - m.start_allocated);
+    QCOMPARE(c.predicted_peak, trace.peak().bytes);
+    QCOMPARE(c.difference, c.measured_step_peak - c.predicted_peak);
+    std::int64_t initial = 0;
+    for (const auto b : trace.initial_memory()) initial += b;
+    QCOMPARE(c.predicted_start, initial);
+    const OverlayCurve mc = measured_curve(m);
+    QCOMPARE(mc.x.size(), m.allocated.size() + 1);
+    QCOMPARE(mc.x.front(), 0.0);
+    QCOMPARE(mc.x.back(), 1.0);
+    QCOMPARE(mc.peak_bytes, c.measured_step_peak);
+    QCOMPARE(*std::max_element(mc.bytes.begin(), mc.bytes.end()), mc.peak_bytes);
+    const std::size_t at = static_cast<std::size_t>(m.peak_allocated_event) + 1;
+    QCOMPARE(mc.x[at], mc.peak_x);
+    QCOMPARE(mc.bytes[at], mc.peak_bytes);
+    const OverlayCurve pc = predicted_curve(trace);
+    QCOMPARE(pc.x.size(), static_cast<std::size_t>(trace.step_count()) + 1);
+    QCOMPARE(pc.bytes.front(), trace.total_at(-1));
+    QCOMPARE(pc.peak_bytes, trace.peak().bytes);
+    QCOMPARE(pc.peak_x, static_cast<double>(trace.peak().step + 1) / trace.step_count());
   }
 
   // Python's own unpickler reads the file (it is what memory_viz's users have), and sees the
