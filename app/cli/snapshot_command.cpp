@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli_common.hpp"
+#include "engine/report/snapshot_attribution.hpp"
 #include "engine/snapshot/measured_timeline.hpp"
 #include "engine/snapshot/memory_snapshot.hpp"
 #include "engine/trace/snapshot_compare.hpp"
@@ -118,9 +119,14 @@ Options parse(const std::vector<std::string>& args) {
   return o;
 }
 
+struct Prediction {
+  std::shared_ptr<const Model> model;
+  Trace trace;
+};
+
 // The engine's prediction for the model and run options: the one place this command touches
 // the run API (today's dry run; the CUDA dry run of issue 26 when it lands).
-std::optional<Trace> predict(const Options& o, int* code) {
+std::optional<Prediction> predict(const Options& o, int* code) {
   std::vector<std::string> positional;
   RunOptions run = parse_run_options(o.run_args, &positional, false);
   if (!positional.empty())
@@ -136,8 +142,13 @@ std::optional<Trace> predict(const Options& o, int* code) {
     *code = kExitRun;
     return std::nullopt;
   }
-  return std::move(r.trace);
+  return Prediction{model, std::move(r.trace)};
 }
+
+struct Compared {
+  SnapshotComparison comparison;
+  SnapshotAttribution attribution;
+};
 
 nlohmann::ordered_json frames_json(const MemorySnapshot& s, StackId stack) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -147,7 +158,8 @@ nlohmann::ordered_json frames_json(const MemorySnapshot& s, StackId stack) {
 }
 
 void print_json(const MemorySnapshot& s, const MeasuredTimeline& t, std::size_t top,
-                const std::optional<SnapshotComparison>& c) {
+                const std::optional<Compared>& cmp) {
+  const SnapshotComparison* c = cmp ? &cmp->comparison : nullptr;
   nlohmann::ordered_json j;
   j["file"] = s.source;
   j["device"] = t.device;
@@ -165,11 +177,15 @@ void print_json(const MemorySnapshot& s, const MeasuredTimeline& t, std::size_t 
   nlohmann::ordered_json live = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < t.live_at_peak.size() && (top == 0 || i < top); ++i) {
     const MeasuredAllocation& a = t.live_at_peak[i];
-    live.push_back({{"address", a.address},
-                    {"bytes", a.bytes},
-                    {"requested", a.requested},
-                    {"alloc_event", a.alloc_event},
-                    {"frames", frames_json(s, a.stack)}});
+    nlohmann::ordered_json one = {{"address", a.address},
+                                  {"bytes", a.bytes},
+                                  {"requested", a.requested},
+                                  {"alloc_event", a.alloc_event},
+                                  {"frames", frames_json(s, a.stack)}};
+    if (const AllocationOwner* w = cmp ? cmp->attribution.owner(a) : nullptr)
+      one["owner"] = {
+          {"module", w->module}, {"node", w->node}, {"parameter", w->parameter}, {"step", w->step}};
+    live.push_back(std::move(one));
   }
   j["live_at_peak"] = std::move(live);
   j["live_at_peak_count"] = t.live_at_peak.size();
@@ -181,12 +197,16 @@ void print_json(const MemorySnapshot& s, const MeasuredTimeline& t, std::size_t 
                        {"predicted_start", c->predicted_start},
                        {"difference", c->difference},
                        {"ratio", c->ratio},
-                       {"prediction", "engine dry run (CPU semantics)"}};
+                       {"prediction", "engine dry run (CPU semantics)"},
+                       {"allocs", cmp->attribution.allocs},
+                       {"attributed", cmp->attribution.matched},
+                       {"attributed_parameters", cmp->attribution.parameters}};
   std::cout << j.dump(2) << "\n";
 }
 
 void print_text(const MemorySnapshot& s, const MeasuredTimeline& t, std::size_t top,
-                const std::optional<SnapshotComparison>& c) {
+                const std::optional<Compared>& cmp) {
+  const SnapshotComparison* c = cmp ? &cmp->comparison : nullptr;
   std::cout << "snapshot " << s.source << ", device " << t.device << ": " << t.allocated.size()
             << " events";
   if (t.duration_us >= 0) std::printf(" over %.3f ms", static_cast<double>(t.duration_us) / 1000.0);
@@ -205,10 +225,13 @@ void print_text(const MemorySnapshot& s, const MeasuredTimeline& t, std::size_t 
             << " largest:\n";
   for (std::size_t i = 0; i < n; ++i) {
     const MeasuredAllocation& a = t.live_at_peak[i];
-    std::printf("  %14s  %s\n", with_commas(a.bytes).c_str(),
-                a.alloc_event < 0
-                    ? "allocated before recording began"
-                    : ("allocated at event " + std::to_string(a.alloc_event)).c_str());
+    std::string what = a.alloc_event < 0 ? "allocated before recording began"
+                                         : "allocated at event " + std::to_string(a.alloc_event);
+    if (const AllocationOwner* w = cmp ? cmp->attribution.owner(a) : nullptr)
+      what += (w->parameter ? ", parameter " + w->node
+                            : ", the engine's " + w->node + " at step " + std::to_string(w->step)) +
+              " (module " + (w->module.empty() ? std::string("<model>") : w->module) + ")";
+    std::printf("  %14s  %s\n", with_commas(a.bytes).c_str(), what.c_str());
     for (const SnapshotFrame* f : s.user_frames(a.stack, 4))
       std::cout << "                  " << f->filename << ":" << f->line << "  " << f->name << "\n";
   }
@@ -219,7 +242,9 @@ void print_text(const MemorySnapshot& s, const MeasuredTimeline& t, std::size_t 
               << "  predicted peak      " << bytes_text(c->predicted_peak) << "\n"
               << "  difference          " << bytes_text(c->difference);
     if (c->predicted_peak > 0) std::printf(", measured/predicted = %.3f", c->ratio);
-    std::cout << "\n";
+    std::cout << "\n  attributed          " << cmp->attribution.matched << " of "
+              << cmp->attribution.allocs << " GPU allocs (" << cmp->attribution.parameters
+              << " to parameters) to the model (same bytes, in order)\n";
   }
 }
 
@@ -240,12 +265,13 @@ int cmd_snapshot(const std::vector<std::string>& args) {
     std::cerr << "ckptlab-cli: " << e.what() << "\n";
     return kExitModel;
   }
-  std::optional<SnapshotComparison> comparison;
+  std::optional<Compared> comparison;
   if (!o.compare_model.empty()) {
     int code = kExitOk;
-    const std::optional<Trace> predicted = predict(o, &code);
+    const std::optional<Prediction> predicted = predict(o, &code);
     if (!predicted) return code;
-    comparison = compare_snapshot(t, *predicted);
+    comparison = Compared{compare_snapshot(t, predicted->trace),
+                          attribute_snapshot(s, t, predicted->trace, *predicted->model)};
   }
   if (o.json)
     print_json(s, t, o.top, comparison);
