@@ -64,4 +64,40 @@ SnapshotAttribution attribute_snapshot(const MemorySnapshot& s, const MeasuredTi
   return out;
 }
 
+OverlayCurve allocated_curve_on_steps(const MeasuredTimeline& m, const SnapshotAttribution& a,
+                                      const Trace& predicted) {
+  OverlayCurve c = allocated_curve(m, CurveBase::above_start);
+  const double steps = static_cast<double>(predicted.step_count());
+  // Anchors: (event, x of its twin's step), in event order; steps only grow along them.
+  std::vector<std::pair<std::size_t, double>> anchors;
+  for (std::size_t i = 0; i < a.by_event.size() && i < m.allocated.size(); ++i) {
+    const AllocationOwner& o = a.by_event[i];
+    if (o.matched && !o.parameter && steps > 0)
+      anchors.emplace_back(i, (static_cast<double>(o.step) + 0.5) / steps);
+  }
+  if (anchors.size() < 2) return c;
+  // c.x[0] is the start; c.x[i + 1] is after event i.
+  const std::size_t n = m.allocated.size();
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    while (k + 1 < anchors.size() && anchors[k + 1].first <= i) ++k;
+    double x;
+    if (i <= anchors.front().first) {
+      x = anchors.front().second;
+    } else if (k + 1 < anchors.size()) {
+      const auto [e0, x0] = anchors[k];
+      const auto [e1, x1] = anchors[k + 1];
+      x = x0 + (x1 - x0) * static_cast<double>(i - e0) / static_cast<double>(e1 - e0);
+    } else {
+      const auto [e0, x0] = anchors.back();
+      x = x0 + (1 - x0) * static_cast<double>(i - e0 + 1) / static_cast<double>(n - e0);
+    }
+    c.x[i + 1] = x;
+  }
+  c.x[0] = 0;
+  if (m.peak_allocated_event >= 0)
+    c.peak_x = c.x[static_cast<std::size_t>(m.peak_allocated_event) + 1];
+  return c;
+}
+
 }  // namespace ckpt

@@ -14,6 +14,7 @@
 
 #include "engine/model/model.hpp"
 #include "engine/snapshot/measured_timeline.hpp"
+#include "engine/trace/snapshot_compare.hpp"
 #include "engine/trace/trace.hpp"
 
 namespace ckpt {
@@ -41,5 +42,14 @@ struct SnapshotAttribution {
 SnapshotAttribution attribute_snapshot(const MemorySnapshot& snapshot,
                                        const MeasuredTimeline& measured, const Trace& predicted,
                                        const Model& model, std::int64_t window = 48);
+
+// The measured allocated bytes above the recording's start, placed on the engine's steps: each
+// GPU event attributed to an engine step sits at that step's x (as the plot places steps), the
+// events between two such anchors are spread evenly between them, those before the first (a
+// model built inside the recording) gather at its x, those after the last run on to x = 1.
+// Without two anchors, the events are spread evenly over the run (allocated_curve above_start).
+OverlayCurve allocated_curve_on_steps(const MeasuredTimeline& measured,
+                                      const SnapshotAttribution& attribution,
+                                      const Trace& predicted);
 
 }  // namespace ckpt

@@ -16,22 +16,35 @@ SnapshotComparison compare_snapshot(const MeasuredTimeline& measured, const Trac
   return c;
 }
 
-OverlayCurve measured_curve(const MeasuredTimeline& m) {
+namespace {
+
+OverlayCurve event_curve(const std::vector<std::int64_t>& after, std::int64_t start,
+                         std::int64_t base, std::int64_t peak, std::int64_t peak_event) {
   OverlayCurve c;
-  const std::size_t n = m.allocated.size();
+  const std::size_t n = after.size();
   c.x.reserve(n + 1);
   c.bytes.reserve(n + 1);
   c.x.push_back(0);
-  c.bytes.push_back(0);
+  c.bytes.push_back(start - base);
   for (std::size_t i = 0; i < n; ++i) {
     c.x.push_back(static_cast<double>(i + 1) / static_cast<double>(n));
-    c.bytes.push_back(m.allocated[i] - m.start_allocated);
+    c.bytes.push_back(after[i] - base);
   }
-  c.peak_bytes = m.peak_allocated - m.start_allocated;
-  c.peak_x = m.peak_allocated_event < 0
-                 ? 0
-                 : static_cast<double>(m.peak_allocated_event + 1) / static_cast<double>(n);
+  c.peak_bytes = peak - base;
+  c.peak_x = peak_event < 0 ? 0 : static_cast<double>(peak_event + 1) / static_cast<double>(n);
   return c;
+}
+
+}  // namespace
+
+OverlayCurve allocated_curve(const MeasuredTimeline& m, CurveBase base) {
+  return event_curve(m.allocated, m.start_allocated,
+                     base == CurveBase::above_start ? m.start_allocated : 0, m.peak_allocated,
+                     m.peak_allocated_event);
+}
+
+OverlayCurve reserved_curve(const MeasuredTimeline& m) {
+  return event_curve(m.reserved, m.start_reserved, 0, m.peak_reserved, m.peak_reserved_event);
 }
 
 OverlayCurve predicted_curve(const Trace& t) {

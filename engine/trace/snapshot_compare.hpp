@@ -37,9 +37,12 @@ struct OverlayCurve {
   std::int64_t peak_bytes = 0;
 };
 
-// The measured allocated bytes above the start, one point per event (after a point at x = 0
-// for the start itself); its peak is the comparison's measured_step_peak.
-OverlayCurve measured_curve(const MeasuredTimeline& measured);
+// The measured bytes after each event (after a point at x = 0 for the start itself):
+// allocated absolute (what memory_allocated() said), or above the recording's start (its peak
+// is then the comparison's measured_step_peak); reserved absolute.
+enum class CurveBase { absolute, above_start };
+OverlayCurve allocated_curve(const MeasuredTimeline& measured, CurveBase base);
+OverlayCurve reserved_curve(const MeasuredTimeline& measured);
 // The engine's live total after each step (after a point for the state before the first).
 OverlayCurve predicted_curve(const Trace& predicted);
 

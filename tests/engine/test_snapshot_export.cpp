@@ -153,7 +153,7 @@ class TestSnapshotExport : public QObject {
     std::int64_t initial = 0;
     for (const auto b : trace.initial_memory()) initial += b;
     QCOMPARE(c.predicted_start, initial);
-    const OverlayCurve mc = measured_curve(m);
+    const OverlayCurve mc = allocated_curve(m, CurveBase::above_start);
     QCOMPARE(mc.x.size(), m.allocated.size() + 1);
     QCOMPARE(mc.x.front(), 0.0);
     QCOMPARE(mc.x.back(), 1.0);
@@ -162,6 +162,12 @@ class TestSnapshotExport : public QObject {
     const std::size_t at = static_cast<std::size_t>(m.peak_allocated_event) + 1;
     QCOMPARE(mc.x[at], mc.peak_x);
     QCOMPARE(mc.bytes[at], mc.peak_bytes);
+    const OverlayCurve abs = allocated_curve(m, CurveBase::absolute);
+    QCOMPARE(abs.bytes.front(), m.start_allocated);
+    QCOMPARE(abs.peak_bytes, m.peak_allocated);
+    const OverlayCurve rc = reserved_curve(m);
+    QCOMPARE(rc.bytes.back(), m.reserved.back());
+    QCOMPARE(rc.peak_bytes, m.peak_reserved);
     const OverlayCurve pc = predicted_curve(trace);
     QCOMPARE(pc.x.size(), static_cast<std::size_t>(trace.step_count()) + 1);
     QCOMPARE(pc.bytes.front(), trace.total_at(-1));
