@@ -79,16 +79,22 @@ void MemoryPlotRenderer::drawMeasuredPath(QPainter& p, const QRectF& area, const
 }
 
 void MemoryPlotRenderer::drawMeasuredPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m,
-                                          const OverlayCurve& c, const QString& label,
-                                          bool below) const {
+                                          const OverlayCurve& c, const QColor& colour,
+                                          const QString& label, bool below) const {
   QFontMetricsF fm(font_);
   const double x = area.left() + c.peak_x * area.width();
   const double y = area.bottom() -
                    area.height() * static_cast<double>(c.peak_bytes) / static_cast<double>(yMax(m));
-  const QColor colour = measuredColour(palette_);
+  QColor level = colour;
+  level.setAlphaF(0.7);
+  p.setPen(QPen(level, 1, Qt::DotLine));
+  p.drawLine(QPointF(area.left(), y), QPointF(area.right(), y));
   p.setPen(QPen(palette_.background, 1.5));
   p.setBrush(colour);
   p.drawRect(QRectF(x - 4, y - 4, 8, 8));
+  // Over a run the engine's peak label sits where this one would; the figure is written under
+  // the axis instead.
+  if (label.isEmpty()) return;
   const double w = fm.horizontalAdvance(label) + 12;
   const double bx = std::clamp(x - w / 2, area.left(), area.right() - w);
   const double by = below ? std::min(y + 8, area.bottom() - 18) : std::max(area.top(), y - 24);
@@ -108,20 +114,17 @@ void MemoryPlotRenderer::drawMeasured(QPainter& p, const QRectF& area,
   const MeasuredPlot& mp = *m.measured;
   const QColor colour = measuredColour(palette_);
   drawMeasuredPath(p, area, m, mp.allocated, QPen(colour, 1.8), false);
-  drawMeasuredPeak(p, area, m, mp.allocated,
-                   QObject::tr("measured %1").arg(bytesText(mp.allocated.peak_bytes)), true);
+  drawMeasuredPeak(p, area, m, mp.allocated, colour, QString(), true);
   if (!mp.comparison) return;
   // The comparison, under the axis on the left (the axis' own title is on the right): both
   // peaks and their difference.
   const SnapshotComparison& c = *mp.comparison;
-  const QString text = QObject::tr(
-                           "measured %1 above the GPU's start · predicted %2 · "
-                           "difference %3 (%4×)")
+  const QString text = QObject::tr("measured %1 above start · predicted %2 · %3 (%4×)")
                            .arg(bytesText(c.measured_step_peak), bytesText(c.predicted_peak),
                                 signedBytes(c.difference))
                            .arg(c.ratio, 0, 'f', 2);
   QFontMetricsF fm(font_);
-  const QRectF box(area.left() + 22, area.bottom() + 15, std::max(40.0, area.width() - 230), 14);
+  const QRectF box(area.left() + 22, area.bottom() + 15, std::max(40.0, area.width() - 165), 14);
   p.setPen(QPen(colour, 2));
   p.drawLine(QPointF(area.left(), box.center().y()), QPointF(area.left() + 16, box.center().y()));
   p.setPen(palette_.text);
@@ -151,9 +154,9 @@ void MemoryPlotRenderer::renderMeasuredOnly(QPainter& p, const QRectF& rect,
   const QColor colour = measuredColour(palette_);
   drawMeasuredPath(p, area, m, mp.reserved, QPen(palette_.mutedText, 1.4, Qt::DashLine), false);
   drawMeasuredPath(p, area, m, mp.allocated, QPen(colour, 1.6), true);
-  drawMeasuredPeak(p, area, m, mp.reserved,
+  drawMeasuredPeak(p, area, m, mp.reserved, palette_.mutedText,
                    QObject::tr("reserved peak %1").arg(bytesText(mp.reserved.peak_bytes)), false);
-  drawMeasuredPeak(p, area, m, mp.allocated,
+  drawMeasuredPeak(p, area, m, mp.allocated, colour,
                    QObject::tr("allocated peak %1").arg(bytesText(mp.allocated.peak_bytes)), true);
   // The legend row.
   double x = rect.left() + 10;

@@ -103,7 +103,8 @@ class MemoryPlotRenderer {
   void renderMeasuredOnly(QPainter& p, const QRectF& rect, const MemoryPlotModel& m) const;
   void drawMeasured(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawMeasuredPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m,
-                        const OverlayCurve& curve, const QString& label, bool below) const;
+                        const OverlayCurve& curve, const QColor& colour, const QString& label,
+                        bool below) const;
   void drawMeasuredPath(QPainter& p, const QRectF& area, const MemoryPlotModel& m,
                         const OverlayCurve& curve, const QPen& pen, bool fill) const;
   // memory_plot_pins.cpp
