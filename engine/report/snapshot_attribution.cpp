@@ -90,7 +90,7 @@ OverlayCurve allocated_curve_on_steps(const MeasuredTimeline& m, const SnapshotA
       x = x0 + (x1 - x0) * static_cast<double>(i - e0) / static_cast<double>(e1 - e0);
     } else {
       const auto [e0, x0] = anchors.back();
-      x = x0 + (1 - x0) * static_cast<double>(i - e0 + 1) / static_cast<double>(n - e0);
+      x = x0 + (1 - x0) * static_cast<double>(i - e0) / static_cast<double>(n - e0);
     }
     c.x[i + 1] = x;
   }

@@ -46,7 +46,7 @@ SnapshotAttribution attribute_snapshot(const MemorySnapshot& snapshot,
 // The measured allocated bytes above the recording's start, placed on the engine's steps: each
 // GPU event attributed to an engine step sits at that step's x (as the plot places steps), the
 // events between two such anchors are spread evenly between them, those before the first (a
-// model built inside the recording) gather at its x, those after the last run on to x = 1.
+// model built inside the recording) gather at its x, those after the last run on towards x = 1.
 // Without two anchors, the events are spread evenly over the run (allocated_curve above_start).
 OverlayCurve allocated_curve_on_steps(const MeasuredTimeline& measured,
                                       const SnapshotAttribution& attribution,

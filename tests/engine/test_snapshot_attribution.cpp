@@ -49,6 +49,22 @@ class TestSnapshotAttribution : public QObject {
                                     [&](const auto& m) { return a.owner(m) != nullptr; });
     QCOMPARE(a.owner(*first)->node, std::string("stage4.1.conv1.weight"));
     QCOMPARE(a.owner(*first)->module, std::string("stage4.1.conv1"));
+
+    // The measured curve on the engine's steps: x never goes back, stays in [0, 1], each
+    // attributed event sits at its twin's step, and the measured peak (in the backward on the
+    // GPU) lands in the engine's backward too.
+    const OverlayCurve c = allocated_curve_on_steps(t, a, r.trace);
+    QCOMPARE(c.x.size(), t.allocated.size() + 1);
+    for (std::size_t i = 1; i < c.x.size(); ++i) {
+      QVERIFY(c.x[i] >= c.x[i - 1]);
+      QVERIFY(c.x[i] >= 0 && c.x[i] <= 1);
+    }
+    const double steps = static_cast<double>(r.trace.step_count());
+    for (std::size_t i = 0; i < a.by_event.size(); ++i)
+      if (a.by_event[i].matched && !a.by_event[i].parameter)
+        QCOMPARE(c.x[i + 1], (static_cast<double>(a.by_event[i].step) + 0.5) / steps);
+    QCOMPARE(c.peak_bytes, t.peak_allocated - t.start_allocated);
+    QVERIFY(c.peak_x > (static_cast<double>(r.trace.forward_end()) + 0.5) / steps);
   }
 };
 
