@@ -15,7 +15,7 @@ namespace ckpt::cli {
 
 namespace {
 
-const char* kSnapshotHelp = R"(usage: ckptlab-cli snapshot FILE [--json] [--top N] [--device D]
+const char* kSnapshotHelp = R"(usage: ckptlab-cli snapshot FILE [--json] [--top N] [--gpu D]
                          [--compare MODEL [run options]]
 
 Reads a PyTorch CUDA memory snapshot (torch.cuda.memory._dump_snapshot(), the file PyTorch's
@@ -27,7 +27,7 @@ their frames (Python's when the stack has them).
 
   --json              the same as one JSON object on stdout
   --top N             how many allocations at the peak to list (default 10; 0: all)
-  --device D          which GPU's trace (default: the first with one)
+  --gpu D             which GPU's trace (default: the first with one)
   --compare MODEL     also the engine's prediction for MODEL with the run options that
                       follow (--checkpoint ..., --batch ...): its peak beside the measured
                       one and the difference. Today the prediction is the engine's dry run
@@ -81,6 +81,7 @@ struct Options {
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
+  bool run_options = false;  // after --compare MODEL: run's options, and this command's own
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string& {
@@ -101,12 +102,14 @@ Options parse(const std::vector<std::string>& args) {
       o.json = true;
     } else if (a == "--top") {
       o.top = static_cast<std::size_t>(number(value()));
-    } else if (a == "--device") {
+    } else if (a == "--gpu") {
       o.device = number(value());
     } else if (a == "--compare") {
+      if (run_options) throw UsageError("--compare takes one MODEL");
       o.compare_model = value();
-      o.run_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      break;
+      run_options = true;
+    } else if (run_options) {
+      o.run_args.push_back(a);
     } else if (a.rfind("--", 0) == 0) {
       throw UsageError("unknown option '" + a + "'");
     } else if (o.file.empty()) {

@@ -1,3 +1,4 @@
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -383,10 +384,13 @@ class PickleParser {
         return false;
       }
       case 'F': {
-        const std::string s(line("FLOAT"));
-        char* end = nullptr;
-        const double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || end != s.c_str() + s.size()) fail_op("FLOAT with '" + s + "'");
+        // from_chars, not strtod: the app runs under the user's locale, whose decimal point
+        // may be a comma.
+        const std::string_view s = line("FLOAT");
+        double v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+          fail_op("FLOAT with '" + std::string(s) + "'");
         PickleNode* n = make(PickleKind::real);
         n->real = v;
         push(n);

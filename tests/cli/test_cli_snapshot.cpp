@@ -38,8 +38,8 @@ class TestCliSnapshot : public QObject {
   }
 
   void json_and_compare() {
-    const CliResult r = run_cli({"snapshot", resnet_snapshot(), "--json", "--top", "0", "--compare",
-                                 source("samples/resnet.json")});
+    const CliResult r = run_cli({"snapshot", resnet_snapshot(), "--top", "0", "--compare",
+                                 source("samples/resnet.json"), "--batch", "4", "--json"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QJsonObject j = json_object(r.out);
     QCOMPARE(j["allocated"].toObject()["peak"].toInteger(), 79668736);
@@ -68,14 +68,17 @@ class TestCliSnapshot : public QObject {
     const QString bad = dir.filePath("bad.pickle");
     QFile f(bad);
     QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(QByteArray("\x80\x04\x8c\x0b" "collections\x94\x93", 17));
+    f.write(
+        QByteArray("\x80\x04\x8c\x0b"
+                   "collections\x94\x93",
+                   17));
     f.close();
     CliResult r = run_cli({"snapshot", bad});
     QCOMPARE(r.code, 3);
     QVERIFY2(r.err.contains(bad + ": byte 16: opcode STACK_GLOBAL"), qPrintable(r.err));
     r = run_cli({"snapshot"});
     QCOMPARE(r.code, 2);
-    r = run_cli({"snapshot", resnet_snapshot(), "--device", "2"});
+    r = run_cli({"snapshot", resnet_snapshot(), "--gpu", "2"});
     QCOMPARE(r.code, 3);
     QVERIFY2(r.err.contains("no device 2 in the snapshot (it has 0)"), qPrintable(r.err));
     r = run_cli({"snapshot", resnet_snapshot(), "--compare", source("samples/resnet.json"),
