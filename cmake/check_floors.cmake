@@ -6,7 +6,9 @@
 # own level or anything above:
 #   cuda (the CUDA runtime over raw device pointers) -> tensor -> kernels -> autograd -> ops
 #   -> {trace, checkpoint, model} -> run -> report -> request -> plan
+# snapshot (PyTorch memory snapshots: standard library only) is on the ground floor beside cuda.
 set(level_cuda 0)
+set(level_snapshot 0)
 set(level_tensor 1)
 set(level_kernels 2)
 set(level_autograd 3)

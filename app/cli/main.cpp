@@ -15,6 +15,7 @@
 #include "engine/trace/export.hpp"
 #include "inspect_commands.hpp"
 #include "plan_command.hpp"
+#include "snapshot_command.hpp"
 
 #ifndef CKPTLAB_VERSION
 #define CKPTLAB_VERSION "0.0.0"
@@ -40,6 +41,9 @@ commands:
   plan MODEL --budget B [--strategy S] [--json] [--plot F.svg] [--code F.py]
                              what to checkpoint to fit a memory budget with the least recompute,
                              and the memory/recompute frontier of every strategy
+  snapshot FILE [--json] [--compare MODEL [options]]
+                             a PyTorch CUDA memory snapshot's measured peak, and the
+                             engine's prediction beside it
 
 MODEL is a native .json model (see samples/), an ONNX file exported from PyTorch, or the
 name of an installed sample (`ckptlab-cli run densenet_block`).
@@ -58,7 +62,8 @@ output options:
   --no-baseline              skip the run without checkpointing
   --dump DIR                 outputs, loss and every parameter's gradient as .npy files
   --trace FILE               the trace: .json (ckptlab schema), .csv (memory per step),
-                             .perfetto.json (Chrome trace event format; opens in Perfetto)
+                             .perfetto.json (Chrome trace event format; opens in Perfetto),
+                             .pickle (a PyTorch memory snapshot; opens in memory_viz)
   --plot FILE                the memory plot (.png or .svg), baseline as a ghost
 )";
 
@@ -108,9 +113,10 @@ bool write_trace_file(const Trace& trace, const std::string& f) {
     const TraceFormat fmt =
         ends(".perfetto.json") ? TraceFormat::chrome
         : ends(".csv")         ? TraceFormat::csv
-        : ends(".json")
-            ? TraceFormat::json
-            : throw cli::UsageError("--trace: use a .json, .csv or .perfetto.json file name");
+        : ends(".pickle")      ? TraceFormat::pytorch_snapshot
+        : ends(".json")        ? TraceFormat::json
+                               : throw cli::UsageError(
+                                     "--trace: use a .json, .csv, .perfetto.json or .pickle file name");
     export_trace(trace, fmt, f);
     return true;
   } catch (const cli::UsageError&) {
@@ -196,6 +202,7 @@ int main(int argc, char** argv) {
     if (cmd == "compare") return cmd_compare(argc, argv, args);
     if (cmd == "code") return cmd_code(args);
     if (cmd == "plan") return cli::cmd_plan(args);
+    if (cmd == "snapshot") return cli::cmd_snapshot(args);
     throw cli::UsageError("unknown command '" + cmd + "'");
   } catch (const cli::UsageError& e) {
     std::cerr << "ckptlab-cli: " << e.what() << "\n(see ckptlab-cli "

@@ -35,6 +35,11 @@ struct Options {
       QStringLiteral("timeout"),
       QStringLiteral("With --screenshot: give up after SECONDS (default 120)."),
       QStringLiteral("SECONDS"), QStringLiteral("120")};
+  QCommandLineOption snapshot{
+      QStringLiteral("snapshot"),
+      QStringLiteral("Open a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) beside "
+                     "the model: its measured curve over the engine's prediction."),
+      QStringLiteral("FILE")};
   QCommandLineOption at{QStringLiteral("at"),
                         QStringLiteral("Put the player's cursor at WHERE once run: a step number, "
                                        "'peak', 'forward-end' or 'recompute' (the middle of the "
@@ -50,7 +55,7 @@ struct Options {
     parser.addPositionalArgument(
         QStringLiteral("model"),
         QStringLiteral("A .json or .onnx model (default: a bundled sample)."));
-    parser.addOptions({screenshot, size, checkpoint, timeout, at});
+    parser.addOptions({screenshot, size, checkpoint, timeout, at, snapshot});
   }
 };
 
@@ -186,6 +191,13 @@ int main(int argc, char** argv) {
   sizeWindow(window, options, !shot.isEmpty());
   window.show();
 
+  if (parser.isSet(options.snapshot)) {
+    QString error;
+    if (!window.openSnapshot(parser.value(options.snapshot), &error)) {
+      std::fprintf(stderr, "ckptlab: %s\n", qPrintable(error));
+      if (!shot.isEmpty()) return 1;
+    }
+  }
   Startup startup{window, parser.values(options.checkpoint), parser.value(options.at), shot};
   startup.connect(parser.value(options.timeout).toInt());
 

@@ -28,6 +28,9 @@ shot subnet_no_grad :/samples/subnet_no_grad_inputs.json \
 # times), every block checkpointed; the memory guard says why no real run follows.
 shot gpt2_small_dry_run :/samples/gpt2_small.json $(for i in $(seq 0 11); do echo --checkpoint h.$i; done) \
   --at peak
+# A measured snapshot (the GPU oracle's H200 run of the DenseNet sample) over the engine's run.
+shot measured_snapshot :/samples/densenet_block.json \
+  --snapshot "$here/../../tests/engine/data/snapshots/densenet_block__plain.pickle"
 # The first window as a first start opens it on three screens, under a real X server (Xvfb): the
 # window's own size and docks for that screen, not --size.
 for screen in 1366x768 1440x900 1920x1080; do

@@ -108,7 +108,9 @@ TraceFormat trace_format_from_name(const std::string& name) {
   if (name == "json") return TraceFormat::json;
   if (name == "csv") return TraceFormat::csv;
   if (name == "chrome" || name == "perfetto") return TraceFormat::chrome;
-  throw std::invalid_argument("unknown trace format '" + name + "' (expected json, csv or chrome)");
+  if (name == "pickle" || name == "snapshot") return TraceFormat::pytorch_snapshot;
+  throw std::invalid_argument("unknown trace format '" + name +
+                              "' (expected json, csv, chrome or pickle)");
 }
 
 namespace {
@@ -336,6 +338,9 @@ void export_trace(const Trace& trace, TraceFormat format, const std::string& pat
       break;
     case TraceFormat::chrome:
       write_chrome_trace(trace, out);
+      break;
+    case TraceFormat::pytorch_snapshot:
+      write_memory_snapshot(trace, out);
       break;
   }
   out.flush();

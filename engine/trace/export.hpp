@@ -10,8 +10,9 @@
 
 namespace ckpt {
 
-enum class TraceFormat : std::uint8_t { json, csv, chrome };
-// "json", "csv", "chrome" (also "perfetto"); throws std::invalid_argument otherwise.
+enum class TraceFormat : std::uint8_t { json, csv, chrome, pytorch_snapshot };
+// "json", "csv", "chrome" (also "perfetto"), "pickle" (also "snapshot"); throws
+// std::invalid_argument otherwise.
 TraceFormat trace_format_from_name(const std::string& name);
 
 // The native JSON document, schema "ckptlab-trace" version 1:
@@ -46,6 +47,14 @@ void write_memory_csv(const Trace& trace, std::ostream& out);
 // memory as one counter track per category ("memory: activation", ...), warnings and errors
 // as instant events. Times are the steps' measured times in microseconds.
 void write_chrome_trace(const Trace& trace, std::ostream& out);
+
+// A PyTorch CUDA memory snapshot (the pickle torch.cuda.memory._dump_snapshot() writes, which
+// PyTorch's memory_viz page opens): every alloc and free in order, with frames naming the op,
+// phase, module and category of each, and `category` set on each entry (memory_viz colours by
+// it). The engine has no caching allocator, so each allocation is its own segment (rounded up
+// to 512 bytes, as PyTorch rounds) and reserved follows allocated. What was live before the
+// trace and never freed (parameters, inputs) is one block per category in `segments`.
+void write_memory_snapshot(const Trace& trace, std::ostream& out);
 
 // Writes `trace` to `path` in `format`; throws std::runtime_error naming the file on failure.
 void export_trace(const Trace& trace, TraceFormat format, const std::string& path);

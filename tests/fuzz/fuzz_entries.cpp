@@ -93,8 +93,11 @@ void dot_json(const std::uint8_t* data, std::size_t size) {
 }
 
 const std::vector<Target>& targets() {
-  static const std::vector<Target> all = {
-      {"onnx_model", onnx_model}, {"json_model", json_model}, {"npy", npy}, {"dot_json", dot_json}};
+  static const std::vector<Target> all = {{"onnx_model", onnx_model},
+                                          {"json_model", json_model},
+                                          {"npy", npy},
+                                          {"dot_json", dot_json},
+                                          {"memory_snapshot", memory_snapshot}};
   return all;
 }
 

@@ -46,6 +46,7 @@ MainWindow::MainWindow(QWidget* parent, SettingsUse use)
   buildPins();
   buildTours();
   wireSession();
+  buildSnapshot();
   loadSettings();
   applyPalette();
   syncControls();

@@ -29,6 +29,8 @@ class PinsView;
 class GraphView;
 class Inspector;
 class LessonsView;
+class MeasuredView;
+struct LoadedSnapshot;
 class MemoryPlot;
 class ModuleTree;
 class Player;
@@ -49,6 +51,10 @@ class MainWindow : public QMainWindow {
 
   // Opens a file or an embedded sample (":/samples/...").
   void openPath(const QString& path);
+  // Reads a PyTorch memory snapshot and shows it beside the model (main_window_snapshot.cpp);
+  // false, with *error naming the file and the problem, when it cannot be read.
+  bool openSnapshot(const QString& path, QString* error = nullptr);
+  MeasuredView* measuredView() const { return measured_; }
   void openDefaultSample();
   // True once the current model has a laid-out graph and a finished run.
   bool isReady() const;
@@ -137,6 +143,10 @@ class MainWindow : public QMainWindow {
   // main_window_pins.cpp: the Pin action, the Pinned dock's wiring and the plot's pinned curves.
   void buildPins();
   void updatePlotPins();
+  // main_window_snapshot.cpp: the Measured dock, the plot's measured curve.
+  void buildSnapshot();
+  void openSnapshotDialog();
+  void refreshMeasured();
   // main_window_tours.cpp: Help ▸ Lessons, the Lesson dock, the Notes' lesson links.
   void buildTours();
   QString tourLinksFor(const QString& source) const;
@@ -174,6 +184,9 @@ class MainWindow : public QMainWindow {
   QMenu* helpMenu_ = nullptr;
   TourRunner* tours_ = nullptr;
   TourView* tourView_ = nullptr;
+  MeasuredView* measured_ = nullptr;
+  QDockWidget* measuredDock_ = nullptr;
+  std::shared_ptr<const LoadedSnapshot> snapshot_;
 
   QStringList recent_;
   ThemeMode theme_ = ThemeMode::system;

@@ -64,6 +64,14 @@ void MainWindow::arrangeDocks(int windowWidth) {
   pins->setMinimumWidth(kMinSideDockWidth);
   tabifyDockWidget(inspector, pins);
   pins->setVisible(!session_->pins()->pins().empty());
+  // The Measured dock shares the Inspector's place while a snapshot is open
+  // (main_window_snapshot.cpp).
+  if (QDockWidget* measured = dock("measuredDock")) {
+    measured->setFloating(false);
+    measured->setMinimumWidth(kMinSideDockWidth);
+    tabifyDockWidget(inspector, measured);
+    measured->setVisible(snapshot_ != nullptr);
+  }
   // The Lesson dock shares the Notes' place while a lesson runs (main_window_tours.cpp).
   if (QDockWidget* tour = dock("tourDock")) {
     tour->setFloating(false);

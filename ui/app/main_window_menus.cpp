@@ -80,6 +80,11 @@ void MainWindow::buildFileMenu() {
         tr("Models (*.json *.onnx);;Native JSON (*.json);;ONNX (*.onnx);;All files (*)"));
     if (!path.isEmpty()) openPath(path);
   });
+  QAction* snapshot = file->addAction(tr("Open &Memory Snapshot…"));
+  snapshot->setToolTip(
+      tr("A PyTorch CUDA memory snapshot (torch.cuda.memory._dump_snapshot), "
+         "shown beside the engine's prediction"));
+  connect(snapshot, &QAction::triggered, this, &MainWindow::openSnapshotDialog);
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   sampleMenu_ = file->addMenu(tr("Open &Sample"));
   const auto samples = bundledSamples();
@@ -205,7 +210,11 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 void MainWindow::dropEvent(QDropEvent* event) {
   for (const QUrl& url : event->mimeData()->urls()) {
     if (!url.isLocalFile()) continue;
-    openPath(url.toLocalFile());
+    const QString path = url.toLocalFile();
+    if (path.endsWith(QLatin1String(".pickle")) || path.endsWith(QLatin1String(".pkl")))
+      openSnapshot(path);  // a memory snapshot goes beside the model, not in its place
+    else
+      openPath(path);
     event->acceptProposedAction();
     return;
   }

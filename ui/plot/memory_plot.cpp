@@ -31,6 +31,12 @@ void MemoryPlot::setPins(std::vector<PlotPin> pins) {
   invalidate();
 }
 
+void MemoryPlot::setMeasured(MeasuredPlotPtr measured, bool alone) {
+  model_.measured = std::move(measured);
+  model_.measuredAlone = alone && model_.measured;
+  invalidate();
+}
+
 void MemoryPlot::setCursorStep(std::int64_t step) {
   if (model_.cursor == step) return;
   model_.cursor = step;

@@ -19,6 +19,8 @@ class MemoryPlot : public QWidget {
   void setSeries(MemorySeriesPtr series, MemorySeriesPtr ghost, const QString& ghostLabel);
   // The visible pinned runs (only those: a hidden pin is not in the model).
   void setPins(std::vector<PlotPin> pins);
+  // A measured snapshot: over the run, or (alone) its own allocated and reserved bytes.
+  void setMeasured(MeasuredPlotPtr measured, bool alone);
   void setCursorStep(std::int64_t step);
   // Names a step for the peak label and the hover read-out ("conv2d · features.conv0").
   void setStepLabel(std::function<QString(std::int64_t)> label);

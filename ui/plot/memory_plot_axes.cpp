@@ -38,6 +38,7 @@ void MemoryPlotRenderer::drawAxes(QPainter& p, const QRectF& area, const MemoryP
                Qt::AlignRight | Qt::AlignVCenter, label);
   }
   const std::int64_t n = stepCount(m);
+  if (n == 0) return;  // a measured snapshot alone labels its own axis (events)
   const double xstep =
       std::max(1.0, niceStep(static_cast<double>(n), std::max(2, int(area.width() / 90))));
   p.setPen(palette_.mutedText);

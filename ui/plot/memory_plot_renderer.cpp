@@ -27,6 +27,7 @@ MemoryPlotRenderer::MemoryPlotRenderer() : palette_(Palette::light()) {
 }
 
 std::int64_t MemoryPlotRenderer::stepCount(const MemoryPlotModel& m) const {
+  if (measuredOnly(m)) return 0;  // the snapshot's events are its own axis
   std::int64_t n = m.series ? m.series->steps() : 0;
   if (m.ghost) n = std::max(n, m.ghost->steps());
   for (const PlotPin& pin : m.pins)
@@ -35,10 +36,17 @@ std::int64_t MemoryPlotRenderer::stepCount(const MemoryPlotModel& m) const {
 }
 
 std::int64_t MemoryPlotRenderer::yMax(const MemoryPlotModel& m) const {
+  if (measuredOnly(m))
+    return std::max<std::int64_t>(
+        16,
+        static_cast<std::int64_t>(static_cast<double>(std::max(m.measured->allocated.peak_bytes,
+                                                               m.measured->reserved.peak_bytes)) *
+                                  1.12));
   std::int64_t top = m.series ? m.series->max_total() : 0;
   if (m.ghost) top = std::max(top, m.ghost->max_total());
   for (const PlotPin& pin : m.pins)
     if (pin.series) top = std::max(top, pin.series->max_total());
+  if (m.measured) top = std::max(top, m.measured->allocated.peak_bytes);
   // Headroom for the peak's label.
   return std::max<std::int64_t>(16, static_cast<std::int64_t>(static_cast<double>(top) * 1.16));
 }
@@ -99,6 +107,11 @@ void MemoryPlotRenderer::renderStatic(QPainter& p, const QRectF& rect,
     p.setFont(font_);
   }
   const QRectF area = plotArea(rect, m);
+  if (measuredOnly(m) && area.width() >= 4 && area.height() >= 4) {
+    renderMeasuredOnly(p, rect, m);
+    p.restore();
+    return;
+  }
   if (stepCount(m) == 0 || area.width() < 4 || area.height() < 4) {
     p.setPen(palette_.mutedText);
     p.drawText(rect, Qt::AlignCenter, QObject::tr("No run yet"));
@@ -110,6 +123,7 @@ void MemoryPlotRenderer::renderStatic(QPainter& p, const QRectF& rect,
   drawStack(p, area, m);
   drawGhost(p, area, m);
   drawPins(p, area, m);
+  drawMeasured(p, area, m);
   drawBandLabels(p, area, m);
   drawPeak(p, area, m);
   drawPinPeaks(p, area, m);
@@ -121,7 +135,7 @@ void MemoryPlotRenderer::renderStatic(QPainter& p, const QRectF& rect,
 
 void MemoryPlotRenderer::renderCursor(QPainter& p, const QRectF& rect,
                                       const MemoryPlotModel& m) const {
-  if (!m.series || m.cursor < 0 || m.cursor >= m.series->steps()) return;
+  if (!m.series || measuredOnly(m) || m.cursor < 0 || m.cursor >= m.series->steps()) return;
   const QRectF area = plotArea(rect, m);
   const double x = xOfStep(m.cursor, rect, m);
   const std::int64_t total = m.series->totals[static_cast<std::size_t>(m.cursor)];

@@ -12,8 +12,11 @@
 #include <QString>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <vector>
 
+#include "engine/trace/snapshot_compare.hpp"
 #include "ui/core/memory_series.hpp"
 #include "ui/style/palette.hpp"
 
@@ -28,13 +31,28 @@ struct PlotPin {
   QString name;
 };
 
+// A measured PyTorch memory snapshot as the plot draws it, every figure derived by the engine
+// (engine/trace/snapshot_compare.hpp). Without a run: allocated and reserved over the trace's
+// events, absolute. Over a run: allocated above the recording's start, on the run's steps
+// stretched to the same width, with the comparison of the two peaks.
+struct MeasuredPlot {
+  QString name;  // the file's name
+  OverlayCurve allocated;
+  OverlayCurve reserved;  // drawn without a run only
+  std::int64_t events = 0;
+  std::optional<SnapshotComparison> comparison;  // set when drawn over a run
+};
+using MeasuredPlotPtr = std::shared_ptr<const MeasuredPlot>;
+
 struct MemoryPlotModel {
-  MemorySeriesPtr series;     // the current run
-  MemorySeriesPtr ghost;      // the previous configuration's run, may be null
-  QString ghostLabel;         // what the ghost was ("no checkpoints"), may be empty
-  std::vector<PlotPin> pins;  // the visible pinned runs only
-  std::int64_t cursor = -1;   // the player's step, -1 for none
-  QString title;              // drawn above the legend when not empty
+  MemorySeriesPtr series;      // the current run
+  MemorySeriesPtr ghost;       // the previous configuration's run, may be null
+  QString ghostLabel;          // what the ghost was ("no checkpoints"), may be empty
+  std::vector<PlotPin> pins;   // the visible pinned runs only
+  MeasuredPlotPtr measured;    // a measured snapshot, may be null
+  bool measuredAlone = false;  // draw the snapshot alone, the run hidden
+  std::int64_t cursor = -1;    // the player's step, -1 for none
+  QString title;               // drawn above the legend when not empty
   // Names a step ("conv2d · features.conv0"), for the peak's label; may be empty.
   std::function<QString(std::int64_t step)> stepLabel;
 };
@@ -59,6 +77,9 @@ class MemoryPlotRenderer {
   // The data area inside `rect` (axes, legend and labels excluded).
   QRectF plotArea(const QRectF& rect, const MemoryPlotModel& model) const;
   std::int64_t stepCount(const MemoryPlotModel& model) const;
+  static bool measuredOnly(const MemoryPlotModel& m) {
+    return m.measured && (m.measuredAlone || !m.series);
+  }
   // Step under x (clamped), -1 when there is no data.
   std::int64_t stepAt(double x, const QRectF& rect, const MemoryPlotModel& model) const;
   double xOfStep(std::int64_t step, const QRectF& rect, const MemoryPlotModel& model) const;
@@ -78,6 +99,14 @@ class MemoryPlotRenderer {
   void drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawGhostPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawRunKind(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  // memory_plot_measured.cpp
+  void renderMeasuredOnly(QPainter& p, const QRectF& rect, const MemoryPlotModel& m) const;
+  void drawMeasured(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawMeasuredPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m,
+                        const OverlayCurve& curve, const QColor& colour, const QString& label,
+                        bool below) const;
+  void drawMeasuredPath(QPainter& p, const QRectF& area, const MemoryPlotModel& m,
+                        const OverlayCurve& curve, const QPen& pen, bool fill) const;
   // memory_plot_pins.cpp
   void drawPins(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   // Over the current run's peak label, which would hide a pinned peak near it.
