@@ -118,7 +118,8 @@ CheckpointOptions options_for(const CheckpointConfig& c, const std::string& name
   CheckpointOptions o;
   o.use_reentrant = c.use_reentrant;
   o.preserve_rng_state = c.preserve_rng_state;
-  o.early_stop = c.early_stop;
+  // Unset unless asked for: the device's default (PyTorch 2.x's on cuda, issue 26).
+  if (c.early_stop) o.early_stop = true;
   o.determinism_check = c.check_recompute;
   if (c.policy == SelectivePolicy::save_matmul) o.save_ops = save_matmul_ops();
   o.name = name;

@@ -23,6 +23,7 @@
 #include "engine/run/time_estimate.hpp"
 #include "engine/tensor/generator.hpp"
 #include "engine/tensor/init.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -312,12 +313,21 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   // A dry run makes every tensor of the run on the meta device, parameters and inputs first
   // (after the rebatching above: loading a model computes real values).
   std::optional<DeviceScope> device;
-  if (config.dry_run) device.emplace(Device::meta);
   try {
+    // Issue 26, the one place the device is chosen: a dry run is on meta with the memory
+    // semantics of config.device; a real run on config.device itself (cuda without a GPU
+    // fails here, saying why).
+    if (config.dry_run)
+      device.emplace(Device::meta, config.device);
+    else if (config.device != Device::cpu)
+      device.emplace(config.device);
     const std::int64_t batch = config.batch > 0 ? config.batch : model.scenario.batch;
     check_batch(model, batch);
     if (config.segments < 0) throw std::invalid_argument("Runner: segments must not be negative");
     ExecutionScope execution(context);
+    // The device's own buffers (cuBLAS's workspaces on CUDA), live from the run's start as in
+    // every training step after the first; none on the CPU.
+    const auto workspaces = hold_persistent_workspaces();
     Generator dropout_gen(stream_seed(config.seed, Stream::dropout));
     GeneratorScope generator_scope(dropout_gen);
     GradModeGuard grad_on(true);

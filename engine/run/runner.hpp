@@ -56,6 +56,12 @@ struct CheckpointConfig {
   // and the recompute check's value comparison are not available) and the step times are
   // estimates (run/time_estimate.hpp). The ledger's cap (max_memory) does not apply.
   bool dry_run = false;
+  // Issue 26: whose memory the run's figures are (engine/tensor/memory_semantics.hpp): cpu,
+  // PyTorch 1.13 on the CPU (this engine's own figures); cuda, what PyTorch 2.x holds on an
+  // NVIDIA GPU. A dry run stands in for it on the meta device, so a CUDA dry run needs no GPU;
+  // a real run on cuda needs one. Read in one place, Runner::run (moves to RunSettings with
+  // issue 25's refactor of the run configuration).
+  Device device = Device::cpu;
   // Fault injection: the run's k-th allocation (1-based, counted from its first parameter's)
   // fails with a named error, as MemoryLedger::fail_allocation_at says; 0 for none. Real runs
   // only, like the cap: the memory guard's dry run before a real run must not trip it.

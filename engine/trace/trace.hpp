@@ -83,6 +83,9 @@ struct CheckpointSpan {
   std::int64_t begin_step = 0;  // first step inside the segment
   std::int64_t end_step = 0;    // one past the last
   std::int64_t rng_bytes = 0;   // RNG state it stashed itself (preserve_rng_state), not nested ones
+  // RNG state it stashed itself in host memory, outside the device's figures (a run with
+  // CUDA's memory semantics: the CPU generator's 5,056 bytes and the CUDA generator's 16).
+  std::int64_t host_rng_bytes = 0;
 };
 
 struct PeakInfo {
