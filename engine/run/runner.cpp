@@ -355,6 +355,8 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   } else {
     apply_measured_times(result, t0);
   }
+  if (memory_semantics(config.device).caching_allocator)
+    result.reserved = simulate_reserved(result.trace);
   return result;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/model/model.hpp"
+#include "engine/trace/caching_allocator.hpp"
 #include "engine/trace/trace.hpp"
 
 namespace ckpt {
@@ -105,6 +106,9 @@ struct RunResult {
   // A dry run's result: exact bytes, estimated times, and tensors (outputs, loss, gradients)
   // that have shapes and no values (on the meta device).
   bool dry_run = false;
+  // Issue 26: on a device with a caching allocator (cuda), the memory it reserves for the
+  // trace's allocations (engine/trace/caching_allocator.hpp); absent on the cpu.
+  std::optional<ReservedMemory> reserved;
 
   void set_status(RunStatus s, std::string message = {}) {
     status = s;
