@@ -35,7 +35,12 @@ run options:
   --max-memory SIZE          the memory a real run may use (bytes or e.g. 16GiB); a run whose
                              dry run predicts more is not started (exit 4); default: 75 % of
                              the memory available; the allocator's cap as well
-  --device auto|cpu|cuda     cuda without a GPU or CUDA build: exit 4; auto falls back to cpu
+  --device auto|cpu|cuda     whose memory: cpu (this engine, PyTorch 1.13's CPU figures) or cuda
+                             (what PyTorch 2.x holds on an NVIDIA GPU: 512 B rounding, cuBLAS
+                             workspaces, bool dropout masks, reserved memory); cuda runs as a dry
+                             run (--dry-run) on any machine, a real cuda run exits 4; auto: cpu
+  --gpu-memory SIZE          the GPU a cuda run must fit, reserved memory plus the CUDA context
+                             (an estimate): default 80GiB
   --input-requires-grad      make every model input require grad
   --input FILE.npy           an input (repeatable, in the model's input order)
   --loss sum|mean|model      default: the model's own loss where it declares one, else sum
@@ -58,18 +63,22 @@ std::shared_ptr<Model> load_or_exit(const std::string& path, int* code) {
   }
 }
 
-// --device: runs go to the CPU. A GPU's storage and first kernel table exist behind the device
-// seam (engine/kernels/kernel_table.hpp), but most ops' loops are host-only, so a run there
-// would stop at its first such op: refused up front, saying which of the two is missing.
-bool check_device(DeviceChoice d) {
+// --device: real runs go to the CPU. A GPU's storage and first kernel table exist behind the
+// device seam (engine/kernels/kernel_table.hpp), but most ops' loops are host-only, so a real run
+// there would stop at its first such op: refused up front, saying which is missing. A dry run
+// with CUDA's memory semantics needs neither a GPU nor those loops.
+bool check_device(DeviceChoice d, bool dry_run) {
   if (d == DeviceChoice::cuda) {
+    if (dry_run) return true;
     std::string why;
     if (device_available(Device::cuda, &why))
       std::cerr << "ckptlab-cli: --device cuda: a GPU is present, but whole runs do not run on "
                    "it yet: its kernel table has the raw kernels (elementwise, sums, copies, "
-                   "GEMM), while most ops' own loops run on the host; run on the cpu\n";
+                   "GEMM), while most ops' own loops run on the host\n";
     else
       std::cerr << "ckptlab-cli: --device cuda: " << why << "\n";
+    std::cerr << "ckptlab-cli: add --dry-run for the exact bytes PyTorch 2.x would hold on the "
+                 "GPU (its allocations replayed on the meta device, no GPU needed)\n";
     return false;
   }
   if (d == DeviceChoice::auto_select) {

@@ -31,8 +31,10 @@ bool stderr_is_tty();
 bool has_help(const std::vector<std::string>& args);
 // The model at `path` (a file, or a bundled sample's name); null with *code set after saying why.
 std::shared_ptr<Model> load_or_exit(const std::string& path, int* code);
-// --device: false after saying why the device asked for cannot run this build.
-bool check_device(DeviceChoice d);
+// --device: false after saying why the device asked for cannot run here. A cuda dry run runs
+// anywhere (the meta device with CUDA's memory semantics); a real cuda run needs a GPU and the
+// CUDA engine.
+bool check_device(DeviceChoice d, bool dry_run);
 // --plot: the memory plot of `trace` (and `ghost`, if any) as PNG or SVG, offscreen.
 bool plot(int argc, char** argv, const std::string& path, const Trace& trace, const Trace* ghost);
 // A loss of NaN or Inf is a wrong answer, never a figure to print quietly.

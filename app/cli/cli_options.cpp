@@ -131,6 +131,15 @@ const std::vector<RunOptionRule>& run_option_rules() {
          }
          if (o.max_memory < 1) throw UsageError("--max-memory must be a positive number of bytes");
        }},
+      {"--gpu-memory", true, false,
+       [](RunOptions& o, S, S v) {
+         try {
+           if (v.find('%') != std::string::npos) throw std::invalid_argument("a share");
+           o.gpu_memory = parse_budget(v, 0);
+         } catch (const std::exception&) {
+           throw UsageError("--gpu-memory expects bytes or a size such as 24GiB, got '" + v + "'");
+         }
+       }},
       {"--dry-run", false, false, [](RunOptions& o, S, S) { o.dry_run = true; }},
       {"--detect-anomaly", false, false, [](RunOptions& o, S, S) { o.detect_anomaly = true; }},
       {"--fail-allocation", true, false,
@@ -338,6 +347,8 @@ RunRequest make_request(const Model& model, const RunOptions& o) {
   s.threads = o.threads;
   s.max_memory = o.max_memory;
   s.dry_run = o.dry_run;
+  s.device = o.device == DeviceChoice::cuda ? Device::cuda : Device::cpu;
+  if (o.gpu_memory > 0) s.gpu_memory = o.gpu_memory;
   s.inputs = read_inputs(model, o);
   r.hooks.detect_anomaly = o.detect_anomaly;
   r.hooks.fail_allocation_at = o.fail_allocation;

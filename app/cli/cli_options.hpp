@@ -39,6 +39,7 @@ struct RunOptions {
   bool detect_anomaly = false;       // --detect-anomaly: NaN/Inf in any op's output fails the run
   std::int64_t fail_allocation = 0;  // --fail-allocation K: fault injection (0: off)
   DeviceChoice device = DeviceChoice::auto_select;
+  std::int64_t gpu_memory = 0;  // --gpu-memory: the GPU a cuda request must fit (0: 80 GiB)
   bool input_requires_grad = false;
   std::vector<std::string> input_files;
   std::optional<LossKind> loss;

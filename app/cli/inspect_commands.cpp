@@ -70,16 +70,24 @@ void print_modules(const Model& model, const std::function<std::int64_t(const Mo
 
 int cmd_modules(const std::vector<std::string>& args) {
   if (has_help(args)) {
-    std::cout << "usage: ckptlab-cli modules MODEL [--json]\n\nThe module tree with, per "
-                 "module, op count, parameter bytes and the activation bytes its ops save for "
-                 "backward in a plain run (measured by running the model once).\n";
+    std::cout << "usage: ckptlab-cli modules MODEL [--json] [--device cpu|cuda]\n\nThe module "
+                 "tree with, per module, op count, parameter bytes and the activation bytes its "
+                 "ops save for backward in a plain run (measured by a dry run of the model; with "
+                 "--device cuda, as PyTorch 2.x holds them on a GPU).\n";
     return kExitOk;
   }
   bool json = false;
+  Device device = Device::cpu;
   std::vector<std::string> pos;
-  for (const auto& a : args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "--json") {
       json = true;
+    } else if (a == "--device" && i + 1 < args.size()) {
+      const std::string& d = args[++i];
+      if (d != "cpu" && d != "cuda" && d != "auto")
+        throw UsageError("--device takes auto, cpu or cuda, got '" + d + "'");
+      device = d == "cuda" ? Device::cuda : Device::cpu;
     } else if (a == "--dry-run") {
       // Always: a dry run measures saved bytes exactly, at any size.
     } else if (a.rfind("--", 0) == 0) {
@@ -95,6 +103,7 @@ int cmd_modules(const std::vector<std::string>& args) {
   // Saved bytes are shapes, not values: a dry run measures them exactly at any size.
   RunRequest measure;
   measure.settings.dry_run = true;
+  measure.settings.device = device;
   RequestOptions options;
   options.report = ReportDetail::none;
   const RunOutcome outcome =
@@ -198,7 +207,9 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
   std::vector<std::pair<std::string, RunRequest>> parsed;
   for (std::size_t i = 0; i < a.configs.size(); ++i) {
     auto [label, cargs] = split_config(a.configs[i], static_cast<int>(i));
-    parsed.emplace_back(label, make_request(*model, parse_run_options(cargs, nullptr, false)));
+    const RunOptions options = parse_run_options(cargs, nullptr, false);
+    if (!check_device(options.device, options.dry_run)) return kExitRun;
+    parsed.emplace_back(label, make_request(*model, options));
   }
   // One target: each configuration is compared with its settings' run without checkpoints, run
   // once for all the configurations that share them.

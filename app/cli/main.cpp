@@ -1,5 +1,5 @@
-// ckptlab-cli: the engine without a window (DESIGN.md "app/"). Argument parsing and wiring
-// only; every figure comes from engine/run/run_summary so that it matches the GUI's.
+// ckptlab-cli: the engine without a window (docs/ARCHITECTURE.md "app/"). Argument parsing and
+// wiring only; every figure comes from engine/run/run_summary so that it matches the GUI's.
 
 #include <filesystem>
 #include <iostream>
@@ -139,7 +139,7 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   auto model = load_or_exit(pos[0], &code);
   if (!model) return code;
   const RunRequest request = cli::make_request(*model, o);
-  if (!check_device(o.device)) return kExitRun;
+  if (!check_device(o.device, o.dry_run)) return kExitRun;
   const RunTarget target(model);
   RequestOptions options;
   options.baseline = !o.no_baseline;

@@ -215,6 +215,13 @@ void ExecutionContext::message(Severity severity, std::string_view text) {
   publish(e);
 }
 
+void ExecutionContext::note_host_bytes(std::int64_t bytes, std::string_view what) {
+  auto e = make(RunEvent::Kind::host_bytes);
+  e.bytes = bytes;
+  e.text = intern(what);
+  publish(e);
+}
+
 void ExecutionContext::add_listener(RunListener* listener) {
   listeners_.push_back(listener);
 }

@@ -60,6 +60,7 @@ struct RunEvent {
     recompute_begin,   // text: the segment
     recompute_end,     // text: the segment
     message,           // severity, text
+    host_bytes,        // bytes, text: host memory the run holds beside the device's (what for)
   };
   Kind kind{};
   Phase phase{};
@@ -118,6 +119,9 @@ class ExecutionContext final : public AllocationListener {
   void mark_recompute(bool begin, std::string_view segment);
   void mark_checkpoint(bool begin, std::string_view segment);
   void message(Severity severity, std::string_view text);
+  // Host memory a run on a device holds outside the device's ledger (the RNG stash of a
+  // checkpoint on CUDA): reported, never in the device's figures.
+  void note_host_bytes(std::int64_t bytes, std::string_view what);
   const std::vector<std::pair<Severity, std::string>>& messages() const { return messages_; }
   // "conv2d (features.conv0)": the op and node of the open step, for error messages.
   std::string location() const;

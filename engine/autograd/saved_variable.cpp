@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/autograd/node.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -99,6 +100,10 @@ Tensor SavedVariable::unpack(const Node& owner) const {
 void SavedVariable::release() {
   data_ = Tensor();
   packed_.reset();
+  // PyTorch drops the hooks with the data (SavedVariable::reset_data), and with them what a
+  // non-reentrant checkpoint's hooks hold (its inputs); the engine's CPU figures keep them
+  // until the graph goes (MemorySemantics::saved_hooks_released_with_data).
+  if (current_memory_semantics().saved_hooks_released_with_data) hooks_.reset();
   released_ = true;
 }
 

@@ -6,6 +6,7 @@
 // CONTRACT used by engine/run. Additions are fine.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,11 @@ using SegmentFunction = std::function<TensorList(const TensorList&)>;
 struct CheckpointOptions {
   bool use_reentrant = true;       // 1.13's default
   bool preserve_rng_state = true;  // stash the generator state (5,056 bytes, category rng state)
-  bool early_stop = false;         // non-reentrant: stop recomputing once all needed are back
-  bool determinism_check = true;   // compare recomputed op outputs with the forward's checksums
+  // Non-reentrant: stop recomputing once all needed are back. Unset: the default of the
+  // device's memory semantics (off in PyTorch 1.13, which has no early stop; on in PyTorch 2.x
+  // on CUDA, torch.utils.checkpoint's _checkpoint_early_stop).
+  std::optional<bool> early_stop;
+  bool determinism_check = true;  // compare recomputed op outputs with the forward's checksums
   // Selective policy: op kinds whose outputs are saved inside the segment instead of
   // recomputed ("matmul", "linear", "conv2d" for save-matmul); empty for none.
   std::vector<std::string> save_ops;

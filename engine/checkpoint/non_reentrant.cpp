@@ -11,6 +11,7 @@
 #include "engine/autograd/execution_context.hpp"
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/checkpoint/segment.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt::detail {
 
@@ -114,7 +115,10 @@ TensorList checkpoint_non_reentrant(const SegmentFunction& fn, const TensorList&
   auto segment = std::make_shared<Segment>();
   segment->fn = fn;
   segment->inputs = inputs;
-  segment->early_stop = options.early_stop;
+  // PyTorch 2.x's default where the device's semantics are 2.x's (memory_semantics.hpp:
+  // torch/utils/checkpoint.py, set_checkpoint_early_stop, on unless turned off).
+  segment->early_stop =
+      options.early_stop.value_or(current_memory_semantics().checkpoint_early_stop);
   segment->record.name = segment_name(options);
   segment->record.check = options.determinism_check;
   segment->record.save_ops = options.save_ops;

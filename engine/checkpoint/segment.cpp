@@ -7,18 +7,46 @@
 #include <stdexcept>
 
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/device.hpp"
 #include "engine/tensor/generator.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt::detail {
 
-Tensor stash_rng_state(const std::string& segment) {
-  const auto bytes = Generator::current().get_state();
-  CategoryScope as_rng(MemoryCategory::rng_state);
-  AllocationPurpose purpose("the RNG state of checkpoint '" + segment + "'");
+namespace {
+
+Tensor state_tensor(const std::vector<std::uint8_t>& bytes) {
   const auto words = static_cast<std::int64_t>((bytes.size() + 7) / 8);
   Tensor t = Tensor::zeros({words}, DType::i64);
   if (!t.is_meta()) std::memcpy(t.data<std::int64_t>(), bytes.data(), bytes.size());
   return t;
+}
+
+}  // namespace
+
+Tensor stash_rng_state(const std::string& segment) {
+  const auto bytes = Generator::current().get_state();
+  const MemorySemantics& rules = current_memory_semantics();
+  if (rules.rng_stash_in_host_memory) {
+    // torch/utils/checkpoint.py on CUDA (MemorySemantics::rng_stash_in_host_memory): the
+    // stash is torch.get_rng_state(), a CPU tensor, and torch.cuda.get_rng_state() (16
+    // bytes, also a CPU tensor): host memory, reported with the checkpoint and never in the
+    // device's figures (oracle: the depth-2 samples hold no device bytes for it). The state
+    // itself is real even in a dry run, so a recomputation forks the generator as a real run.
+    Tensor host;
+    {
+      LedgerScope off_device(std::make_shared<MemoryLedger>());
+      DeviceScope cpu(Device::cpu);
+      host = state_tensor(bytes);
+    }
+    ExecutionContext::current()->note_host_bytes(
+        static_cast<std::int64_t>(bytes.size()) + rules.device_generator_state_bytes,
+        "the RNG state of checkpoint '" + segment + "'");
+    return host;
+  }
+  CategoryScope as_rng(MemoryCategory::rng_state);
+  AllocationPurpose purpose("the RNG state of checkpoint '" + segment + "'");
+  return state_tensor(bytes);
 }
 
 RngFork::RngFork(const Tensor& stash) {

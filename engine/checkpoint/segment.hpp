@@ -14,7 +14,8 @@
 namespace ckpt::detail {
 
 // torch.get_rng_state(): the current generator's state as a real tensor (5,056 bytes, int64
-// storage) in category `rng state`.
+// storage) in category `rng state`; with CUDA's memory semantics a host tensor outside the
+// run's ledger, its bytes (and the CUDA generator's) noted as host memory of the checkpoint.
 Tensor stash_rng_state(const std::string& segment);
 
 // torch.random.fork_rng + set_rng_state: the generator runs from `stash` in this scope and

@@ -203,6 +203,7 @@ template TensorList backward_t<double>(const Tensor&, const Tensor&, const Tenso
 
 TensorList backward(const Tensor& grad_out, const Tensor& x, const Tensor& w, const Geometry& g,
                     const std::vector<bool>& need, bool has_bias) {
+  if (runs_as_cudnn(w)) return cudnn_backward(grad_out, x, w, g, need, has_bias);
   const Tensor gy = as_contiguous(grad_out);
   return dispatch_floating(w.dtype(), "conv2d backward", [&]<typename T>() {
     return backward_t<T>(gy, x, w, g, need, has_bias);

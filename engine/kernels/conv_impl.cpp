@@ -9,6 +9,7 @@
 #include "engine/kernels/conv_impl_detail.hpp"
 #include "engine/kernels/kernels.hpp"
 #include "engine/kernels/winograd.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 // Which path a convolution takes, and the forward; the gradients are in conv_backward.cpp,
 // the column transforms in conv_columns.cpp, conv_transpose2d in conv_transposed.cpp.
@@ -124,7 +125,12 @@ Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo
 template Tensor forward_t<float>(const Tensor&, const Tensor&, const Tensor&, const Geometry&);
 template Tensor forward_t<double>(const Tensor&, const Tensor&, const Tensor&, const Geometry&);
 
+bool runs_as_cudnn(const Tensor& t) {
+  return memory_semantics(t.device()).kernels == KernelAllocations::pytorch_cuda;
+}
+
 Tensor forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g) {
+  if (runs_as_cudnn(x)) return cudnn_forward(x, w, bias, g);
   return dispatch_floating(x.dtype(), "conv2d",
                            [&]<typename T>() { return forward_t<T>(x, w, bias, g); });
 }

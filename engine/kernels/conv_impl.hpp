@@ -28,4 +28,17 @@ Tensor transposed_forward(const Tensor& x, const Tensor& w, const Tensor& bias, 
 TensorList transposed_backward(const Tensor& grad_out, const Tensor& x, const Tensor& w,
                                const Geometry& g, const std::vector<bool>& need, bool has_bias);
 
+// The same four as PyTorch 2.x's cuDNN calls allocate them (conv_cudnn.cpp): the forms the four
+// above take on a device whose kernels are PyTorch's CUDA ones (memory_semantics.hpp).
+Tensor cudnn_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g);
+TensorList cudnn_backward(const Tensor& grad_out, const Tensor& x, const Tensor& w,
+                          const Geometry& g, const std::vector<bool>& need, bool has_bias);
+Tensor cudnn_transposed_forward(const Tensor& x, const Tensor& w, const Tensor& bias,
+                                const Geometry& g);
+TensorList cudnn_transposed_backward(const Tensor& grad_out, const Tensor& x, const Tensor& w,
+                                     const Geometry& g, const std::vector<bool>& need,
+                                     bool has_bias);
+// Whether a convolution on `t`'s device runs as cuDNN does.
+bool runs_as_cudnn(const Tensor& t);
+
 }  // namespace ckpt::conv_detail

@@ -1,7 +1,7 @@
 #pragma once
 
-// The device seam (DESIGN.md "Devices behind one seam"), arithmetic half: the kernels every
-// op's arithmetic is built on, one table per device, in the spirit of ggml's backend struct.
+// The device seam (docs/ARCHITECTURE.md "Devices behind one seam"), arithmetic half: the kernels
+// every op's arithmetic is built on, one table per device, in the spirit of ggml's backend struct.
 // The entry points in kernels.hpp (add_raw, gemm_raw, sum_dims_raw, ...) check their
 // arguments and make their outputs the same way on every device (same bytes, same order, same
 // ledger category: a trace does not depend on the device), then call the row of their tensors'

@@ -3,6 +3,7 @@
 #include "engine/kernels/blas.hpp"
 #include "engine/kernels/kernel_table.hpp"
 #include "engine/tensor/device.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -124,7 +125,13 @@ void copy_into_raw(Tensor& dst, const Tensor& src) {
     throw std::invalid_argument("copy: shape " + shape_str(src.shape()) + " does not match " +
                                 shape_str(dst.shape()));
   require_device_of(dst, {&src}, "copy_");
-  Tensor s = src.dtype() == dst.dtype() ? as_contiguous(src) : cast_raw(src, dst.dtype());
+  // PyTorch's CUDA copy_ reads a strided (an expanded bias) source of any dtype in place
+  // through TensorIterator (aten/src/ATen/native/cuda/Copy.cu): no temporary. The kernel
+  // table's copy takes strided sources and converts dtypes, so it is handed the source as is.
+  const bool in_place = memory_semantics(dst.device()).kernels == KernelAllocations::pytorch_cuda;
+  Tensor s = in_place                     ? src
+             : src.dtype() == dst.dtype() ? as_contiguous(src)
+                                          : cast_raw(src, dst.dtype());
   kernel_table(dst.device()).copy(s, dst);
 }
 

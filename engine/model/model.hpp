@@ -1,8 +1,8 @@
 #pragma once
 
 // A model: a Graph of ops over named values plus a Module tree of named scopes over it
-// (DESIGN.md "model"). Loaders (native JSON, ONNX) produce it; the Runner executes it; ui/
-// draws it.
+// (docs/ARCHITECTURE.md "model"). Loaders (native JSON, ONNX) produce it; the Runner executes it;
+// ui/ draws it.
 //
 // CONTRACT shared by engine/model, engine/run, ui/ and app/cli. Additions are fine;
 // changing or removing a member needs every user updated in the same change.

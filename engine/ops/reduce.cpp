@@ -5,6 +5,7 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -20,6 +21,23 @@ Tensor expand_back(const Tensor& g, const Shape& in_shape, const std::vector<std
   Tensor gk = as_contiguous(g);
   if (!keepdim) gk = gk.alias(kept, contiguous_strides(kept), gk.offset());
   return contiguous_copy(expand_raw(gk, in_shape));
+}
+
+// grad / n broadcast back to the input's shape, for mean. PyTorch's CUDA MeanBackward divides
+// the expanded view in one TensorIterator pass (one allocation); the engine's CPU kernels copy
+// the expansion first.
+Tensor mean_back(const Tensor& g, const Shape& in_shape, const std::vector<std::int64_t>& dims,
+                 bool keepdim, std::int64_t n) {
+  const double scale = 1.0 / static_cast<double>(n);
+  if (memory_semantics(g.device()).kernels != KernelAllocations::pytorch_cuda)
+    return mul_scalar_raw(expand_back(g, in_shape, dims, keepdim), scale);
+  Shape kept = in_shape;
+  const auto reduced = reduced_dims(dims, static_cast<std::int64_t>(in_shape.size()), "mean");
+  for (std::size_t d = 0; d < kept.size(); ++d)
+    if (reduced[d]) kept[d] = 1;
+  Tensor gk = as_contiguous(g);
+  if (!keepdim) gk = gk.alias(kept, contiguous_strides(kept), gk.offset());
+  return mul_scalar_raw(expand_raw(gk, in_shape), scale);
 }
 
 std::int64_t reduced_count(const Shape& s, const std::vector<std::int64_t>& dims) {
@@ -87,7 +105,7 @@ Tensor mean(const Tensor& x) {
   const auto n = x.numel();
   Tensor out = mul_scalar_raw(sum_dims_raw(x, {}, false), 1.0 / static_cast<double>(n));
   record("MeanBackward0", {x}, {out}, {}, [s = x.shape(), n](BackwardContext& c) -> TensorList {
-    return {mul_scalar_raw(expand_back(c.grads[0], s, {}, false), 1.0 / static_cast<double>(n))};
+    return {mean_back(c.grads[0], s, {}, false, n)};
   });
   return out;
 }
@@ -98,8 +116,7 @@ Tensor mean(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim
   Tensor out = mul_scalar_raw(sum_dims_raw(x, dims, keepdim), 1.0 / static_cast<double>(n));
   record("MeanBackward1", {x}, {out}, {x},
          [s = x.shape(), dims, keepdim, n](BackwardContext& c) -> TensorList {
-           return {mul_scalar_raw(expand_back(c.grads[0], s, dims, keepdim),
-                                  1.0 / static_cast<double>(n))};
+           return {mean_back(c.grads[0], s, dims, keepdim, n)};
          });
   return out;
 }

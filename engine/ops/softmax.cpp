@@ -6,6 +6,7 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -78,6 +79,13 @@ Tensor softmax_impl(const Tensor& x_in, std::int64_t dim, bool log) {
            const Tensor g = as_contiguous(c.grads[0]);
            const Tensor y = as_contiguous(c.saved[0]);
            Tensor dx = Tensor::empty(g.shape(), g.dtype());
+           // PyTorch's CUDA softmax backward (aten/src/ATen/native/cuda/SoftMax.cu,
+           // softmax_backward_cuda_out) multiplies grad * output into a temporary first and
+           // frees it on return (oracle snapshot gpt_mini__plain, SoftmaxBackward0: two
+           // allocations of the output's size, one freed); log_softmax's has none.
+           if (!log && memory_semantics(g.device()).kernels == KernelAllocations::pytorch_cuda) {
+             const Tensor product = Tensor::empty(g.shape(), g.dtype());
+           }
            if (!dx.is_meta())
              dispatch_floating(g.dtype(), "softmax backward", [&]<typename T>() {
                const T* gp = g.data<T>();

@@ -7,6 +7,7 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -27,9 +28,18 @@ constexpr V k(double c) {
   return static_cast<V>(c);
 }
 
-// grad * d, with d computed elementwise from a saved tensor.
+// grad * d, with d computed elementwise from a saved tensor. The engine's CPU kernels make d
+// first; PyTorch's CUDA backward kernels (gelu_backward, tanh_backward, ...: one TensorIterator
+// pass over grad and the saved tensor) make only the result (oracle snapshot gpt_mini__plain:
+// one allocation per GeluBackward0).
 template <typename F>
 Tensor chain(const Tensor& grad, const Tensor& saved, const char* op, F derivative) {
+  if (memory_semantics(grad.device()).kernels == KernelAllocations::pytorch_cuda &&
+      grad.dtype() == saved.dtype())
+    return dispatch_floating(grad.dtype(), op, [&]<typename T>() {
+      return binary_map<T>(
+          grad, saved, [&](T g, T v) { return static_cast<T>(g * derivative(v)); }, op);
+    });
   return mul_raw(grad, map_floating(saved, op, derivative));
 }
 

@@ -35,6 +35,9 @@ PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, RunSettings set
   // guard does not let a real run start.
   RunRequest timing = evaluation_request({});
   timing.settings.dry_run = false;
+  // Op times are this machine's CPU's whatever the device whose bytes are planned: they are the
+  // recompute cost's unit, compared with each other, never shown as a GPU's time.
+  timing.settings.device = Device::cpu;
   std::shared_ptr<const RunResult> r;
   std::unordered_map<std::string, std::int64_t> steps;
   for (int attempt = 0; attempt < (times_measured_ ? 3 : 1); ++attempt) {

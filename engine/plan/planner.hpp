@@ -1,8 +1,8 @@
 #pragma once
 
-// Plans under a memory budget and the memory/recompute Pareto frontier (DESIGN.md "plan"). Every
-// plan is judged by the evaluator (a run today, a dry run once the meta device exists); the cost
-// model only proposes.
+// Plans under a memory budget and the memory/recompute Pareto frontier (docs/ARCHITECTURE.md
+// "plan"). Every plan is judged by the evaluator (a run today, a dry run once the meta device
+// exists); the cost model only proposes.
 
 #include <atomic>
 #include <cstdint>

@@ -1,8 +1,12 @@
 #include "engine/report/config_text.hpp"
 
+#include "engine/tensor/memory_semantics.hpp"
+
 namespace ckpt {
 
-std::string describe_request(const RunRequest& request) {
+namespace {
+
+std::string checkpoints_text(const RunRequest& request) {
   const CheckpointPlan& p = request.plan;
   const RunSettings& s = request.settings;
   std::string what;
@@ -17,6 +21,22 @@ std::string describe_request(const RunRequest& request) {
   what += s.use_reentrant ? ", reentrant" : ", non-reentrant";
   if (!s.preserve_rng_state) what += ", RNG not preserved";
   if (p.policy == SelectivePolicy::save_matmul) what += ", save matmuls";
+  return what;
+}
+
+}  // namespace
+
+std::string describe_request(const RunRequest& request) {
+  std::string what = checkpoints_text(request);
+  const RunSettings& s = request.settings;
+  if (s.device == Device::cpu) return what;
+  // Whose memory, and PyTorch 2.x's checkpoint default where it differs from 1.13's
+  // (MemorySemantics::checkpoint_early_stop: torch.utils.checkpoint.set_checkpoint_early_stop).
+  const MemorySemantics& rules = memory_semantics(s.device);
+  what += std::string(", ") + rules.whose;
+  const bool non_reentrant = !s.use_reentrant && !request.plan.empty();
+  if (non_reentrant && rules.checkpoint_early_stop && !s.early_stop)
+    what += ", early stop (2.x's default)";
   return what;
 }
 

@@ -25,6 +25,14 @@ double recompute_overhead_percent(const PhaseCounts& executions) {
                                 : 0.0;
 }
 
+std::optional<GpuFit> gpu_fit(const RunResult& run, const RunSettings& settings) {
+  if (!run.reserved) return std::nullopt;
+  GpuFit f;
+  f.reserved_peak = run.reserved->peak_bytes;
+  f.capacity = settings.gpu_memory;
+  return f;
+}
+
 std::optional<AgainstPlain> against_plain(const RunSummary& s) {
   if (!s.baseline) return std::nullopt;
   const RunSummary::Baseline& b = *s.baseline;

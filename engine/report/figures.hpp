@@ -12,6 +12,8 @@
 namespace ckpt {
 
 struct RunSummary;
+struct RunResult;
+struct RunSettings;
 
 // Bytes kept for the backward pass when the forward ends: activations saved for backward plus
 // the inputs checkpoints keep. Not the RNG state checkpoints stash (a category of its own), not
@@ -30,6 +32,23 @@ PeakChange peak_change(std::int64_t peak, std::int64_t reference);
 
 // Recomputed op executions over the forward's, in percent (0 without forward executions).
 double recompute_overhead_percent(const PhaseCounts& executions);
+
+// Whether a run on a device with a caching allocator (cuda) fits a GPU of `capacity` bytes: what
+// the process takes from the card is the allocator's reserved peak plus the CUDA context (the
+// driver's and the libraries' own memory, outside the allocator). The context is an estimate:
+// PyTorch 2.x with cuBLAS and cuDNN loaded holds about kCudaContextBytes on an H100/H200
+// (nvidia-smi's figure minus torch.cuda.memory_reserved on an idle process); it varies by
+// driver and GPU, and the figure is labelled an estimate wherever it is shown.
+inline constexpr std::int64_t kCudaContextBytes = std::int64_t{520} << 20;
+struct GpuFit {
+  std::int64_t reserved_peak = 0;
+  std::int64_t context = kCudaContextBytes;
+  std::int64_t capacity = 0;
+  std::int64_t total() const { return reserved_peak + context; }
+  bool fits() const { return total() <= capacity; }
+};
+// Empty for a run without a caching allocator (the cpu).
+std::optional<GpuFit> gpu_fit(const RunResult& run, const RunSettings& settings);
 
 // A run against the same settings without any checkpoint (RunSummary::baseline).
 struct AgainstPlain {

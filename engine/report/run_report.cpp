@@ -1,6 +1,7 @@
 #include "engine/report/run_report.hpp"
 
 #include "engine/report/config_text.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -11,6 +12,9 @@ RunReport report_run(const Model& model, const RunRequest& request, const RunRes
   if (detail == ReportDetail::none) return r;
   r.config_text = describe_request(request);
   r.summary = summarize(model, result, r.config_text, baseline);
+  r.summary.gpu = gpu_fit(result, request.settings);
+  r.summary.device = request.settings.device;
+  r.summary.memory_of = memory_semantics(request.settings.device).whose;
   if (detail == ReportDetail::summary) return r;
   auto series = std::make_shared<MemorySeries>(memory_series_from_trace(result.trace));
   series->failed = !result.ok;

@@ -80,6 +80,21 @@ nlohmann::json to_json(const RunSummary& s) {
                    {"recompute", s.times.recompute_ms},
                    {"total", s.times.total_ms}};
   j["checkpoints"] = s.checkpoints;
+  j["memory_of"] = s.memory_of;
+  j["reserved_peak"] = s.reserved ? nlohmann::json(s.reserved->peak_bytes) : nullptr;
+  j["reserved"] =
+      s.reserved
+          ? nlohmann::json{{"peak_bytes", s.reserved->peak_bytes},
+                           {"peak_step", s.reserved->peak_step},
+                           {"fragmentation_at_peak_bytes", s.reserved->fragmentation_at_peak},
+                           {"segments", s.reserved->segments}}
+          : nlohmann::json(nullptr);
+  j["gpu"] = s.gpu ? nlohmann::json{{"capacity_bytes", s.gpu->capacity},
+                                    {"reserved_peak_bytes", s.gpu->reserved_peak},
+                                    {"cuda_context_bytes_estimate", s.gpu->context},
+                                    {"total_bytes", s.gpu->total()},
+                                    {"fits", s.gpu->fits()}}
+                   : nlohmann::json(nullptr);
   nlohmann::json msgs = nlohmann::json::array();
   for (const auto& m : s.messages)
     msgs.push_back({{"step", m.step}, {"severity", severity_name(m.severity)}, {"text", m.text}});
@@ -124,6 +139,11 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
   s.times = run.times;
   s.messages = t.messages();
   s.checkpoints = static_cast<std::int64_t>(t.checkpoints().size());
+  if (run.reserved) {
+    const ReservedMemory& r = *run.reserved;
+    s.reserved =
+        RunSummary::Reserved{r.peak_bytes, r.peak_step, r.fragmentation_at_peak, r.segments};
+  }
   if (baseline) {
     RunSummary::Baseline b;
     b.peak_bytes = baseline->trace.peak().bytes;
@@ -182,6 +202,22 @@ void category_table(std::ostream& os, const CategoryBytes& b) {
   }
 }
 
+// A caching allocator's reserved memory, and whether the run fits the GPU.
+void reserved_text(std::ostream& os, const RunSummary& s) {
+  if (!s.reserved) return;
+  const auto& r = *s.reserved;
+  os << "reserved   " << format_bytes(r.peak_bytes) << " (" << r.peak_bytes << " bytes) at step "
+     << r.peak_step << ", " << r.segments
+     << " segments; reserved - allocated at the allocated peak " +
+            format_bytes(r.fragmentation_at_peak)
+     << "\n";
+  if (s.gpu)
+    os << "gpu        reserved " << format_bytes(s.gpu->reserved_peak) << " + CUDA context ~"
+       << format_bytes(s.gpu->context) << " (estimate) = " << format_bytes(s.gpu->total()) << " of "
+       << format_bytes(s.gpu->capacity)
+       << (s.gpu->fits() ? ": fits" : ": DOES NOT FIT (--gpu-memory sets the card's size)") << "\n";
+}
+
 // The run against its baseline: the same model without checkpointing, in the same process.
 void baseline_text(std::ostream& os, const RunSummary& s) {
   if (s.baseline && !s.ok) {
@@ -212,6 +248,7 @@ void baseline_text(std::ostream& os, const RunSummary& s) {
 std::string summary_text(const RunSummary& s) {
   std::ostringstream os;
   os << "model      " << s.model << "  [" << s.label << "]\n";
+  if (s.device != Device::cpu) os << "memory     as " << s.memory_of << " holds it\n";
   if (!s.ok) {
     os << "RUN FAILED " << s.error << "\n";
     if (!s.failure.why.empty()) os << "  why      " << s.failure.why << "\n";
@@ -231,6 +268,7 @@ std::string summary_text(const RunSummary& s) {
   if (!s.peak_node.empty()) os << " (" << s.peak_node << ")";
   os << "\n";
   category_table(os, s.peak.by_category);
+  reserved_text(os, s);
   os << "end of forward  " << format_bytes(s.end_of_forward_total) << " live\n";
   category_table(os, s.end_of_forward);
   os << "op executions   forward " << s.executions.forward << ", recompute "

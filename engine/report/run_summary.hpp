@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/report/failure_advice.hpp"
+#include "engine/report/figures.hpp"
 #include "engine/run/run_request.hpp"
 
 namespace ckpt {
@@ -32,6 +33,19 @@ struct RunSummary {
   PhaseTimes times;
   std::int64_t checkpoints = 0;  // checkpointed segments run in the forward
   std::vector<TraceMessage> messages;
+
+  // On a device with a caching allocator (cuda): what it reserved (its peak, where, and the
+  // fragmentation at the allocated peak), and whether that fits the GPU the request names.
+  struct Reserved {
+    std::int64_t peak_bytes = 0;
+    std::int64_t peak_step = -1;
+    std::int64_t fragmentation_at_peak = 0;  // reserved - allocated at the allocated peak
+    std::int64_t segments = 0;
+  };
+  std::optional<Reserved> reserved;
+  std::optional<GpuFit> gpu;
+  Device device = Device::cpu;  // whose memory semantics the figures follow
+  std::string memory_of;        // in words ("PyTorch 2.x on an NVIDIA GPU (CUDA)")
 
   // Against the same model run without checkpointing in the same process.
   struct Baseline {

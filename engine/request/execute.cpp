@@ -55,7 +55,7 @@ class RequestPipeline {
     auto dry = target_.kept(of_kind(request_, true));
     if (!dry) dry = run_and_keep(of_kind(request_, true), /*only_figures=*/false);
     out.run_ms = ms_since(t0);
-    out.guard = judge_memory(target_.model(), *dry, request_.settings.max_memory);
+    out.guard = judge_memory(target_.model(), *dry, request_.settings);
     out.result = dry;
     if (dry->cancelled()) return out;
     const bool real_asked = !request_.settings.dry_run;
@@ -143,7 +143,7 @@ class RequestPipeline {
       const RunRequest b_dry = of_kind(b, true);
       auto dry_result = target_.kept(b_dry);
       if (!dry_result) dry_result = run_and_keep(b_dry, /*only_figures=*/true);
-      const GuardVerdict g = judge_memory(target_.model(), *dry_result, b.settings.max_memory);
+      const GuardVerdict g = judge_memory(target_.model(), *dry_result, b.settings);
       if (!g.fits) {
         not_run = g.message;
         return nullptr;

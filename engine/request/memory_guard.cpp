@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/report/figures.hpp"
 #include "engine/report/run_summary.hpp"
 
 namespace ckpt {
@@ -30,7 +31,31 @@ std::int64_t predicted_process_bytes(const Model& model, std::int64_t dry_peak) 
   return dry_peak + dry_peak / 8 + weights;
 }
 
-GuardVerdict judge_memory(const Model& model, const RunResult& dry, std::int64_t limit) {
+namespace {
+
+GuardVerdict judge_gpu(const RunResult& dry, const GpuFit& gpu) {
+  GuardVerdict v;
+  v.dry_peak = dry.trace.peak().bytes;
+  v.predicted = gpu.total();
+  v.limit = gpu.capacity;
+  if (!dry.ok || gpu.fits()) return v;
+  v.fits = false;
+  v.message = "not run: on the GPU this configuration would take about " +
+              format_bytes(gpu.total()) + " (the caching allocator reserves " +
+              format_bytes(gpu.reserved_peak) + " for a peak of " + format_bytes(v.dry_peak) +
+              " allocated, exactly as its dry run replays it, plus about " +
+              format_bytes(gpu.context) + " of CUDA context, an estimate), over the " +
+              format_bytes(gpu.capacity) +
+              " of GPU memory (--gpu-memory). Checkpointing more blocks or a smaller batch "
+              "lowers it.";
+  return v;
+}
+
+}  // namespace
+
+GuardVerdict judge_memory(const Model& model, const RunResult& dry, const RunSettings& settings) {
+  if (const auto gpu = gpu_fit(dry, settings)) return judge_gpu(dry, *gpu);
+  const std::int64_t limit = settings.max_memory;
   GuardVerdict v;
   v.limit = limit > 0 ? limit : default_memory_limit();
   v.dry_peak = dry.trace.peak().bytes;

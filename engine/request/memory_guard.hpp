@@ -35,6 +35,8 @@ struct GuardVerdict {
 // Judges a dry run's result (RunResult::dry_run) of `model` against `limit` (0: the default). A
 // dry run that failed (an error the real run would hit too) fits: the real run reports that
 // error itself. Called by the request's pipeline (execute.hpp) and nowhere else.
-GuardVerdict judge_memory(const Model& model, const RunResult& dry, std::int64_t limit = 0);
+// A run on a device with a caching allocator (cuda) is judged against the GPU the settings name:
+// its reserved peak plus the CUDA context (gpu_fit) within RunSettings::gpu_memory.
+GuardVerdict judge_memory(const Model& model, const RunResult& dry, const RunSettings& settings);
 
 }  // namespace ckpt

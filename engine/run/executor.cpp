@@ -118,7 +118,8 @@ CheckpointOptions options_for(const RunRequest& r, const std::string& name) {
   CheckpointOptions o;
   o.use_reentrant = r.settings.use_reentrant;
   o.preserve_rng_state = r.settings.preserve_rng_state;
-  o.early_stop = r.settings.early_stop;
+  // Unset unless asked for: the device's default (PyTorch 2.x's on cuda, issue 26).
+  if (r.settings.early_stop) o.early_stop = true;
   o.determinism_check = r.settings.check_recompute;
   if (r.plan.policy == SelectivePolicy::save_matmul) o.save_ops = save_matmul_ops();
   o.name = name;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/model/model.hpp"
+#include "engine/trace/caching_allocator.hpp"
 #include "engine/trace/trace.hpp"
 
 namespace ckpt {
@@ -60,8 +61,10 @@ struct ExplicitInputs : std::vector<Tensor> {
 
 // How to run it.
 struct RunSettings {
-  // Whose memory and kernels: cpu (this engine, PyTorch 1.13's CPU semantics). A dry run puts
-  // every tensor on the meta device standing in for this one.
+  // Whose memory the run's figures are (engine/tensor/memory_semantics.hpp): cpu, PyTorch 1.13
+  // on the CPU (this engine's own figures); cuda, what PyTorch 2.x holds on an NVIDIA GPU. A dry
+  // run stands in for it on the meta device, so a CUDA dry run needs no GPU; a real run on cuda
+  // needs one.
   Device device = Device::cpu;
   bool use_reentrant = true;  // PyTorch 1.13's default
   bool preserve_rng_state = true;
@@ -75,6 +78,9 @@ struct RunSettings {
   // The memory a real run may use: the memory guard's limit and the ledger's cap (0: the
   // guard's default share of the memory available now, and no cap).
   std::int64_t max_memory = 0;
+  // The GPU's memory a cuda request is judged against (`--gpu-memory`): its reserved peak plus
+  // the CUDA context must fit (engine/report/figures.hpp, gpu_fit).
+  std::int64_t gpu_memory = std::int64_t{80} << 30;
   ExplicitInputs inputs;  // explicit inputs (in model input order), or empty
   bool backward = true;   // false: forward and loss only (inference)
   // A dry run: the whole run on the meta device (engine/tensor/device.hpp). Every allocation
@@ -146,6 +152,9 @@ struct RunResult {
   // A dry run's result: exact bytes, estimated times, and tensors (outputs, loss, gradients)
   // that have shapes and no values (on the meta device).
   bool dry_run = false;
+  // On a device with a caching allocator (cuda), the memory it reserves for the trace's
+  // allocations (engine/trace/caching_allocator.hpp); absent on the cpu.
+  std::optional<ReservedMemory> reserved;
 
   void set_status(RunStatus s, std::string message = {}) {
     status = s;

@@ -23,6 +23,7 @@
 #include "engine/run/time_estimate.hpp"
 #include "engine/tensor/generator.hpp"
 #include "engine/tensor/init.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -192,13 +193,6 @@ std::shared_ptr<MemoryLedger> run_ledger(const RunRequest& request) {
   return ledger;
 }
 
-// The devices whose memory semantics this engine runs today: its own CPU's.
-void check_device(Device device) {
-  if (device != Device::cpu)
-    throw std::invalid_argument(std::string("Runner: runs on the ") + device_name(device) +
-                                " device are not supported; run on the cpu");
-}
-
 void check_batch(const Model& model, std::int64_t batch) {
   if (model.scenario.batch_fixed && batch != model.scenario.batch)
     throw std::invalid_argument(model.source +
@@ -304,14 +298,22 @@ RunResult Runner::run(const RunRequest& request, const std::atomic<bool>* cancel
   // A dry run makes every tensor of the run on the meta device, parameters and inputs first
   // (after the rebatching above: loading a model computes real values).
   std::optional<DeviceScope> device;
-  if (settings.dry_run) device.emplace(Device::meta);
   try {
-    check_device(settings.device);
+    // The one place the device is chosen: a dry run is on meta with the memory semantics of
+    // settings.device; a real run on settings.device itself (cuda without a GPU
+    // fails here, saying why).
+    if (settings.dry_run)
+      device.emplace(Device::meta, settings.device);
+    else if (settings.device != Device::cpu)
+      device.emplace(settings.device);
     const std::int64_t batch = settings.batch > 0 ? settings.batch : model.scenario.batch;
     check_batch(model, batch);
     if (request.plan.segments < 0)
       throw std::invalid_argument("Runner: segments must not be negative");
     ExecutionScope execution(context);
+    // The device's own buffers (cuBLAS's workspaces on CUDA), live from the run's start as in
+    // every training step after the first; none on the CPU.
+    const auto workspaces = hold_persistent_workspaces();
     Generator dropout_gen(stream_seed(settings.seed, Stream::dropout));
     GeneratorScope generator_scope(dropout_gen);
     GradModeGuard grad_on(true);
@@ -339,6 +341,8 @@ RunResult Runner::run(const RunRequest& request, const std::atomic<bool>* cancel
   } else {
     apply_measured_times(result, t0);
   }
+  if (memory_semantics(settings.device).caching_allocator)
+    result.reserved = simulate_reserved(result.trace);
   return result;
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 
 // The Runner: Model + RunRequest -> one forward, loss and backward (real, or dry on the meta
-// device) -> Trace, outputs and gradients (DESIGN.md "run"). One run, as asked: the request's
-// pipeline (dry run, memory guard, real run, baseline, report) is engine/request/execute.hpp,
-// which is what the app, the CLI and the planner call.
+// device) -> Trace, outputs and gradients (docs/ARCHITECTURE.md "run"). One run, as asked: the
+// request's pipeline (dry run, memory guard, real run, baseline, report) is
+// engine/request/execute.hpp, which is what the app, the CLI and the planner call.
 //
 // CONTRACT shared by the engine's floors above this one. Additions are fine; changing or removing
 // a member needs every user updated in the same change.

@@ -15,6 +15,7 @@ namespace ckpt {
 namespace {
 
 thread_local Device t_device = Device::cpu;
+thread_local Device t_stand_in = Device::cpu;
 
 void* no_memory(std::size_t, std::size_t& capacity) {
   capacity = 0;
@@ -103,13 +104,24 @@ Device current_device() {
   return t_device;
 }
 
-DeviceScope::DeviceScope(Device device) : previous_(t_device) {
+Device meta_stands_in_for() {
+  return t_stand_in;
+}
+
+DeviceScope::DeviceScope(Device device) : DeviceScope(device, t_stand_in) {}
+
+DeviceScope::DeviceScope(Device device, Device stands_in_for)
+    : previous_(t_device), previous_stand_in_(t_stand_in) {
+  if (stands_in_for == Device::meta)
+    throw std::invalid_argument("the meta device stands in for cpu or cuda, not for itself");
   backend(device);  // a device without a backend is refused here, not at the first tensor
   t_device = device;
+  t_stand_in = stands_in_for;
 }
 
 DeviceScope::~DeviceScope() {
   t_device = previous_;
+  t_stand_in = previous_stand_in_;
 }
 
 }  // namespace ckpt

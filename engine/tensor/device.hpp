@@ -1,12 +1,14 @@
 #pragma once
 
-// The device seam (DESIGN.md "Devices behind one seam"), storage half: where a tensor's bytes
-// live and how they are moved. One Backend per device, in the spirit of ggml's backend and
+// The device seam (docs/ARCHITECTURE.md "Devices behind one seam"), storage half: where a tensor's
+// bytes live and how they are moved. One Backend per device, in the spirit of ggml's backend and
 // buffer structs: `cpu` holds real memory from the storage pool; `meta` holds none (a dry run:
 // every allocation is in the ledger with its bytes and category, kernels skip their
 // arithmetic); `cuda` holds device memory from cudaMalloc when the CUDA backend is built and a
 // GPU is present. The arithmetic half, one kernel table per device, is
-// engine/kernels/kernel_table.hpp. Every allocation on every device is a ledger event.
+// engine/kernels/kernel_table.hpp. Every allocation on every device is a ledger event. How a
+// device's framework holds those bytes (rounding, workspaces, masks: its memory semantics) is
+// engine/tensor/memory_semantics.hpp; meta borrows the semantics of the device it stands in for.
 
 #include <cstddef>
 #include <cstdint>
@@ -43,17 +45,25 @@ const Backend& backend(Device device);
 // The device new tensors are made on by this thread: cpu, unless a DeviceScope says otherwise.
 Device current_device();
 
+// The device whose memory semantics this thread's meta tensors follow: cpu unless a DeviceScope
+// says otherwise (a dry run of a CUDA run stands in for cuda).
+Device meta_stands_in_for();
+
 // New tensors made on this thread during the scope's lifetime live on `device` (a dry run puts
-// the whole run on `meta`).
+// the whole run on `meta`). The one-argument form keeps the device meta stands in for; the
+// two-argument one sets it: DeviceScope(Device::meta, Device::cuda) is a dry run with CUDA's
+// memory semantics, which needs no GPU.
 class DeviceScope {
  public:
   explicit DeviceScope(Device device);
+  DeviceScope(Device device, Device stands_in_for);
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   Device previous_;
+  Device previous_stand_in_;
 };
 
 }  // namespace ckpt

@@ -14,7 +14,8 @@
 namespace ckpt {
 
 // Where a byte belongs. Follows PyTorch's memory profiler where it fits, plus the three
-// categories checkpointing adds (checkpoint input, recomputed, RNG state).
+// categories checkpointing adds (checkpoint input, recomputed, RNG state) and the buffers a
+// device's libraries keep for themselves (workspace: cuBLAS's on CUDA, memory_semantics.hpp).
 enum class MemoryCategory : std::uint8_t {
   parameter,
   input,
@@ -24,8 +25,9 @@ enum class MemoryCategory : std::uint8_t {
   checkpoint_input,
   recomputed,
   rng_state,
+  workspace,  // last: a CPU run never has any, and its traces keep their category numbers
 };
-inline constexpr std::size_t kMemoryCategoryCount = 8;
+inline constexpr std::size_t kMemoryCategoryCount = 9;
 const char* category_name(MemoryCategory c);
 MemoryCategory category_from_name(std::string_view name);  // throws std::invalid_argument
 

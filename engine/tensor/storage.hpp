@@ -14,7 +14,8 @@ namespace ckpt {
 // "freed" means exactly: the last Tensor (or saved reference) that shared it went away. The
 // memory itself comes from its device's backend (device.hpp): the process-wide storage pool on
 // the cpu (which the ledger does not count), nothing on `meta`, whose storages have bytes in
-// the ledger and no data.
+// the ledger and no data. The ledger's bytes are the device's (rounded on CUDA); bytes() are the
+// tensor's.
 class Storage {
  public:
   Storage(std::shared_ptr<MemoryLedger> ledger, std::int64_t bytes,

@@ -18,7 +18,7 @@ TraceFormat trace_format_from_name(const std::string& name);
 // The native JSON document, schema "ckptlab-trace" version 1:
 // {
 //   "format": "ckptlab-trace", "version": 1,
-//   "categories": [8 names],          // the order of every per-category array below
+//   "categories": [9 names],          // the order of every per-category array below
 //   "states": [6 names],              // activation states, for reference
 //   "summary": {"steps", "events", "forward_end",
 //               "counts": {"forward", "recompute", "backward"},

@@ -28,7 +28,8 @@ struct OpenSpan {
   SpanKind kind;
   std::uint32_t segment;
   std::int64_t begin_step;
-  std::int64_t rng_bytes = 0;  // RNG state stashed by this checkpoint itself
+  std::int64_t rng_bytes = 0;       // RNG state stashed by this checkpoint itself
+  std::int64_t host_rng_bytes = 0;  // the same, in host memory (CUDA's semantics)
 };
 }  // namespace
 
@@ -302,7 +303,8 @@ void Recorder::State::span_end(const Event& ev) {
       }));
   const auto end = static_cast<std::int64_t>(d.steps.size());
   if (ck)
-    d.checkpoints.push_back({d.label(segment), open.begin_step, end, open.rng_bytes});
+    d.checkpoints.push_back(
+        {d.label(segment), open.begin_step, end, open.rng_bytes, open.host_rng_bytes});
   else
     d.recomputes.push_back({d.label(segment), open.begin_step, end});
 }
@@ -342,6 +344,11 @@ void Recorder::on_event(const RunEvent& e) {
     case RunEvent::Kind::message:
       d.messages.push_back({ev.step, e.severity, context_.label(e.text)});
       break;
+    case RunEvent::Kind::host_bytes:
+      // Host memory is no device event: it belongs to the checkpoint that stashed it.
+      if (!s.spans.empty() && s.spans.back().kind == SpanKind::checkpoint)
+        s.spans.back().host_rng_bytes += e.bytes;
+      break;
   }
 }
 
@@ -358,7 +365,8 @@ Trace Recorder::finish() {
   const auto end = static_cast<std::int64_t>(d.steps.size());
   for (auto it = s.spans.rbegin(); it != s.spans.rend(); ++it) {
     if (it->kind == SpanKind::checkpoint)
-      d.checkpoints.push_back({d.label(it->segment), it->begin_step, end, it->rng_bytes});
+      d.checkpoints.push_back(
+          {d.label(it->segment), it->begin_step, end, it->rng_bytes, it->host_rng_bytes});
     else
       d.recomputes.push_back({d.label(it->segment), it->begin_step, end});
   }

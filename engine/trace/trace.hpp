@@ -1,7 +1,8 @@
 #pragma once
 
-// The single record of a run (see DESIGN.md "trace"): an ordered list of steps and events with
-// fast queries at any step. Views in ui/ are pure functions of (Trace, cursor, selection).
+// The single record of a run (see docs/ARCHITECTURE.md "trace"): an ordered list of steps and
+// events with fast queries at any step. Views in ui/ are pure functions of (Trace, cursor,
+// selection).
 //
 // CONTRACT shared by engine/checkpoint, engine/run, ui/ and app/cli. Additions are fine;
 // changing or removing a member needs every user updated in the same change.
@@ -83,6 +84,9 @@ struct CheckpointSpan {
   std::int64_t begin_step = 0;  // first step inside the segment
   std::int64_t end_step = 0;    // one past the last
   std::int64_t rng_bytes = 0;   // RNG state it stashed itself (preserve_rng_state), not nested ones
+  // RNG state it stashed itself in host memory, outside the device's figures (a run with
+  // CUDA's memory semantics: the CPU generator's 5,056 bytes and the CUDA generator's 16).
+  std::int64_t host_rng_bytes = 0;
 };
 
 struct PeakInfo {

@@ -7,6 +7,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
 
 #include "cli_process.hpp"
 
@@ -455,6 +456,38 @@ print(n)
     QVERIFY2(text.out.contains("31.46 GiB") && text.out.contains("not available in a dry run") &&
                  text.out.contains("est. time"),
              qPrintable(text.out));
+  }
+
+  // --device cuda --dry-run: what PyTorch 2.x holds on an NVIDIA GPU, on a machine without one
+  // (issue 26). GPT-2 small at batch 32 x 1,024, plain: the H200 held 90,776,505,344 bytes
+  // (docs/reference/gpu-oracle.md; the oracle test checks every case); within 1 %.
+  void cudaDryRunIsTheGpusMemory() {
+    const QString gpt2 = qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/gpt2_small.json";
+    const auto r = cli({"run", gpt2, "--device", "cuda", "--dry-run", "--no-baseline", "--json"});
+    QCOMPARE(r.code, 0);
+    const QJsonObject j = json_object(r.out);
+    const double peak = static_cast<double>(j["peak"].toObject()["bytes"].toInteger());
+    QVERIFY2(std::abs(peak / 90776505344.0 - 1) < 0.01, qPrintable(QString::number(peak)));
+    const double reserved = static_cast<double>(j["reserved_peak"].toInteger());
+    QVERIFY2(reserved >= peak && reserved < 1.2 * peak, qPrintable(r.out.left(2000)));
+    QVERIFY(j["gpu"].toObject()["capacity_bytes"].toInteger() == 80LL << 30);
+    QVERIFY(!j["gpu"].toObject()["fits"].toBool());  // 90.8 GB on an 80 GiB card
+    QVERIFY(j["memory_of"].toString().contains("CUDA"));
+    // The CPU's figures are not the GPU's: dropout masks are float there.
+    const auto cpu = cli({"run", gpt2, "--dry-run", "--no-baseline", "--json"});
+    QVERIFY(json_object(cpu.out)["reserved_peak"].isNull());
+    QVERIFY(json_object(cpu.out)["peak"].toObject()["bytes"].toInteger() > peak * 1.1);
+    // Text: whose memory, reserved and the GPU's verdict.
+    const auto t = cli(
+        {"run", gpt2, "--device", "cuda", "--dry-run", "--no-baseline", "--gpu-memory", "141GiB"});
+    QVERIFY2(t.out.contains("memory     as PyTorch 2.x on an NVIDIA GPU") &&
+                 t.out.contains("reserved   ") && t.out.contains(": fits") &&
+                 t.out.contains("(estimate)"),
+             qPrintable(t.out));
+    // A real cuda run here: exit 4, pointing to --dry-run.
+    const auto real = cli({"run", gpt2, "--device", "cuda"});
+    QCOMPARE(real.code, 4);
+    QVERIFY2(real.err.contains("--dry-run"), qPrintable(real.err));
   }
 
   // The memory guard: a real run whose dry run does not fit is never started.

@@ -1,0 +1,84 @@
+// conv2d and conv_transpose2d as PyTorch 2.x runs them on CUDA, through cuDNN
+// (MemorySemantics::kernels == pytorch_cuda): what they allocate, in PyTorch's order. cuDNN
+// needs no im2col columns; it takes a transient workspace from the caching allocator for each
+// call instead (aten/src/ATen/native/cudnn/Conv_v8.cpp, run_conv_plan: a plan's
+// workspace size, allocated and freed around the call).
+//
+// The workspace's size is the plan's, which cuDNN's heuristics choose; the rule here is the
+// one the oracle shows most often (docs/reference/gpu-oracle.md, snapshot
+// tv_resnet34__plain, cuDNN 9.19 on an H200): the input, output and filter converted from
+// PyTorch's NCHW to the NHWC the tensor-core kernels read, plus 16 bytes of alignment —
+// exact for 26 of its 36 forward calls and 28 of 35 input-gradient calls; weight-gradient
+// plans often take more (split-K reductions, up to 3.4 times), and small convolutions less.
+// Nothing is computed: a dry run computes nothing, and the CUDA backend has no cuDNN row yet.
+
+#include "engine/kernels/conv_impl.hpp"
+#include "engine/kernels/kernel_table.hpp"
+#include "engine/kernels/kernels.hpp"
+
+namespace ckpt::conv_detail {
+
+namespace {
+
+// Allocated and released at once, as run_conv_plan's workspace is.
+void transform_workspace(const Geometry& g, DType dtype) {
+  const auto elem = static_cast<std::int64_t>(dtype_size(dtype));
+  const std::int64_t in = g.n * g.c * g.h * g.w * elem;
+  const std::int64_t out = g.n * g.o * g.ho * g.wo * elem;
+  const std::int64_t filter = g.o * g.cg() * g.kh * g.kw * elem;
+  const Tensor workspace = Tensor::empty({in + out + filter + 16}, DType::b8);
+}
+
+void no_cudnn(const Tensor& t) {
+  if (!t.is_meta()) no_device_kernel(device_name(t.device()), "conv2d (cuDNN)");
+}
+
+// cudnn_convolution_backward: the input gradient, then the weight gradient, each followed by
+// its workspace; the bias gradient afterwards (convolution_backward sums grad_output over N,
+// H and W for backends that do not, cuDNN among them).
+TensorList backward_of(const Tensor& gy, const Tensor& w, const Geometry& g, const Shape& input,
+                       const std::vector<bool>& need, bool has_bias, std::int64_t bias_channels) {
+  TensorList r(has_bias ? 3 : 2);
+  if (need[0]) {
+    r[0] = Tensor::empty(input, w.dtype());
+    transform_workspace(g, w.dtype());
+  }
+  if (need[1]) {
+    r[1] = Tensor::empty(w.shape(), w.dtype());
+    transform_workspace(g, w.dtype());
+  }
+  if (has_bias && need[2]) r[2] = Tensor::empty({bias_channels}, gy.dtype());
+  no_cudnn(gy);
+  return r;
+}
+
+}  // namespace
+
+Tensor cudnn_forward(const Tensor& x, const Tensor&, const Tensor&, const Geometry& g) {
+  Tensor out = Tensor::empty({g.n, g.o, g.ho, g.wo}, x.dtype());
+  transform_workspace(g, x.dtype());
+  no_cudnn(out);
+  return out;
+}
+
+TensorList cudnn_backward(const Tensor& grad_out, const Tensor&, const Tensor& w, const Geometry& g,
+                          const std::vector<bool>& need, bool has_bias) {
+  return backward_of(as_contiguous(grad_out), w, g, {g.n, g.c, g.h, g.w}, need, has_bias, g.o);
+}
+
+// The transposed convolution is cuDNN's backward-data call of its adjoint (g describes the
+// adjoint: its input is this op's output).
+Tensor cudnn_transposed_forward(const Tensor& x, const Tensor&, const Tensor&, const Geometry& g) {
+  Tensor out = Tensor::empty({g.n, g.c, g.h, g.w}, x.dtype());
+  transform_workspace(g, x.dtype());
+  no_cudnn(out);
+  return out;
+}
+
+TensorList cudnn_transposed_backward(const Tensor& grad_out, const Tensor&, const Tensor& w,
+                                     const Geometry& g, const std::vector<bool>& need,
+                                     bool has_bias) {
+  return backward_of(as_contiguous(grad_out), w, g, {g.n, g.o, g.ho, g.wo}, need, has_bias, g.c);
+}
+
+}  // namespace ckpt::conv_detail

@@ -1,0 +1,283 @@
+// Issue 26: the engine's CUDA memory semantics (a dry run standing in for a CUDA run of PyTorch
+// 2.x) against what PyTorch 2.11 held on an NVIDIA H200 (docs/reference/gpu-oracle.md; the
+// figures this test needs are committed in data/gpu_oracle_memory.json). Every oracle case whose
+// model the project has: the samples (plain, and depth 2 non-reentrant or checkpoint_sequential
+// with 2 segments, as the cases' code/*.py were written by `ckptlab-cli code`) and the
+// torchvision models, exported by Debian's torch 1.13 with samples/export_onnx.py at the oracle's
+// sizes (batch 8, 224 x 224; about 95 s for the five).
+//
+// Compared: peak within 1 % and peak - residue within 2 %, end of forward - residue within 2 %,
+// reserved within 5 %. A case that cannot meet a bound names why in kExpected below, with the
+// ratio it has: the test then checks that ratio (to 0.1 %), so a change in either direction
+// shows, and prints the reason. The table is printed at the end (`ctest -V`).
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/model/loader.hpp"
+#include "engine/run/runner.hpp"
+#include "engine/tensor/memory_semantics.hpp"
+
+using namespace ckpt;
+
+namespace {
+
+QString source_dir() {
+  return qEnvironmentVariable("CKPTLAB_SOURCE_DIR");
+}
+
+struct OracleCase {
+  std::string name;
+  std::int64_t residue = 0, peak = 0, end_fwd = 0, reserved = 0;
+};
+
+std::map<std::string, OracleCase> load_oracle() {
+  const std::string path =
+      (source_dir() + "/tests/oracle/data/gpu_oracle_memory.json").toStdString();
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  const auto j = nlohmann::json::parse(in);
+  std::map<std::string, OracleCase> cases;
+  for (const auto& c : j.at("cases")) {
+    OracleCase o;
+    o.name = c.at("case").get<std::string>();
+    o.residue = c.at("residue").get<std::int64_t>();
+    o.peak = c.at("peak").get<std::int64_t>();
+    o.end_fwd = c.at("end_fwd").get<std::int64_t>();
+    o.reserved = c.at("reserved").get<std::int64_t>();
+    cases[o.name] = o;
+  }
+  return cases;
+}
+
+enum class Metric { peak, peak_less_residue, end_fwd, reserved };
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::peak:
+      return "peak";
+    case Metric::peak_less_residue:
+      return "peak - residue";
+    case Metric::end_fwd:
+      return "end_fwd - residue";
+    case Metric::reserved:
+      return "reserved";
+  }
+  return "?";
+}
+double bound(Metric m) {
+  switch (m) {
+    case Metric::peak:
+      return 0.01;
+    case Metric::peak_less_residue:
+    case Metric::end_fwd:
+      return 0.02;
+    case Metric::reserved:
+      return 0.05;
+  }
+  return 0;
+}
+
+// A case that cannot meet a bound: the ratio (engine / PyTorch) it has, and why.
+struct ExpectedDeviation {
+  const char* case_name;
+  Metric metric;
+  double ratio;
+  const char* why;
+};
+
+const char* const kCudnnWorkspaces =
+    "cuDNN's heuristics pick each convolution's plan and its workspace; the engine takes the "
+    "NHWC transforms of input, output and filter (+16 B), the oracle's most frequent size, and "
+    "the weight-gradient plans take split-K workspaces up to 3.4 times that (at this peak, and "
+    "in the segments of 10 MiB and more they make the allocator reserve)";
+const char* const kUnfusedChains =
+    "the ONNX export writes this model's SiLU/GELU/LayerNorm/attention as chains of elementary "
+    "ops, each keeping its own tensors; PyTorch runs the fused op (issue 27 recovers them at "
+    "import)";
+
+const char* const kReservedOrder =
+    "every block checkpointed: the step frees and reallocates blocks of up to 1.6 GB, and the "
+    "segments the allocator keeps depend on that order; the simulation replays the oracle's own "
+    "snapshots exactly, so the difference is in the engine's order of allocations here, which "
+    "no snapshot of this case shows (peak and end of forward agree within 0.03 %)";
+
+const ExpectedDeviation kExpected[] = {
+    {"gpt2_small__depth2", Metric::reserved, 0.8568, kReservedOrder},
+    {"tv_resnet34__plain", Metric::reserved, 0.8967, kCudnnWorkspaces},
+    {"tv_regnet_y_400mf__plain", Metric::reserved, 0.8762, kCudnnWorkspaces},
+    {"tv_efficientnet_b0__plain", Metric::reserved, 1.1614, kUnfusedChains},
+    {"tv_convnext_tiny__plain", Metric::reserved, 1.4210, kUnfusedChains},
+    {"tv_swin_t__plain", Metric::reserved, 1.5016, kUnfusedChains},
+    {"resnet__plain", Metric::peak_less_residue, 0.9530, kCudnnWorkspaces},
+    {"resnet__depth2", Metric::peak_less_residue, 0.9724, kCudnnWorkspaces},
+    {"densenet_block__depth2", Metric::peak, 0.9888, kCudnnWorkspaces},
+    {"densenet_block__depth2", Metric::peak_less_residue, 0.9604, kCudnnWorkspaces},
+    {"tv_resnet34__plain", Metric::peak, 0.9649, kCudnnWorkspaces},
+    {"tv_resnet34__plain", Metric::peak_less_residue, 0.9601, kCudnnWorkspaces},
+    {"tv_regnet_y_400mf__plain", Metric::peak, 0.9737, kCudnnWorkspaces},
+    {"tv_regnet_y_400mf__plain", Metric::peak_less_residue, 0.9691, kCudnnWorkspaces},
+    {"tv_efficientnet_b0__plain", Metric::peak, 1.2208, kUnfusedChains},
+    {"tv_efficientnet_b0__plain", Metric::peak_less_residue, 1.2419, kUnfusedChains},
+    {"tv_efficientnet_b0__plain", Metric::end_fwd, 1.2605, kUnfusedChains},
+    {"tv_convnext_tiny__plain", Metric::peak, 1.7458, kUnfusedChains},
+    {"tv_convnext_tiny__plain", Metric::peak_less_residue, 1.7969, kUnfusedChains},
+    {"tv_convnext_tiny__plain", Metric::end_fwd, 1.8380, kUnfusedChains},
+    {"tv_swin_t__plain", Metric::peak, 1.6508, kUnfusedChains},
+    {"tv_swin_t__plain", Metric::peak_less_residue, 1.6963, kUnfusedChains},
+    {"tv_swin_t__plain", Metric::end_fwd, 1.7364, kUnfusedChains},
+};
+
+const ExpectedDeviation* expected(const std::string& name, Metric m) {
+  for (const auto& e : kExpected)
+    if (name == e.case_name && m == e.metric) return &e;
+  return nullptr;
+}
+
+struct Row {
+  std::string name;
+  std::int64_t engine[4];
+  std::int64_t torch[4];
+};
+std::vector<Row> g_rows;
+
+int depth_of(const std::string& path) {
+  return path.empty() ? 0 : 1 + static_cast<int>(std::count(path.begin(), path.end(), '.'));
+}
+
+// The configuration of an oracle case's code/*.py (`ckptlab-cli code` with the case's options).
+RunRequest case_config(const Model& model, const std::string& sample, const std::string& variant) {
+  RunRequest c = scenario_request(model);
+  c.plan.modules.clear();
+  c.plan.segments = 0;
+  if (variant == "depth2") {
+    if (sample == "checkpoint_sequential") {
+      c.plan.segments = 2;
+    } else {
+      for (const Module* m : model.all_modules())
+        if (depth_of(m->path) == 2 && m->checkpointable) c.plan.modules.insert(m->path);
+      c.settings.use_reentrant = false;
+    }
+  }
+  c.settings.device = Device::cuda;
+  c.settings.dry_run = true;
+  return c;
+}
+
+double ratio(std::int64_t engine, std::int64_t torch) {
+  return torch ? static_cast<double>(engine) / static_cast<double>(torch) : 0.0;
+}
+
+void compare(const OracleCase& o, const std::shared_ptr<const Model>& model,
+             const RunRequest& config) {
+  const RunResult r = Runner(model).run(config);
+  QVERIFY2(r.ok, r.error.c_str());
+  QVERIFY(r.reserved.has_value());
+  const std::int64_t workspace = memory_semantics(Device::cuda).workspace_bytes();
+  const std::int64_t peak = r.trace.peak().bytes;
+  const std::int64_t end_fwd = r.trace.total_at(r.trace.forward_end());
+  Row row{o.name,
+          {peak, peak - workspace, end_fwd - workspace, r.reserved->peak_bytes},
+          {o.peak, o.peak - o.residue, o.end_fwd - o.residue, o.reserved}};
+  g_rows.push_back(row);
+  for (int i = 0; i < 4; ++i) {
+    const auto m = static_cast<Metric>(i);
+    const double q = ratio(row.engine[i], row.torch[i]);
+    const ExpectedDeviation* e = expected(o.name, m);
+    const std::string what = o.name + " " + metric_name(m) + ": engine " +
+                             std::to_string(row.engine[i]) + ", PyTorch " +
+                             std::to_string(row.torch[i]) + ", ratio " + std::to_string(q);
+    if (e) {
+      qInfo("%s (expected %.4f: %s)", what.c_str(), e->ratio, e->why);
+      QVERIFY2(std::abs(q - e->ratio) <= 0.001,
+               (what + " moved from its documented deviation " + std::to_string(e->ratio) +
+                ": update kExpected or find what changed")
+                   .c_str());
+    } else {
+      QVERIFY2(std::abs(q - 1.0) <= bound(m),
+               (what + ", beyond " + std::to_string(bound(m) * 100) + " %").c_str());
+    }
+  }
+}
+
+const char* const kSamples[] = {
+    "checkpoint_sequential", "densenet_block",    "gpt2_small", "gpt_mini", "lstm", "mlp", "resnet",
+    "subnet_trainable_head", "transformer_block", "vit_tiny"};
+const char* const kTorchvision[] = {"resnet34", "efficientnet_b0", "convnext_tiny", "swin_t",
+                                    "regnet_y_400mf"};
+
+}  // namespace
+
+class CudaMemoryOracle : public QObject {
+  Q_OBJECT
+
+ private:
+  std::map<std::string, OracleCase> oracle_;
+
+ private slots:
+  void initTestCase() { oracle_ = load_oracle(); }
+
+  void samples_data() {
+    QTest::addColumn<QString>("sample");
+    QTest::addColumn<QString>("variant");
+    for (const char* s : kSamples)
+      for (const char* v : {"plain", "depth2"})
+        QTest::newRow((std::string(s) + "__" + v).c_str()) << QString(s) << QString(v);
+  }
+
+  void samples() {
+    QFETCH(QString, sample);
+    QFETCH(QString, variant);
+    const std::string name = sample.toStdString() + "__" + variant.toStdString();
+    const auto it = oracle_.find(name);
+    // transformer_block__depth2 failed inside PyTorch (the oracle's README): no figures.
+    if (it == oracle_.end()) QSKIP("the oracle has no figures for this case");
+    const auto model = load_model((source_dir() + "/samples/" + sample + ".json").toStdString());
+    compare(it->second, model, case_config(*model, sample.toStdString(), variant.toStdString()));
+  }
+
+  void torchvision_data() {
+    QTest::addColumn<QString>("name");
+    for (const char* n : kTorchvision) QTest::newRow(n) << QString(n);
+  }
+
+  void torchvision() {
+    QFETCH(QString, name);
+    const QString python =
+        qEnvironmentVariable("CKPTLAB_PYTHON", QStringLiteral("/usr/bin/python3"));
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QProcess p;
+    p.start(python, {source_dir() + "/samples/export_onnx.py", "--torchvision", name, "--batch",
+                     "8", "--size", "224", "--out", dir.path()});
+    if (!p.waitForFinished(300000) || p.exitCode() != 0) {
+      const QByteArray err = p.readAllStandardError();
+      if (err.contains("No module named"))
+        QSKIP(qPrintable("the export needs torch and torchvision: " + QString(err.right(200))));
+      QFAIL(qPrintable("export of " + name + " failed: " + QString(err.right(400))));
+    }
+    const auto model = load_model((dir.path() + "/" + name + ".onnx").toStdString());
+    compare(oracle_.at("tv_" + name.toStdString() + "__plain"), model,
+            case_config(*model, name.toStdString(), "plain"));
+  }
+
+  void cleanupTestCase() {
+    std::printf("\n%-31s %-18s %15s %15s %7s\n", "case", "figure", "engine", "PyTorch", "ratio");
+    for (const Row& r : g_rows)
+      for (int i = 0; i < 4; ++i)
+        std::printf("%-31s %-18s %15lld %15lld %7.4f%s\n", r.name.c_str(),
+                    metric_name(static_cast<Metric>(i)), static_cast<long long>(r.engine[i]),
+                    static_cast<long long>(r.torch[i]), ratio(r.engine[i], r.torch[i]),
+                    expected(r.name, static_cast<Metric>(i)) ? "  (documented deviation)" : "");
+  }
+};
+
+QTEST_GUILESS_MAIN(CudaMemoryOracle)
+#include "test_cuda_memory_oracle.moc"
