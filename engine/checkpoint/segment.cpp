@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/kernels/kernels.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 #include "engine/tensor/generator.hpp"
 
 namespace ckpt::detail {
@@ -168,13 +169,15 @@ void RecomputeObserver::on_outputs(std::string_view op, const TensorList& output
                                    const TensorList& saved) {
   const std::int64_t index = next_++;
   auto context = ExecutionContext::current();
-  // Training-mode batch_norm (it saves its batch statistics) updated its running statistics.
-  const bool updates_stats = op == "batch_norm" && saved.size() > 4 && saved[4].defined();
-  if (updates_stats && !batch_norm_noted_) {
+  // An op that updates buffers in place (training-mode batch_norm's running statistics) did it
+  // again.
+  const OpSchema* row = OpTable::instance().find(std::string(op));
+  const bool updated_buffers = row && row->updates_buffers && row->updates_buffers(saved);
+  if (updated_buffers && !batch_norm_noted_) {
     batch_norm_noted_ = true;
     context->message(Severity::warning,
-                     "checkpoint '" + record_.name +
-                         "': batch_norm ran again in the recompute, so its running statistics "
+                     "checkpoint '" + record_.name + "': " + std::string(op) +
+                         " ran again in the recompute, so its running statistics "
                          "were updated a second time in this step (PyTorch does the same: "
                          "num_batches_tracked grows by 2)");
   }

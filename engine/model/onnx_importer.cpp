@@ -284,10 +284,11 @@ void Importer::translate(const onnx::NodeProto& n) {
 
 void Importer::run() {
   const auto& g = proto_.graph();
-  for (const auto& n : g.node())
-    if (n.op_type() == "BatchNormalization")
-      for (int i = 3; i < std::min(5, n.input_size()); ++i) buffers_.push_back(n.input(i));
   read_opset();
+  for (const auto& n : g.node())
+    if (const OnnxRule* rule = OpTable::instance().onnx_rule(n.op_type(), opset_))
+      for (int i : rule->buffer_inputs)
+        if (i < n.input_size()) buffers_.push_back(n.input(i));
   read_initializers();
   read_inputs();
   Generator gen(0);  // dropout in the shape probes
@@ -303,19 +304,11 @@ void Importer::run() {
     if (std::find(m_.outputs.begin(), m_.outputs.end(), it->second.graph) == m_.outputs.end())
       m_.outputs.push_back(it->second.graph);
   }
-  // A module that is one ONNX node is named after that op's PyTorch layer.
-  static const std::map<std::string, std::string> kinds{
-      {"Conv", "Conv2d"},       {"BatchNormalization", "BatchNorm2d"},
-      {"Relu", "ReLU"},         {"Clip", "ReLU6"},
-      {"MaxPool", "MaxPool2d"}, {"AveragePool", "AvgPool2d"},
-      {"Gemm", "Linear"},       {"LayerNormalization", "LayerNorm"},
-      {"Dropout", "Dropout"},   {"GlobalAveragePool", "AdaptiveAvgPool2d"},
-      {"Softmax", "Softmax"},   {"Sigmoid", "Sigmoid"},
-      {"Tanh", "Tanh"}};
+  // A module that is one ONNX node is named after that op's PyTorch layer (its rule's).
   for (auto& [path, mod] : modules_) {
     if (!mod->children.empty() || module_node_count_[path] != 1) continue;
-    auto it = kinds.find(module_op_type_[path]);
-    if (it != kinds.end()) mod->kind = it->second;
+    const OnnxRule* rule = OpTable::instance().onnx_rule(module_op_type_[path], opset_);
+    if (rule && rule->module_class) mod->kind = rule->module_class;
   }
 }
 

@@ -72,17 +72,62 @@ void onnx_layer_norm(OnnxNode& n) {
   n.unavailable(2, "the engine keeps LayerNorm's inverse std for backward only");
 }
 
+// {"type": "batchnorm2d", "features", "eps", "momentum"}: nn.BatchNorm2d in training mode, with
+// its running statistics and num_batches_tracked as buffers.
+ValueNames layer_batchnorm2d(NativeLayerCall& c) {
+  const std::int64_t n = c.get_int("features");
+  if (n <= 0) c.fail("\"features\" must be positive");
+  auto buffer = [&](const char* name, const Shape& shape, std::function<Tensor()> make) {
+    return c.param(name, shape, make, false, true);
+  };
+  ValueNames args{c.one()[0],
+                  c.param("weight", {n}, [&] { return Tensor::ones({n}); }),
+                  c.param("bias", {n}, [&] { return Tensor::zeros({n}); }),
+                  buffer("running_mean", {n}, [&] { return Tensor::zeros({n}); }),
+                  buffer("running_var", {n}, [&] { return Tensor::ones({n}); }),
+                  buffer("num_batches_tracked", {}, [] { return Tensor::zeros({}, DType::i64); })};
+  Attributes a{{"eps", c.get_double("eps", 1e-5)},
+               {"momentum", c.get_double("momentum", 0.1)},
+               {"training", std::int64_t{1}}};
+  return c.emit_op("batch_norm", args, std::move(a));
+}
+
+// {"type": "layernorm", "shape", "eps"}: nn.LayerNorm(shape).
+ValueNames layer_layernorm(NativeLayerCall& c) {
+  const Shape shape = c.get_int_list("shape");
+  ValueNames args{c.one()[0], c.param("weight", shape, [&] { return Tensor::ones(shape); }),
+                  c.param("bias", shape, [&] { return Tensor::zeros(shape); })};
+  Attributes a{{"normalized_shape", shape}, {"eps", c.get_double("eps", 1e-5)}};
+  return c.emit_op("layer_norm", args, std::move(a));
+}
+
+// Training mode saves the batch statistics (saved[4], the batch mean): then the running ones
+// were updated.
+bool batch_norm_updated_buffers(const TensorList& saved) {
+  return saved.size() > 4 && saved[4].defined();
+}
+
 }  // namespace
 
 void register_norm_ops(OpTable& t) {
-  t.add({.type = "batch_norm",
-         .min_inputs = 1,
-         .max_inputs = 6,
-         .kernel = run_batch_norm,
-         .cost = rows::elementwise_cost,
-         .python = python_batch_norm,
-         .python_module = module_batch_norm,
-         .onnx = {{.op_type = "BatchNormalization", .translate = onnx_batch_norm}}});
+  t.add(
+      {.type = "batch_norm",
+       .min_inputs = 1,
+       .max_inputs = 6,
+       .kernel = run_batch_norm,
+       .cost = rows::elementwise_cost,
+       .python = python_batch_norm,
+       .python_module = module_batch_norm,
+       .onnx = {{.op_type = "BatchNormalization",
+                 .translate = onnx_batch_norm,
+                 .module_class = "BatchNorm2d",
+                 .buffer_inputs = {3, 4}}},
+       .native_layers = {{.name = "batchnorm2d",
+                          .module_class = "BatchNorm2d",
+                          .parameters = true,
+                          .build = layer_batchnorm2d}},
+       .parameter_names = {"weight", "bias", "running_mean", "running_var", "num_batches_tracked"},
+       .updates_buffers = batch_norm_updated_buffers});
   t.add({.type = "layer_norm",
          .min_inputs = 1,
          .max_inputs = 3,
@@ -90,7 +135,14 @@ void register_norm_ops(OpTable& t) {
          .cost = rows::elementwise_cost,
          .python = python_layer_norm,
          .python_module = module_layer_norm,
-         .onnx = {{.op_type = "LayerNormalization", .translate = onnx_layer_norm}}});
+         .onnx = {{.op_type = "LayerNormalization",
+                   .translate = onnx_layer_norm,
+                   .module_class = "LayerNorm"}},
+         .native_layers = {{.name = "layernorm",
+                            .module_class = "LayerNorm",
+                            .parameters = true,
+                            .build = layer_layernorm}},
+         .parameter_names = {"weight", "bias"}});
 }
 
 }  // namespace ckpt

@@ -137,10 +137,12 @@ class TestOpTable : public QObject {
 
   void samplesReadmeListsTheTablesNativeLayers() {
     const std::string doc = read("samples/README.md");
-    for (const auto& type : OpTable::instance().types())
-      if (const char* layer = OpTable::instance().find(type)->native_layer)
-        QVERIFY2(doc.find(std::string("`") + layer + "`") != std::string::npos,
-                 qPrintable(QString("native layer '%1' is not in samples/README.md").arg(layer)));
+    const auto layers = OpTable::instance().native_layers();
+    QVERIFY(layers.size() > 40);
+    for (const auto& layer : layers)
+      QVERIFY2(doc.find("`" + layer + "`") != std::string::npos,
+               qPrintable(QString("native layer '%1' is not in samples/README.md")
+                              .arg(QString::fromStdString(layer))));
   }
 
   void onnxRulesAreFoundByOpset() {
