@@ -128,9 +128,9 @@ bool is_save_op(const SegmentRecord& r, std::string_view op) {
 }
 }  // namespace
 
-Tensor ForwardObserver::replay_output(std::string_view op) {
+TensorList ForwardObserver::replay_outputs(std::string_view op) {
   if (is_save_op(record_, op)) replayable_ = record_.ops;
-  return Tensor();
+  return {};
 }
 
 void ForwardObserver::on_outputs(std::string_view op, const TensorList& outputs,
@@ -139,22 +139,28 @@ void ForwardObserver::on_outputs(std::string_view op, const TensorList& outputs,
   if (record_.check) record_.checksums.push_back(checksum(op, outputs));
   if (index != replayable_ || outputs.empty() || !outputs[0].defined()) return;
   // Kept for backward instead of being recomputed: an activation, as any saved tensor.
-  const Tensor& out = outputs[0];
-  auto& ledger = out.storage()->ledger();
-  if (ledger.category_of(out.storage()->id()) == MemoryCategory::temporary)
-    ledger.recategorize(out.storage()->id(), MemoryCategory::activation);
-  record_.kept.push_back({index, out.detach(), out.version()});
+  for (const Tensor& out : outputs) {
+    if (!out.defined()) break;
+    auto& ledger = out.storage()->ledger();
+    if (ledger.category_of(out.storage()->id()) == MemoryCategory::temporary)
+      ledger.recategorize(out.storage()->id(), MemoryCategory::activation);
+    record_.kept.push_back({index, out.detach(), out.version()});
+  }
 }
 
-Tensor RecomputeObserver::replay_output(std::string_view op) {
+TensorList RecomputeObserver::replay_outputs(std::string_view op) {
   while (next_kept_ < record_.kept.size() && record_.kept[next_kept_].index < next_) ++next_kept_;
   if (next_kept_ >= record_.kept.size() || record_.kept[next_kept_].index != next_ ||
       !is_save_op(record_, op))
-    return Tensor();
-  const KeptOutput& k = record_.kept[next_kept_];
-  if (k.tensor.version() != k.version) return Tensor();  // changed in place since: recompute
+    return {};
+  TensorList out;
+  for (std::size_t i = next_kept_; i < record_.kept.size() && record_.kept[i].index == next_; ++i) {
+    const KeptOutput& k = record_.kept[i];
+    if (k.tensor.version() != k.version) return {};  // changed in place since: recompute
+    out.push_back(k.tensor.detach());
+  }
   ++replayed_;
-  return k.tensor.detach();
+  return out;
 }
 
 void RecomputeObserver::report() const {

@@ -63,7 +63,8 @@ struct OpChecksum {
   double abs = 0;
 };
 
-// An output a selective policy kept, by its position among the segment's op outputs.
+// An output a selective policy kept, by its position among the segment's op outputs (the
+// record() that made it; an op of several outputs keeps each, in order, under one index).
 struct KeptOutput {
   std::int64_t index = 0;
   Tensor tensor;
@@ -85,7 +86,7 @@ class ForwardObserver final : public OpObserver {
  public:
   explicit ForwardObserver(SegmentRecord& record) : record_(record) {}
   void on_outputs(std::string_view op, const TensorList& outputs, const TensorList& saved) override;
-  Tensor replay_output(std::string_view op) override;
+  TensorList replay_outputs(std::string_view op) override;
 
  private:
   SegmentRecord& record_;
@@ -99,7 +100,7 @@ class RecomputeObserver final : public OpObserver {
  public:
   explicit RecomputeObserver(const SegmentRecord& record) : record_(record) {}
   void on_outputs(std::string_view op, const TensorList& outputs, const TensorList& saved) override;
-  Tensor replay_output(std::string_view op) override;
+  TensorList replay_outputs(std::string_view op) override;
   // Says (as an info message) how many outputs were replayed, when the policy saved any.
   void report() const;
 
