@@ -293,7 +293,21 @@ void Importer::run() {
   read_inputs();
   Generator gen(0);  // dropout in the shape probes
   GeneratorScope generator(gen);
-  for (const onnx::NodeProto* n : topological_order()) translate(*n);
+  const auto order = topological_order();
+  find_claims(order);
+  for (const onnx::NodeProto* n : order) {
+    const auto claimed = claim_of_.find(n);
+    if (claimed == claim_of_.end()) {
+      translate(*n);
+      continue;
+    }
+    // A claimed node waits for its subgraph's root; there the subgraph becomes one op, or its
+    // nodes are translated as they are, in order.
+    const Claim& c = claims_[claimed->second];
+    if (c.nodes.back() != n) continue;
+    if (!fuse(c))
+      for (const onnx::NodeProto* part : c.nodes) translate(*part);
+  }
   for (const auto& o : g.output()) {
     auto it = values_.find(o.name());
     if (it == values_.end() && unavailable_.count(o.name()))
@@ -304,11 +318,11 @@ void Importer::run() {
     if (std::find(m_.outputs.begin(), m_.outputs.end(), it->second.graph) == m_.outputs.end())
       m_.outputs.push_back(it->second.graph);
   }
-  // A module that is one ONNX node is named after that op's PyTorch layer (its rule's).
+  // A module that is one ONNX node (or one fused subgraph) is named after that op's PyTorch
+  // layer (its rule's or its pattern's).
   for (auto& [path, mod] : modules_) {
     if (!mod->children.empty() || module_node_count_[path] != 1) continue;
-    const OnnxRule* rule = OpTable::instance().onnx_rule(module_op_type_[path], opset_);
-    if (rule && rule->module_class) mod->kind = rule->module_class;
+    if (!module_class_[path].empty()) mod->kind = module_class_[path];
   }
 }
 

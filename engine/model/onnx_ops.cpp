@@ -8,9 +8,6 @@
 
 namespace ckpt::onnx_import {
 
-namespace {
-
-// ONNX attributes as the op table's attribute values; a TENSOR attribute is read separately.
 std::optional<AttrValue> attr_value(const onnx::AttributeProto& a) {
   using A = onnx::AttributeProto;
   switch (a.type()) {
@@ -37,8 +34,6 @@ std::optional<AttrValue> attr_value(const onnx::AttributeProto& a) {
       return std::nullopt;
   }
 }
-
-}  // namespace
 
 class NodeView final : public OnnxNode {
  public:
@@ -146,11 +141,19 @@ const Value& Importer::emit_op(const onnx::NodeProto& n, const std::string& type
                                const std::vector<std::string>& inputs, Attributes attrs,
                                const std::string& output) {
   OpNode op;
-  op.name = op_name(n);
+  op.module = module_of(n);
+  if (fusing_) {
+    // One op in the subgraph's place, named after its module and kind, listing what it replaced.
+    std::string base = op.module.empty() ? type : op.module + "." + type;
+    std::int64_t& count = name_counts_[base];
+    op.name = count++ == 0 ? base : base + "_" + std::to_string(count);
+    for (const onnx::NodeProto* part : fusing_->nodes) op.fused.push_back(part->name());
+  } else {
+    op.name = op_name(n);
+  }
   op.op_type = type;
   op.inputs = inputs;
   op.attrs = std::move(attrs);
-  op.module = module_of(n);
   op.outputs = {output.empty() ? op.name : output};
   TensorList xs;
   for (const auto& v : inputs) xs.push_back(v.empty() ? Tensor() : probes_.at(v));
@@ -163,7 +166,11 @@ const Value& Importer::emit_op(const onnx::NodeProto& n, const std::string& type
   if (counted_ != &n) {
     counted_ = &n;
     ++module_node_count_[op.module];
-    module_op_type_[op.module] = n.op_type();
+    const OnnxRule* rule = OpTable::instance().onnx_rule(n.op_type(), opset_);
+    const char* kind = fusing_ ? fusing_->pattern->module_class
+                       : rule  ? rule->module_class
+                               : nullptr;
+    module_class_[op.module] = kind ? kind : "";
   }
   probes_[op.outputs[0]] = ys[0];
   const std::string out = op.outputs[0];

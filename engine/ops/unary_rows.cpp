@@ -1,6 +1,8 @@
 // Rows of the unary ops (unary.cpp).
 #include <cmath>
 
+#include "engine/ops/activation.hpp"
+#include "engine/ops/activation_patterns.hpp"
 #include "engine/ops/schema/onnx_support.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
 #include "engine/ops/unary.hpp"
@@ -88,6 +90,24 @@ std::string python_clamp(const OpCall& op, const std::vector<std::string>& a, co
          (has_attr(op, "max") ? "max=" + number(attr_double(op, "max")) : "") + ")";
 }
 
+// F.gelu, exact (Erf) or approximate='tanh'.
+TensorList run_gelu(const OpCall& n, const TensorList& x) {
+  const std::string approximate = attr_string(n, "approximate", "none");
+  if (approximate == "tanh") return {gelu_tanh(x[0])};
+  if (approximate != "none")
+    attr_error(n, "approximate", "must be 'none' or 'tanh', got '" + approximate + "'");
+  return {gelu(x[0])};
+}
+std::string python_gelu(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  return attr_string(n, "approximate", "none") == "tanh"
+             ? "F.gelu(" + arg(a, 0) + ", approximate='tanh')"
+             : "F.gelu(" + arg(a, 0) + ")";
+}
+std::string module_gelu(const OpCall& n, const std::vector<Shape>&) {
+  return attr_string(n, "approximate", "none") == "tanh" ? "nn.GELU(approximate='tanh')"
+                                                         : "nn.GELU()";
+}
+
 std::string python_hardswish(const OpCall&, const std::vector<std::string>& a, const Shape&) {
   return "F.hardswish(" + a[0] + ")";
 }
@@ -169,9 +189,11 @@ void register_unary_ops(OpTable& t) {
                {{.op_type = "Tanh", .translate = rows::onnx_unary<kTanh>, .module_class = "Tanh"}},
                python_function<kTorch, kTanh>, python_nn<kTanhModule>, kTanhModule));
   add_torch_unary(t);
-  // ONNX exports gelu decomposed through Erf
-  t.add(simple(kGelu, unary<gelu>, {}, python_function<kF, kGelu>, python_nn<kGELUModule>,
-               kGELUModule));
+  // ONNX has no Gelu op before opset 20: the exporter writes it through Erf (or Tanh), which
+  // the importer fuses back.
+  OpSchema gelu_row = simple(kGelu, run_gelu, {}, python_gelu, module_gelu, kGELUModule);
+  gelu_row.onnx_patterns = activation_patterns::gelu();
+  t.add(std::move(gelu_row));
   OpSchema clamp_row = simple("clamp", run_clamp, {}, python_clamp);
   clamp_row.native_layers = {{.name = "clamp", .build = layer_clamp}};
   t.add(std::move(clamp_row));
@@ -181,6 +203,7 @@ void register_unary_ops(OpTable& t) {
          .python = python_hardswish,
          .python_module = python_nn<kHardswishModule>,
          .onnx = {{.op_type = "HardSwish", .since = 14, .translate = rows::onnx_unary<kHardswish>}},
+         .onnx_patterns = activation_patterns::hardswish(),
          .native_layers = {{.name = "hardswish", .module_class = kHardswishModule}}});
   t.add({.type = "hardsigmoid",
          .kernel = unary<hardsigmoid>,

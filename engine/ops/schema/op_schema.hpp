@@ -14,6 +14,7 @@
 #include "engine/ops/schema/attributes.hpp"
 #include "engine/ops/schema/native_layer.hpp"
 #include "engine/ops/schema/onnx_node.hpp"
+#include "engine/ops/schema/onnx_pattern.hpp"
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt {
@@ -59,6 +60,9 @@ struct OpSchema {
   PythonExpression python = nullptr;
   PythonModule python_module = nullptr;
   std::vector<OnnxRule> onnx;
+  // Subgraphs of an imported ONNX graph this op stands for (GELU's Erf form, LayerNorm's
+  // decomposition, the attention core): the importer fuses them into this one op.
+  std::vector<OnnxPattern> onnx_patterns;
   // The layers of the native JSON format this op is ({"type": "relu6"} is hardtanh).
   std::vector<NativeLayer> native_layers;
   // The names torch.nn gives the parameters and buffers among the inputs, from input 1
@@ -86,6 +90,9 @@ class OpTable {
   // The rule for an ONNX op type at `opset`, or null.
   const OnnxRule* onnx_rule(const std::string& onnx_type, std::int64_t opset) const;
   std::vector<std::string> onnx_types() const;  // sorted, every opset
+  // The pattern rules rooted at an `onnx_type` node at `opset`, each with its row.
+  std::vector<std::pair<const OpSchema*, const OnnxPattern*>> onnx_patterns(
+      const std::string& onnx_type, std::int64_t opset) const;
   // The native layer named `layer` and its row, or nulls.
   NativeLayerEntry find_native_layer(const std::string& layer) const;
   std::vector<std::string> native_layers() const;  // sorted
@@ -95,7 +102,8 @@ class OpTable {
  private:
   std::map<std::string, OpSchema> rows_;
   std::multimap<std::string, OnnxRule> onnx_;
-  std::map<std::string, std::pair<std::string, std::size_t>> layers_;  // -> row, index
+  std::map<std::string, std::pair<std::string, std::size_t>> layers_;         // -> row, index
+  std::multimap<std::string, std::pair<std::string, std::size_t>> patterns_;  // root -> row, i
 };
 
 // Runs `row` on `inputs`; an engine error comes back naming the node, its op and its input
@@ -116,6 +124,8 @@ inline const Tensor& optional_input(const TensorList& xs, std::size_t i) {
 #define CKPTLAB_OP_FAMILIES(X) \
   X(elementwise)               \
   X(unary)                     \
+  X(activation)                \
+  X(attention)                 \
   X(matmul)                    \
   X(reduce)                    \
   X(shape_ops)                 \

@@ -26,6 +26,8 @@ void OpTable::add(OpSchema row) {
                                " has two rules for overlapping opsets (rows '" + type + "')");
     onnx_.emplace(rule.op_type, rule);
   }
+  for (std::size_t i = 0; i < row.onnx_patterns.size(); ++i)
+    patterns_.emplace(pattern_root_type(row.onnx_patterns[i]), std::pair(type, i));
   for (std::size_t i = 0; i < row.native_layers.size(); ++i)
     if (!layers_.emplace(row.native_layers[i].name, std::pair(type, i)).second)
       throw std::logic_error(std::string("op table: two rows build the native layer '") +
@@ -52,6 +54,18 @@ const OnnxRule* OpTable::onnx_rule(const std::string& onnx_type, std::int64_t op
   for (auto it = first; it != last; ++it)
     if (it->second.since <= opset && opset <= it->second.until) return &it->second;
   return nullptr;
+}
+
+std::vector<std::pair<const OpSchema*, const OnnxPattern*>> OpTable::onnx_patterns(
+    const std::string& onnx_type, std::int64_t opset) const {
+  std::vector<std::pair<const OpSchema*, const OnnxPattern*>> out;
+  const auto [first, last] = patterns_.equal_range(onnx_type);
+  for (auto it = first; it != last; ++it) {
+    const OpSchema& row = rows_.at(it->second.first);
+    const OnnxPattern& p = row.onnx_patterns[it->second.second];
+    if (p.since <= opset && opset <= p.until) out.emplace_back(&row, &p);
+  }
+  return out;
 }
 
 std::vector<std::string> OpTable::onnx_types() const {
