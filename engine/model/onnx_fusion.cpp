@@ -14,6 +14,10 @@ class Importer::GraphView final : public OnnxGraphView {
  public:
   explicit GraphView(const Importer& im) : im_(im), g_(im.proto_.graph()) {
     for (int i = 0; i < g_.node_size(); ++i) {
+      const auto& n = g_.node(i);
+      types_.push_back(n.domain().empty() || n.domain() == "ai.onnx"
+                           ? n.op_type()
+                           : n.domain() + "::" + n.op_type());
       for (const auto& o : g_.node(i).output())
         if (!o.empty()) producer_.emplace(o, i);
       for (const auto& in : g_.node(i).input())
@@ -23,7 +27,10 @@ class Importer::GraphView final : public OnnxGraphView {
     for (const auto& init : g_.initializer()) initializers_.emplace(init.name(), &init);
   }
 
-  const std::string& op_type(int node) const override { return g_.node(node).op_type(); }
+  // A node of another domain is named with it ("com.microsoft::Gelu"): no pattern's.
+  const std::string& op_type(int node) const override {
+    return types_[static_cast<std::size_t>(node)];
+  }
   const std::string& node_name(int node) const override { return g_.node(node).name(); }
   int input_count(int node) const override { return g_.node(node).input_size(); }
   const std::string& input(int node, int i) const override { return g_.node(node).input(i); }
@@ -46,17 +53,14 @@ class Importer::GraphView final : public OnnxGraphView {
       if (a.name() == name) v = attr_value(a);
     return attrs_.emplace(key, std::move(v)).first->second ? &*attrs_.at(key) : nullptr;
   }
-  Tensor constant(const std::string& value) const override {
-    if (const auto it = initializers_.find(value);
-        it != initializers_.end() &&
-        it->second->data_location() != onnx::TensorProto_DataLocation_EXTERNAL)
-      return tensor_from_proto(*it->second, im_.source_ + ": initializer");
+  FileValue file_value(const std::string& value) const override {
+    if (const auto it = initializers_.find(value); it != initializers_.end())
+      return of(*it->second, im_.source_ + ": initializer");
     const int p = producer(value);
-    if (p < 0 || g_.node(p).op_type() != "Constant" || !g_.node(p).domain().empty())
-      return Tensor();
+    if (p < 0 || g_.node(p).op_type() != "Constant" || !g_.node(p).domain().empty()) return {};
     for (const auto& a : g_.node(p).attribute())
-      if (a.name() == "value" && a.has_t()) return tensor_from_proto(a.t(), im_.source_);
-    return Tensor();
+      if (a.name() == "value" && a.has_t()) return of(a.t(), im_.source_);
+    return {};
   }
   int index_of(const onnx::NodeProto* n) const {
     if (index_.empty())
@@ -66,8 +70,23 @@ class Importer::GraphView final : public OnnxGraphView {
   const onnx::NodeProto& node(int i) const { return g_.node(i); }
 
  private:
+  // A tensor's elements are read only when it has one. A tensor the file spells wrong is not
+  // the matcher's to report: its node's translation names it.
+  static FileValue of(const onnx::TensorProto& t, const std::string& where) {
+    std::int64_t n = 1;
+    for (auto d : t.dims()) n *= d;
+    if (n != 1) return {FileValue::Kind::tensor, 0};
+    if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) return {};
+    try {
+      return {FileValue::Kind::number, tensor_from_proto(t, where).item()};
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+
   const Importer& im_;
   const onnx::GraphProto& g_;
+  std::vector<std::string> types_;
   std::unordered_map<std::string, int> producer_;
   std::unordered_map<std::string, std::vector<int>> consumers_;
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;

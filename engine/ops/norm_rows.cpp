@@ -135,7 +135,8 @@ ValueNames layer_layernorm(NativeLayerCall& c) {
 
 // LayerNorm below opset 17, as PyTorch exports it: (x - mean) / sqrt(mean((x - mean)^2) + eps),
 // then · weight, + bias (either may be absent). The two ReduceMeans are over the same trailing
-// axes, which are the normalized shape.
+// axes, which are the normalized shape. From opset 17 the exporter writes LayerNormalization:
+// the same nodes there are a module's own arithmetic, which PyTorch runs decomposed.
 std::vector<OnnxPattern> layer_norm_patterns() {
   using namespace pattern;
   const P x = any("x");
@@ -145,14 +146,17 @@ std::vector<OnnxPattern> layer_norm_patterns() {
   const P scaled = commutative("Mul", normed, any("weight"));
   return {{.name = "LayerNorm (decomposed)",
            .root = commutative("Add", scaled, any("bias")),
+           .until = 16,
            .module_class = "LayerNorm",
            .fuse = emit_layer_norm},
           {.name = "LayerNorm without bias (decomposed)",
            .root = scaled,
+           .until = 16,
            .module_class = "LayerNorm",
            .fuse = emit_layer_norm},
           {.name = "LayerNorm without affine (decomposed)",
            .root = normed,
+           .until = 16,
            .module_class = "LayerNorm",
            .fuse = emit_layer_norm}};
 }

@@ -151,7 +151,7 @@ QString Inspector::opHtml(std::int64_t index) const {
   if (!op.fused.empty()) {
     QStringList parts;
     for (const auto& n : op.fused) parts << esc(n);
-    out += row(tr("fused from %n ONNX node(s)", "", static_cast<int>(op.fused.size())),
+    out += row(tr("fused from %1 ONNX nodes").arg(op.fused.size()),
                parts.join(QStringLiteral("<br>")));
   }
   out += QStringLiteral("</table>");

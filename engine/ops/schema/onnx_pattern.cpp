@@ -100,11 +100,14 @@ class Matcher {
 
   States number(const Expr& e, const std::string& value, OnnxMatch s) const {
     if (value.empty()) return {};
-    const Tensor known = g_.constant(value);
-    if (known.defined() && !is_number(known, e.value, e.relative)) return {};
+    using Kind = OnnxGraphView::FileValue::Kind;
+    const OnnxGraphView::FileValue known = g_.file_value(value);
+    if (known.kind == Kind::tensor ||
+        (known.kind == Kind::number && !is_number(known.number, e.value, e.relative)))
+      return {};
     // Computed at load time from other constants (the exporter's Sqrt of a shape): checked when
     // the root's turn comes.
-    if (!known.defined()) s.numbers.push_back({value, e.value, e.relative});
+    if (known.kind == Kind::unknown) s.numbers.push_back({value, e.value, e.relative});
     s.leaves.insert(value);
     s.constants.insert(value);
     return {s};
@@ -167,10 +170,12 @@ bool self_contained(const OnnxGraphView& g, const OnnxMatch& m) {
 
 }  // namespace
 
-bool is_number(const Tensor& v, double expected, double relative) {
-  if (!v.defined() || v.numel() != 1) return false;
-  const double x = v.item();
+bool is_number(double x, double expected, double relative) {
   return std::abs(x - expected) <= relative * std::abs(expected) || x == expected;
+}
+
+bool is_number(const Tensor& v, double expected, double relative) {
+  return v.defined() && v.numel() == 1 && is_number(v.item(), expected, relative);
 }
 
 const std::string& pattern_root_type(const OnnxPattern& p) {

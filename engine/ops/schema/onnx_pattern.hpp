@@ -37,8 +37,15 @@ class OnnxGraphView {
   // The nodes reading `value` (one entry per input that reads it); graph outputs count as -1.
   virtual const std::vector<int>& consumers(const std::string& value) const = 0;
   virtual const AttrValue* attr(int node, const std::string& name) const = 0;
-  // A value known from the file alone (an initializer's or a Constant node's), or undefined.
-  virtual Tensor constant(const std::string& value) const = 0;
+  // What the file alone says of a value: nothing (computed by nodes, or a graph input), a
+  // number (a one-element initializer or Constant node), or that it is a tensor of several
+  // elements (not read: a weight is no pattern's number).
+  struct FileValue {
+    enum class Kind : std::uint8_t { unknown, number, tensor };
+    Kind kind = Kind::unknown;
+    double number = 0;
+  };
+  virtual FileValue file_value(const std::string& value) const = 0;
 };
 
 namespace pattern {
@@ -81,6 +88,7 @@ struct OnnxMatch {
 
 // Whether `v` is a one-element constant equal to `expected` within `relative`.
 bool is_number(const Tensor& v, double expected, double relative);
+bool is_number(double v, double expected, double relative);
 
 // What a pattern's fuse() sees at the root's turn: the bound values (only the subgraph's inputs
 // are defined: its inner values are never made) and the bound nodes' attributes.
