@@ -5,7 +5,7 @@
 # Floors, lowest first; a floor may include itself and every floor below, never a sibling on its
 # own level or anything above:
 #   cuda (the CUDA runtime over raw device pointers) -> tensor -> kernels -> autograd -> ops
-#   -> {trace, checkpoint, model} -> run -> {plan, report}
+#   -> {trace, checkpoint, model} -> run -> report -> request -> plan
 set(level_cuda 0)
 set(level_tensor 1)
 set(level_kernels 2)
@@ -15,8 +15,9 @@ set(level_trace 5)
 set(level_checkpoint 5)
 set(level_model 5)
 set(level_run 6)
-set(level_plan 7)
 set(level_report 7)
+set(level_request 8)
+set(level_plan 9)
 
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_floors.cmake: pass -DSOURCE_DIR=<the engine directory>")

@@ -109,6 +109,13 @@ void warn_non_finite_loss(const RunResult& r) {
                  "op that first made a non-finite value\n";
 }
 
+RunOutcome execute_with_progress(const RunTarget& target, const RunRequest& request,
+                                 RequestOptions options) {
+  ProgressLabel label("dry run");
+  options.on_stage = [&label](const std::string& stage) { label.set(stage); };
+  return with_progress(label, [&] { return execute(target, request, options); });
+}
+
 bool has_help(const std::vector<std::string>& args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") return true;

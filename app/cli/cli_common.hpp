@@ -5,14 +5,17 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cli_options.hpp"
 #include "engine/model/model.hpp"
-#include "engine/run/runner.hpp"
+#include "engine/request/execute.hpp"
+#include "engine/run/run_request.hpp"
 #include "engine/trace/trace.hpp"
 
 namespace ckpt::cli {
@@ -35,10 +38,28 @@ bool plot(int argc, char** argv, const std::string& path, const Trace& trace, co
 // A loss of NaN or Inf is a wrong answer, never a figure to print quietly.
 void warn_non_finite_loss(const RunResult& r);
 
+// What a long job is doing now, as its spinner says it; set from the job's thread.
+class ProgressLabel {
+ public:
+  explicit ProgressLabel(std::string text = {}) : text_(std::move(text)) {}
+  void set(std::string text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    text_ = std::move(text);
+  }
+  std::string get() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return text_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string text_;
+};
+
 // Runs `job` on a worker thread; on a terminal, shows a spinner with the elapsed time for
 // runs longer than a second (the engine knows no total in advance, so no fake percentage).
 template <typename Job>
-auto with_progress(const std::string& what, Job job) {
+auto with_progress(const ProgressLabel& what, Job job) {
   auto fut = std::async(std::launch::async, job);
   if (!stderr_is_tty()) return fut.get();
   const auto start = std::chrono::steady_clock::now();
@@ -49,12 +70,21 @@ auto with_progress(const std::string& what, Job job) {
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s < 1.0) continue;
-    std::fprintf(stderr, "\r%c %s  %.1f s", frames[frame++ % 4], what.c_str(), s);
+    std::fprintf(stderr, "\r\033[K%c %s  %.1f s", frames[frame++ % 4], what.get().c_str(), s);
     std::fflush(stderr);
     shown = true;
   }
   if (shown) std::fprintf(stderr, "\r\033[K");
   return fut.get();
 }
+
+template <typename Job>
+auto with_progress(const std::string& what, Job job) {
+  return with_progress(ProgressLabel(what), std::move(job));
+}
+
+// The request's pipeline (engine/request/execute.hpp), its spinner naming the stage it is at.
+RunOutcome execute_with_progress(const RunTarget& target, const RunRequest& request,
+                                 RequestOptions options);
 
 }  // namespace ckpt::cli

@@ -5,8 +5,8 @@
 #include <charconv>
 #include <initializer_list>
 
+#include "engine/model/module_range.hpp"
 #include "engine/plan/planner.hpp"
-#include "engine/run/module_range.hpp"
 #include "engine/tensor/npy.hpp"
 
 namespace ckpt::cli {
@@ -230,7 +230,7 @@ std::pair<std::string, std::vector<std::string>> split_config(const std::string&
 namespace {
 
 // --checkpoint (paths and patterns) and --checkpoint-instances: into c.modules.
-void select_named_modules(const Model& model, const RunOptions& o, CheckpointConfig& c) {
+void select_named_modules(const Model& model, const RunOptions& o, CheckpointPlan& c) {
   auto add = [&](const Module* m, const std::string& asked) {
     if (!m)
       throw UsageError("no module '" + asked + "' in " + model.source + "; " +
@@ -274,7 +274,7 @@ void select_named_modules(const Model& model, const RunOptions& o, CheckpointCon
 }
 
 // --checkpoint-range, --checkpoint-all and --checkpoint-depth.
-void select_other_modules(const Model& model, const RunOptions& o, CheckpointConfig& c) {
+void select_other_modules(const Model& model, const RunOptions& o, CheckpointPlan& c) {
   for (const auto& text : o.checkpoint_ranges) {
     try {
       auto range = parse_range(text);
@@ -319,27 +319,29 @@ ExplicitInputs read_inputs(const Model& model, const RunOptions& o) {
 
 }  // namespace
 
-CheckpointConfig make_config(const Model& model, const RunOptions& o) {
-  CheckpointConfig c;
-  select_named_modules(model, o, c);
-  select_other_modules(model, o, c);
-  c.segments = o.segments;
-  c.use_reentrant = o.use_reentrant.value_or(model.scenario.use_reentrant);
-  c.preserve_rng_state = !o.no_preserve_rng;
-  c.early_stop = o.early_stop;
-  c.check_recompute = !o.no_check_recompute;
-  c.policy = o.policy;
-  c.seed = o.seed.value_or(model.scenario.seed);
-  c.batch = o.batch.value_or(0);
-  if (o.input_requires_grad) c.input_requires_grad = true;
-  c.loss = o.loss;
-  c.threads = o.threads;
-  c.max_memory = o.max_memory;
-  c.dry_run = o.dry_run;
-  c.detect_anomaly = o.detect_anomaly;
-  c.fail_allocation_at = o.fail_allocation;
-  c.inputs = read_inputs(model, o);
-  return c;
+RunRequest make_request(const Model& model, const RunOptions& o) {
+  RunRequest r;
+  CheckpointPlan& p = r.plan;
+  select_named_modules(model, o, p);
+  select_other_modules(model, o, p);
+  p.segments = o.segments;
+  p.policy = o.policy;
+  RunSettings& s = r.settings;
+  s.use_reentrant = o.use_reentrant.value_or(model.scenario.use_reentrant);
+  s.preserve_rng_state = !o.no_preserve_rng;
+  s.early_stop = o.early_stop;
+  s.check_recompute = !o.no_check_recompute;
+  s.seed = o.seed.value_or(model.scenario.seed);
+  s.batch = o.batch.value_or(0);
+  if (o.input_requires_grad) s.input_requires_grad = true;
+  s.loss = o.loss;
+  s.threads = o.threads;
+  s.max_memory = o.max_memory;
+  s.dry_run = o.dry_run;
+  s.inputs = read_inputs(model, o);
+  r.hooks.detect_anomaly = o.detect_anomaly;
+  r.hooks.fail_allocation_at = o.fail_allocation;
+  return r;
 }
 
 }  // namespace ckpt::cli

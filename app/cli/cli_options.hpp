@@ -1,14 +1,14 @@
 #pragma once
 
-// Parsing of ckptlab-cli's run options into a CheckpointConfig (shared by `run`, `compare`'s
-// --config strings and `code`).
+// Parsing of ckptlab-cli's run options into a RunRequest (shared by `run`, `compare`'s --config
+// strings, `code` and `plan`).
 
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "engine/run/runner.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt::cli {
 
@@ -58,8 +58,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args,
 // Splits a --config value "label: --opt a --opt b" into label and arguments (shell-like quoting).
 std::pair<std::string, std::vector<std::string>> split_config(const std::string& text, int index);
 
-// Resolves module selections against the model and builds the engine's config; unknown or
+// Resolves module selections against the model and builds the engine's request; unknown or
 // non-checkpointable modules are UsageErrors naming the module and what exists.
-CheckpointConfig make_config(const Model& model, const RunOptions& o);
+RunRequest make_request(const Model& model, const RunOptions& o);
 
 }  // namespace ckpt::cli

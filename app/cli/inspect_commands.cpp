@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "cli_common.hpp"
 #include "engine/plan/pytorch_code.hpp"
-#include "engine/run/memory_guard.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/figures.hpp"
+#include "engine/report/run_summary.hpp"
+#include "engine/request/execute.hpp"
 
 namespace ckpt::cli {
 
@@ -91,9 +93,13 @@ int cmd_modules(const std::vector<std::string>& args) {
   auto model = load_or_exit(pos[0], &code);
   if (!model) return code;
   // Saved bytes are shapes, not values: a dry run measures them exactly at any size.
-  CheckpointConfig measure;
-  measure.dry_run = true;
-  const RunResult r = with_progress("measuring", [&] { return Runner(model).run(measure); });
+  RunRequest measure;
+  measure.settings.dry_run = true;
+  RequestOptions options;
+  options.report = ReportDetail::none;
+  const RunOutcome outcome =
+      with_progress("measuring", [&] { return execute(RunTarget(model), measure, options); });
+  const RunResult& r = *outcome.result;
   warn_non_finite_loss(r);
   if (!r.ok) {
     std::cerr << "ckptlab-cli: run failed: " << r.error << "\n";
@@ -144,22 +150,23 @@ CompareArgs parse_compare_args(const std::vector<std::string>& args) {
   return c;
 }
 
-// One row per configuration; the label column as wide as the longest label.
+// One row per configuration; the label column as wide as the longest label. "peak saved" is
+// the peak's saving against the same settings without checkpoints (figures.hpp), not the bytes
+// saved for backward.
 void print_compare_table(const std::vector<RunSummary>& sums) {
   int width = 6;
   for (const auto& s : sums) width = std::max(width, static_cast<int>(s.label.size()));
-  std::printf("%-*s %12s %12s %8s %8s %8s %10s %8s\n", width, "config", "peak", "saved", "fwd",
+  std::printf("%-*s %12s %12s %8s %8s %8s %10s %8s\n", width, "config", "peak", "peak saved", "fwd",
               "recomp", "bwd", "time ms", "time x");
   for (const auto& s : sums) {
     // A failed run saved nothing: its row says so instead of showing a "saving".
-    const bool vs = s.ok && s.baseline;
+    const std::optional<AgainstPlain> vs = s.ok ? against_plain(s) : std::nullopt;
     char ratio[32] = "-";
-    if (vs && s.baseline->total_ms > 0)
-      std::snprintf(ratio, sizeof ratio, "%.2f", s.times.total_ms / s.baseline->total_ms);
+    if (vs && s.baseline->total_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2f", vs->time_ratio);
     std::printf("%-*s %12s %12s %8lld %8lld %8lld %10.2f %8s\n", width, s.label.c_str(),
                 format_bytes(s.peak.bytes).c_str(),
                 !s.ok ? "FAILED"
-                : vs  ? format_bytes(s.baseline->peak_bytes - s.peak.bytes).c_str()
+                : vs  ? format_bytes(vs->peak.saving()).c_str()
                       : "-",
                 static_cast<long long>(s.executions.forward),
                 static_cast<long long>(s.executions.recompute),
@@ -188,35 +195,30 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
   int code = kExitOk;
   auto model = load_or_exit(a.model, &code);
   if (!model) return code;
-  std::vector<std::pair<std::string, CheckpointConfig>> parsed;
+  std::vector<std::pair<std::string, RunRequest>> parsed;
   for (std::size_t i = 0; i < a.configs.size(); ++i) {
     auto [label, cargs] = split_config(a.configs[i], static_cast<int>(i));
-    parsed.emplace_back(label, make_config(*model, parse_run_options(cargs, nullptr, false)));
+    parsed.emplace_back(label, make_request(*model, parse_run_options(cargs, nullptr, false)));
   }
-  Runner runner(model);
-  CheckpointConfig plain = parsed.front().second;
-  plain.modules.clear();
-  plain.ranges.clear();
-  plain.segments = 0;
-  if (!plain.dry_run && !check_memory_guard(runner, plain, plain.max_memory).fits)
-    plain.dry_run = true;  // compared as dry runs where the real one would not fit
-  const RunResult base =
-      with_progress("running without checkpointing", [&] { return runner.run(plain); });
-  std::vector<RunResult> results;
+  // One target: each configuration is compared with its settings' run without checkpoints, run
+  // once for all the configurations that share them.
+  const RunTarget target(model);
+  RequestOptions options;
+  options.baseline = true;
+  options.report = ReportDetail::summary;
+  std::vector<RunOutcome> outcomes;
   std::vector<RunSummary> sums;
-  for (auto [label, c] : parsed) {
-    if (!c.dry_run) {
-      const GuardVerdict g = check_memory_guard(runner, c, c.max_memory);
-      if (!g.fits) {
-        // Shown from its dry run (exact bytes, estimated times), said so, never computed.
-        std::cerr << "ckptlab-cli: " << label << ": " << g.message << " Shown as a dry run.\n";
-        c.dry_run = true;
-        label += " (dry)";
-      }
+  for (const auto& [label, request] : parsed) {
+    outcomes.push_back(execute_with_progress(target, request, options));
+    const RunOutcome& out = outcomes.back();
+    RunSummary s = out.report.summary;
+    s.label = label;
+    if (!out.not_computed.empty()) {
+      // Shown from its dry run (exact bytes, estimated times), said so, never computed.
+      std::cerr << "ckptlab-cli: " << label << ": " << out.not_computed << " Shown as a dry run.\n";
+      s.label += " (dry)";
     }
-    results.push_back(with_progress("running " + label, [&] { return runner.run(c); }));
-    sums.push_back(summarize(*model, results.back(), label,
-                             base.ok && base.dry_run == c.dry_run ? &base : nullptr));
+    sums.push_back(std::move(s));
   }
   if (a.json)
     std::cout << summaries_json(sums) << "\n";
@@ -224,8 +226,11 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
     print_compare_table(sums);
   const bool failed = std::any_of(sums.begin(), sums.end(), [](const auto& s) { return !s.ok; });
   if (!a.plot_file.empty()) {
-    const Trace* ghost = results.size() >= 2 ? &results[results.size() - 2].trace : &base.trace;
-    if (!plot(argc, argv, a.plot_file, results.back().trace, ghost)) return kExitRun;
+    const RunOutcome& last = outcomes.back();
+    const Trace* ghost = outcomes.size() >= 2 ? &outcomes[outcomes.size() - 2].result->trace
+                         : last.baseline      ? &last.baseline->trace
+                                              : nullptr;
+    if (!plot(argc, argv, a.plot_file, last.result->trace, ghost)) return kExitRun;
   }
   return failed ? kExitRun : kExitOk;
 }
@@ -243,7 +248,7 @@ int cmd_code(const std::vector<std::string>& args) {
   int code = kExitOk;
   auto model = load_or_exit(pos[0], &code);
   if (!model) return code;
-  std::cout << pytorch_code(*model, make_config(*model, o));
+  std::cout << pytorch_code(*model, make_request(*model, o));
   return kExitOk;
 }
 

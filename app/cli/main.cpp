@@ -4,14 +4,13 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "cli_common.hpp"
 #include "cli_options.hpp"
 #include "engine/autograd/anomaly.hpp"
 #include "engine/report/lessons.hpp"
-#include "engine/run/memory_guard.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
+#include "engine/request/execute.hpp"
 #include "engine/tensor/npy.hpp"
 #include "engine/trace/export.hpp"
 #include "inspect_commands.hpp"
@@ -100,25 +99,6 @@ std::string with_lessons_json(const std::string& summary, const std::vector<Less
   return j.dump(2);
 }
 
-// The same configuration without checkpointing, the run's comparison (not run: nullopt, said
-// why when it would not fit).
-std::optional<RunResult> run_baseline(const Runner& runner, const CheckpointConfig& config,
-                                      std::int64_t max_memory) {
-  CheckpointConfig plain = config;
-  plain.fail_allocation_at = 0;  // the fault is the checkpointed run's
-  plain.modules.clear();
-  plain.ranges.clear();
-  plain.segments = 0;
-  if (!plain.dry_run) {
-    const GuardVerdict g = check_memory_guard(runner, plain, max_memory);
-    if (!g.fits) {
-      std::cerr << "ckptlab-cli: the comparison without checkpointing is " << g.message << "\n";
-      return std::nullopt;
-    }
-  }
-  return with_progress("running without checkpointing", [&] { return runner.run(plain); });
-}
-
 // --trace FILE, its format from the name; false when writing it failed (said why).
 bool write_trace_file(const Trace& trace, const std::string& f) {
   try {
@@ -152,31 +132,29 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   int code = kExitOk;
   auto model = load_or_exit(pos[0], &code);
   if (!model) return code;
-  const CheckpointConfig config = cli::make_config(*model, o);
+  const RunRequest request = cli::make_request(*model, o);
   if (!check_device(o.device)) return kExitRun;
-  Runner runner(model);
-  if (!config.dry_run) {
-    // The memory guard: the dry run first, and no real run that would not fit.
-    const GuardVerdict g =
-        with_progress("dry run", [&] { return check_memory_guard(runner, config, o.max_memory); });
-    if (!g.fits) {
-      std::cerr << "ckptlab-cli: " << g.message
-                << "\nckptlab-cli: add --dry-run for its exact figures, or --max-memory to "
-                   "allow more\n";
-      return kExitRun;
-    }
+  const RunTarget target(model);
+  RequestOptions options;
+  options.baseline = !o.no_baseline;
+  const RunOutcome outcome = execute_with_progress(target, request, options);
+  if (!outcome.not_computed.empty()) {
+    // The memory guard: the dry run said the real run would not fit.
+    std::cerr << "ckptlab-cli: " << outcome.not_computed
+              << "\nckptlab-cli: add --dry-run for its exact figures, or --max-memory to "
+                 "allow more\n";
+    return kExitRun;
   }
-  const std::optional<RunResult> base =
-      o.no_baseline ? std::nullopt : run_baseline(runner, config, o.max_memory);
-  const RunResult* baseline = base && base->ok ? &*base : nullptr;
-  RunResult r = with_progress("running", [&] { return runner.run(config); });
-  const RunSummary s = summarize(
-      *model, r,
-      config.modules.empty() && config.ranges.empty() && config.segments == 0 ? "plain"
-                                                                              : "checkpointed",
-      baseline);
+  if (!outcome.baseline_not_run.empty())
+    std::cerr << "ckptlab-cli: the comparison without checkpointing is " << outcome.baseline_not_run
+              << "\n";
+  const RunResult& r = *outcome.result;
+  RunSummary s = outcome.report.summary;
+  s.label = request.plan.empty() ? "plain" : "checkpointed";
+  const Trace* baseline =
+      outcome.baseline && outcome.baseline->ok ? &outcome.baseline->trace : nullptr;
   if (!o.trace_file.empty() && !write_trace_file(r.trace, o.trace_file)) return kExitRun;
-  const std::vector<Lesson> lessons = lessons_of(*model, config, r);
+  const std::vector<Lesson>& lessons = outcome.report.lessons;
   if (o.json) {
     std::cout << with_lessons_json(summary_json(s), lessons) << "\n";
   } else {
@@ -188,9 +166,7 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
     std::cerr << "ckptlab-cli: --dump: a dry run has no values to write\n";
   else if (!o.dump_dir.empty() && r.ok)
     dump_results(o.dump_dir, *model, r);
-  if (!o.plot_file.empty() &&
-      !plot(argc, argv, o.plot_file, r.trace, baseline ? &baseline->trace : nullptr))
-    return kExitRun;
+  if (!o.plot_file.empty() && !plot(argc, argv, o.plot_file, r.trace, baseline)) return kExitRun;
   warn_non_finite_loss(r);
   if (!r.ok) {
     std::cerr << "ckptlab-cli: run failed: " << r.error << "\n";

@@ -11,7 +11,7 @@
 #include "engine/model/loader.hpp"
 #include "engine/plan/plan_code.hpp"
 #include "engine/plan/planner.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 #include "frontier_svg.hpp"
 #include "sample_path.hpp"
 
@@ -97,10 +97,10 @@ std::string mib(std::int64_t b) {
 
 nlohmann::json point_json(const PlanPoint& p) {
   nlohmann::json ranges = nlohmann::json::array();
-  for (const auto& [a, b] : p.config.ranges) ranges.push_back({a, b});
+  for (const auto& [a, b] : p.plan.ranges) ranges.push_back({a, b});
   return {{"strategy", strategy_name(p.strategy)},
           {"detail", p.detail},
-          {"modules", p.config.modules},
+          {"modules", p.plan.modules},
           {"ranges", ranges},
           {"ok", p.eval.ok},
           {"error", p.eval.error},
@@ -120,7 +120,7 @@ void print_table(const std::vector<PlanPoint>& points, const std::vector<PlanPoi
             << "    strategy    detail                         peak   recompute ms    ops  plan\n";
   auto on_front = [&](const PlanPoint& p) {
     for (const auto& f : front)
-      if (plan_key(f.config) == plan_key(p.config)) return true;
+      if (f.plan.key() == p.plan.key()) return true;
     return false;
   };
   auto sorted = points;
@@ -235,7 +235,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   }
   RunOptions plain = o;
   const auto t0 = std::chrono::steady_clock::now();
-  PlanEvaluator ev(model, make_config(*model, plain));
+  const RunRequest asked = make_request(*model, plain);
+  PlanEvaluator ev(model, asked.settings, asked.plan.policy);
   std::int64_t budget = 0;
   try {
     budget = parse_budget(pa.budget, ev.baseline().peak_bytes);
@@ -251,7 +252,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (!pa.plot.empty()) write_frontier_svg(pa.plot, model->name, points, front, budget, chosen);
   if (!pa.code.empty()) {
     std::ofstream f(pa.code);
-    f << plan_pytorch_code(*model, ev.run_config(chosen.config));
+    f << plan_pytorch_code(*model, ev.request(chosen.plan));
     if (!f) throw std::runtime_error("--code: cannot write " + pa.code);
   }
   const PlanReport report{*model, ev, planner, strategy, budget, seconds};

@@ -1,7 +1,7 @@
 #pragma once
 
 // torch.utils.checkpoint, both variants, with PyTorch 1.13's semantics, warnings and errors
-// (see ../shared/reference/pytorch-1.13-checkpoint-facts.md), plus our extensions.
+// (see docs/reference/pytorch-1.13-checkpoint-facts.md), plus our extensions.
 //
 // CONTRACT used by engine/run. Additions are fine.
 

@@ -72,55 +72,116 @@ void mark_checkpoint_inputs(const TensorList& inputs) {
 
 namespace {
 
+// A cheap position-dependent weight in [0.5, 1.5).
+inline double position_weight(std::int64_t i) {
+  return 0.5 +
+         static_cast<double>((static_cast<std::uint64_t>(i) * 2654435761ULL >> 16) & 1023) / 1024.0;
+}
+
+// A well-mixed 64-bit hash of a position (splitmix64's finaliser).
+inline std::uint64_t position_hash(std::int64_t i) {
+  std::uint64_t z = static_cast<std::uint64_t>(i) + 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// Adds one tensor's values to `c`; `base` is the position of its first value among the op's
+// outputs. The flat pass sums everything; only when its total is not finite (an infinity or a
+// NaN among the values) does a second pass keep the finite values in the sums and count the
+// others by place.
+template <typename T>
+void add_values(const Tensor& t, std::int64_t base, OpChecksum& c) {
+  const T* p = t.data<T>();
+  double sum = 0, weighted = 0, abs = 0;
+  const auto add = [&](std::int64_t off, std::int64_t i) {
+    const double v = static_cast<double>(p[off]);
+    sum += v;
+    weighted += v * position_weight(i);
+    abs += std::abs(v);
+  };
+  // Nearly every op output is contiguous: a flat loop that vectorises, instead of the strided
+  // walk (which was two thirds of a nested-checkpoint run's time).
+  if (t.is_contiguous()) {
+    const std::int64_t n = t.numel();
+#pragma omp simd reduction(+ : sum, weighted, abs)
+    for (std::int64_t i = 0; i < n; ++i) add(i, i);
+  } else {
+    for_each_offset(t, add);
+  }
+  if (std::isfinite(abs)) {
+    c.sum += sum;
+    c.weighted += weighted;
+    c.abs += abs;
+    return;
+  }
+  for_each_offset(t, [&](std::int64_t off, std::int64_t i) {
+    const double v = static_cast<double>(p[off]);
+    NonFinite* kind = std::isnan(v)    ? &c.nan
+                      : v == INFINITY  ? &c.pos_inf
+                      : v == -INFINITY ? &c.neg_inf
+                                       : nullptr;
+    if (kind) {
+      ++kind->count;
+      kind->places += position_hash(base + i);
+      return;
+    }
+    c.sum += v;
+    c.weighted += v * position_weight(i);
+    c.abs += std::abs(v);
+  });
+}
+
 OpChecksum checksum(std::string_view op, const TensorList& outputs) {
   auto context = ExecutionContext::current();
-  OpChecksum c;
+  OpChecksum c = checksum_values(outputs);
   c.op = context->intern(op);
   c.node = context->current_node();
+  return c;
+}
+
+// "256 values summing to 3.5 (and 16 -inf)": the finite values' sum and the others' counts.
+std::string describe(const OpChecksum& c) {
+  std::ostringstream s;
+  s.precision(9);
+  s << c.numel << " values summing to " << c.sum;
+  std::string others;
+  const auto note = [&](const NonFinite& k, const char* what) {
+    if (k.count) others += (others.empty() ? "" : ", ") + std::to_string(k.count) + " " + what;
+  };
+  note(c.pos_inf, "+inf");
+  note(c.neg_inf, "-inf");
+  note(c.nan, "NaN");
+  if (!others.empty()) s << " (and " << others << ")";
+  return s.str();
+}
+
+}  // namespace
+
+OpChecksum checksum_values(const TensorList& outputs) {
+  OpChecksum c;
   for (const auto& t : outputs) {
     if (!t.defined()) continue;
+    const std::int64_t base = c.numel;
     c.dtype = t.dtype();
     c.numel += t.numel();
     // On the meta device (a dry run) only the op sequence and sizes are compared: no values.
     if (t.is_meta()) continue;
     dispatch_all(t.dtype(), [&]<typename T>() {
-      const T* p = t.data<T>();
-      double sum = 0, weighted = 0, abs = 0;
-      const auto add = [&](std::int64_t off, std::int64_t i) {
-        const double v = static_cast<double>(p[off]);
-        // A cheap position-dependent weight in [0.5, 1.5).
-        const double w = 0.5 + static_cast<double>(
-                                   (static_cast<std::uint64_t>(i) * 2654435761ULL >> 16) & 1023) /
-                                   1024.0;
-        sum += v;
-        weighted += v * w;
-        abs += std::abs(v);
-      };
-      // Nearly every op output is contiguous: a flat loop that vectorises, instead of the
-      // strided walk (which was two thirds of a nested-checkpoint run's time).
-      if (t.is_contiguous()) {
-        const std::int64_t n = t.numel();
-#pragma omp simd reduction(+ : sum, weighted, abs)
-        for (std::int64_t i = 0; i < n; ++i) add(i, i);
-      } else {
-        for_each_offset(t, add);
-      }
-      c.sum += sum;
-      c.weighted += weighted;
-      c.abs += abs;
+      add_values<T>(t, base, c);
       return 0;
     });
   }
   return c;
 }
 
-bool same(const OpChecksum& a, const OpChecksum& b) {
+bool same_values(const OpChecksum& a, const OpChecksum& b) {
   if (a.numel != b.numel || a.dtype != b.dtype) return false;
+  if (a.pos_inf != b.pos_inf || a.neg_inf != b.neg_inf || a.nan != b.nan) return false;
   const double tol = 1e-6 * std::max(a.abs, b.abs) + 1e-12;
-  return std::abs(a.sum - b.sum) <= tol && std::abs(a.weighted - b.weighted) <= tol;
+  const auto close = [&](double x, double y) { return x == y || std::abs(x - y) <= tol; };
+  return close(a.sum, b.sum) && close(a.weighted, b.weighted);
 }
-
-}  // namespace
 
 namespace {
 bool is_save_op(const SegmentRecord& r, std::string_view op) {
@@ -196,7 +257,7 @@ void RecomputeObserver::on_outputs(std::string_view op, const TensorList& output
         << "' has no counterpart";
   } else {
     const OpChecksum& then = record_.checksums[static_cast<std::size_t>(index)];
-    if (same(then, now) && then.op == now.op) return;
+    if (same_values(then, now) && then.op == now.op) return;
     msg.precision(9);
     msg << "checkpoint '" << record_.name
         << "': the recomputed forward differs from the original at op #" << index << " '" << op
@@ -205,8 +266,7 @@ void RecomputeObserver::on_outputs(std::string_view op, const TensorList& output
     if (then.op != now.op) {
       msg << ", which the forward ran as '" << context->label(then.op) << "'";
     } else {
-      msg << ": " << now.numel << " values summing to " << now.sum << " instead of " << then.sum;
-      if (now.numel != then.numel) msg << " (" << then.numel << " values in the forward)";
+      msg << ": " << describe(now) << " instead of " << describe(then);
     }
   }
   msg << ". Recomputation must repeat the forward exactly; a random op without "

@@ -53,6 +53,17 @@ std::string segment_name(const CheckpointOptions& options);
 // parameters and model inputs stay what they are).
 void mark_checkpoint_inputs(const TensorList& inputs);
 
+// Where an op output holds one kind of non-finite value: how many, and a hash of their
+// positions (a sum of mixed indices, exact and independent of the order of the sum).
+struct NonFinite {
+  std::int64_t count = 0;
+  std::uint64_t places = 0;
+  bool operator==(const NonFinite&) const = default;
+};
+
+// Sums over the finite values, and the places of the others: values that are equal, infinities
+// included, give equal checksums, and so do NaNs in the same places (a causal mask's -inf, a
+// padded attention row's NaN), which no sum of the values could tell apart.
 struct OpChecksum {
   LabelId op = 0;
   LabelId node = 0;
@@ -61,7 +72,14 @@ struct OpChecksum {
   double sum = 0;
   double weighted = 0;  // position-weighted, so that a permutation shows
   double abs = 0;
+  NonFinite pos_inf, neg_inf, nan;
 };
+
+// Whether two checksums stand for the same values (finite sums within float rounding of the
+// sums' size, non-finite values in the same places).
+bool same_values(const OpChecksum& a, const OpChecksum& b);
+// The checksum of `outputs` (op and node left to the caller).
+OpChecksum checksum_values(const TensorList& outputs);
 
 // An output a selective policy kept, by its position among the segment's op outputs (the
 // record() that made it; an op of several outputs keeps each, in order, under one index).

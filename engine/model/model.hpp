@@ -104,7 +104,7 @@ struct Scenario {
   bool batch_fixed = false;        // shapes were folded at load (ONNX): batch cannot change
   std::string loss_type;           // model loss: "cross_entropy", "mse_loss", ... (display)
   // The real run needs more memory than a usual machine has (GPT-2 small at batch 32): tests
-  // and tools run it dry only (CheckpointConfig::dry_run).
+  // and tools run it dry only (RunSettings::dry_run).
   bool dry_run_only = false;
 };
 

@@ -72,6 +72,14 @@ class Importer {
   const Value& emit_op(const onnx::NodeProto& n, const std::string& type,
                        const std::vector<std::string>& inputs, Attributes attrs,
                        const std::string& output = "");
+  // The same with one named output per op output ("" for a fresh name); returns the names.
+  std::vector<std::string> emit_node(const onnx::NodeProto& n, const std::string& type,
+                                     const std::vector<std::string>& inputs, Attributes attrs,
+                                     std::vector<std::string> outputs);
+  // Leaves out the ops a rule marked with drop_if_unused that nothing reads any more (and
+  // what only they read), once every node is translated.
+  void drop_unused_ops();
+  void note_index_range(const std::string& graph, std::int64_t classes);
   // A graph value for `v`: itself, or (for a constant used as a tensor operand) a constant of
   // the model.
   std::string operand(const onnx::NodeProto& n, std::size_t i, const Inputs& in);
@@ -110,6 +118,10 @@ class Importer {
   // module -> the torch.nn class its single op shows as ("" for none)
   std::map<std::string, std::string> module_class_;
   std::map<std::string, std::int64_t> module_node_count_;
+  // The emitted op that made each graph value, as rules see it, and its index in m_.ops.
+  std::unordered_map<std::string, OnnxNode::Producer> producers_;
+  std::unordered_map<std::string, std::size_t> producer_index_;
+  std::vector<std::string> droppable_;
   std::vector<Claim> claims_;
   std::unordered_map<const onnx::NodeProto*, std::size_t> claim_of_;  // node -> claims_ index
   const Claim* fusing_ = nullptr;  // the claim whose op emit_op is making

@@ -318,6 +318,7 @@ void Importer::run() {
     if (std::find(m_.outputs.begin(), m_.outputs.end(), it->second.graph) == m_.outputs.end())
       m_.outputs.push_back(it->second.graph);
   }
+  drop_unused_ops();
   // A module that is one ONNX node (or one fused subgraph) is named after that op's PyTorch
   // layer (its rule's or its pattern's).
   for (auto& [path, mod] : modules_) {

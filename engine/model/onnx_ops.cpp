@@ -21,6 +21,11 @@ std::optional<AttrValue> attr_value(const onnx::AttributeProto& a) {
       return AttrValue{std::vector<std::int64_t>(a.ints().begin(), a.ints().end())};
     case A::FLOATS:
       return AttrValue{std::vector<double>(a.floats().begin(), a.floats().end())};
+    case A::STRINGS: {  // one string, comma-separated (an RNN's activations: "Sigmoid,Tanh,Tanh")
+      std::string joined;
+      for (const auto& e : a.strings()) joined += (joined.empty() ? "" : ",") + e;
+      return AttrValue{joined};
+    }
     case A::UNDEFINED:  // files from old exporters leave the type out: read what is set
       if (a.ints_size())
         return AttrValue{std::vector<std::int64_t>(a.ints().begin(), a.ints().end())};
@@ -70,7 +75,35 @@ class NodeView final : public OnnxNode {
                            Attributes attrs, const std::string& output) override {
     return im_.emit_op(n_, type, inputs, std::move(attrs), output);
   }
+  std::vector<OnnxValue> emit_multi(const std::string& type, const std::vector<std::string>& inputs,
+                                    Attributes attrs,
+                                    const std::vector<std::string>& outputs) override {
+    std::vector<OnnxValue> values;
+    for (const auto& name : im_.emit_node(n_, type, inputs, std::move(attrs), outputs))
+      values.push_back(im_.values_.at(name));
+    return values;
+  }
   std::string operand(std::size_t i) override { return im_.operand(n_, i, in_); }
+  const Producer* producer(const std::string& graph) const override {
+    auto it = im_.producers_.find(graph);
+    return it == im_.producers_.end() ? nullptr : &it->second;
+  }
+  const Tensor* probe(const std::string& graph) const override {
+    auto it = im_.probes_.find(graph);
+    return it == im_.probes_.end() ? nullptr : &it->second;
+  }
+  bool is_parameter(const std::string& graph) const override {
+    return std::any_of(im_.m_.parameters.begin(), im_.m_.parameters.end(),
+                       [&](const ParameterInfo& p) { return p.name == graph && !p.is_buffer; });
+  }
+  bool is_model_input(const std::string& graph) const override {
+    return std::any_of(im_.m_.inputs.begin(), im_.m_.inputs.end(),
+                       [&](const InputInfo& in) { return in.name == graph; });
+  }
+  void drop_if_unused(const std::string& graph) override { im_.droppable_.push_back(graph); }
+  void note_index_range(const std::string& graph, std::int64_t classes) override {
+    im_.note_index_range(graph, classes);
+  }
   void define(const std::string& onnx_name, OnnxValue v) override {
     im_.define(onnx_name, std::move(v));
   }
@@ -140,6 +173,12 @@ std::string Importer::operand(const onnx::NodeProto& n, std::size_t i, const Inp
 const Value& Importer::emit_op(const onnx::NodeProto& n, const std::string& type,
                                const std::vector<std::string>& inputs, Attributes attrs,
                                const std::string& output) {
+  return values_.at(emit_node(n, type, inputs, std::move(attrs), {output}).at(0));
+}
+
+std::vector<std::string> Importer::emit_node(const onnx::NodeProto& n, const std::string& type,
+                                             const std::vector<std::string>& inputs,
+                                             Attributes attrs, std::vector<std::string> outputs) {
   OpNode op;
   op.module = module_of(n);
   if (fusing_) {
@@ -154,7 +193,9 @@ const Value& Importer::emit_op(const onnx::NodeProto& n, const std::string& type
   op.op_type = type;
   op.inputs = inputs;
   op.attrs = std::move(attrs);
-  op.outputs = {output.empty() ? op.name : output};
+  for (std::size_t k = 0; k < outputs.size(); ++k)
+    if (outputs[k].empty()) outputs[k] = k == 0 ? op.name : op.name + ":" + std::to_string(k);
+  op.outputs = outputs;
   TensorList xs;
   for (const auto& v : inputs) xs.push_back(v.empty() ? Tensor() : probes_.at(v));
   // Values computed at run time are probed for their shapes only: on the meta device, so that
@@ -163,6 +204,9 @@ const Value& Importer::emit_op(const onnx::NodeProto& n, const std::string& type
     DeviceScope meta(Device::meta);
     return run_op_node(*find_op_kind(type), op, xs);
   }();
+  if (ys.size() != outputs.size())
+    fail(n, "engine op '" + type + "' makes " + std::to_string(ys.size()) + " outputs, " +
+                std::to_string(outputs.size()) + " were named");
   if (counted_ != &n) {
     counted_ = &n;
     ++module_node_count_[op.module];
@@ -172,12 +216,54 @@ const Value& Importer::emit_op(const onnx::NodeProto& n, const std::string& type
                                : nullptr;
     module_class_[op.module] = kind ? kind : "";
   }
-  probes_[op.outputs[0]] = ys[0];
-  const std::string out = op.outputs[0];
+  for (const auto& out : outputs) {
+    producers_[out] = OnnxNode::Producer{op.op_type, op.inputs, op.attrs};
+    producer_index_[out] = m_.ops.size();
+  }
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    probes_[outputs[k]] = ys[k];
+    values_[outputs[k]] = Value{false, outputs[k], ys[k]};
+  }
   m_.ops.push_back(std::move(op));
-  Value& v = values_[out.empty() ? std::string("?") : out];
-  v = Value{false, out, ys[0]};
-  return v;
+  return outputs;
+}
+
+void Importer::drop_unused_ops() {
+  if (droppable_.empty()) return;
+  std::unordered_map<std::string, std::int64_t> uses;
+  for (const auto& op : m_.ops)
+    for (const auto& v : op.inputs)
+      if (!v.empty()) ++uses[v];
+  for (const auto& v : m_.outputs) ++uses[v];
+  std::vector<bool> dropped(m_.ops.size(), false);
+  std::vector<std::string> work = droppable_;
+  while (!work.empty()) {
+    const std::string v = work.back();
+    work.pop_back();
+    const auto at = producer_index_.find(v);
+    if (uses[v] > 0 || at == producer_index_.end() || dropped[at->second]) continue;
+    const OpNode& op = m_.ops[at->second];
+    if (std::any_of(op.outputs.begin(), op.outputs.end(),
+                    [&](const auto& o) { return uses[o] > 0; }))
+      continue;
+    dropped[at->second] = true;
+    for (const auto& in : op.inputs)
+      if (!in.empty() && --uses[in] == 0) work.push_back(in);
+  }
+  std::vector<OpNode> kept;
+  for (std::size_t i = 0; i < m_.ops.size(); ++i)
+    if (!dropped[i]) kept.push_back(std::move(m_.ops[i]));
+  m_.ops = std::move(kept);
+  // Constants only the dropped ops read.
+  for (auto it = m_.constants.begin(); it != m_.constants.end();)
+    it = uses.count(it->first) && uses[it->first] == 0 ? m_.constants.erase(it) : std::next(it);
+  producer_index_.clear();  // indices into the old list
+}
+
+void Importer::note_index_range(const std::string& graph, std::int64_t classes) {
+  for (auto& in : m_.inputs)
+    if (in.name == graph && in.dtype == DType::i64 && !in.is_target && classes > 0)
+      in.classes = in.classes > 0 ? std::min(in.classes, classes) : classes;
 }
 
 }  // namespace ckpt::onnx_import

@@ -15,6 +15,7 @@
 #include "engine/ops/matmul.hpp"
 #include "engine/ops/norm.hpp"
 #include "engine/ops/pool.hpp"
+#include "engine/ops/recurrent.hpp"
 #include "engine/ops/reduce.hpp"
 #include "engine/ops/resize.hpp"
 #include "engine/ops/shape_ops.hpp"

@@ -42,6 +42,7 @@ void translate_cast(OnnxNode& n) {
       target = DType::f64;
       break;
     case kInt64:
+    case kInt32:  // held in int64, as the load-time fold holds it (a sequence_lens input)
       target = DType::i64;
       break;
     case kBool:
@@ -49,7 +50,7 @@ void translate_cast(OnnxNode& n) {
       break;
     default:
       n.fail("a Cast of a value computed at run time to element type " + std::to_string(to) +
-             " is not supported (FLOAT, DOUBLE, INT64, BOOL)");
+             " is not supported (FLOAT, DOUBLE, INT32, INT64, BOOL)");
   }
   if (first(n).dtype() == target) return n.alias(n.y(), n.input(0, "first"));
   n.define(n.y(),

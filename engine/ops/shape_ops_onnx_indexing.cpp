@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "engine/ops/shape_ops.hpp"
 #include "engine/ops/shape_ops_onnx.hpp"
@@ -44,6 +46,22 @@ bool fold_concat(OnnxNode& n) {
   return n.fold_to(make(o, s, x.dtype()));
 }
 
+namespace {
+// The model input whose values reach `graph` unchanged (through reshapes and selections), or "".
+std::string input_behind(const OnnxNode& n, std::string graph) {
+  static const std::set<std::string> keeps_values{
+      "reshape", "view",  "flatten",   "squeeze", "unsqueeze", "identity", "contiguous",
+      "clone",   "slice", "transpose", "permute", "select",    "expand"};
+  for (int hops = 0; hops < 64; ++hops) {
+    if (n.is_model_input(graph)) return graph;
+    const OnnxNode::Producer* p = n.producer(graph);
+    if (!p || !keeps_values.count(p->type) || p->inputs.empty()) return "";
+    graph = p->inputs[0];
+  }
+  return "";
+}
+}  // namespace
+
 void translate_gather(OnnxNode& n) {
   const OnnxValue& data = n.input(0, "first");
   const OnnxValue& idx = n.input(1, "indices");
@@ -53,8 +71,13 @@ void translate_gather(OnnxNode& n) {
         n.y(),
         n.emit_op("select", {data.graph},
                   {{"dim", axis}, {"index", static_cast<std::int64_t>(idx.probe.item())}}, n.y()));
-  if (axis == 0 && data.probe.dim() == 2 && idx.probe.dtype() == DType::i64)
+  if (axis == 0 && data.probe.dim() == 2 && idx.probe.dtype() == DType::i64) {
+    // Token ids from a model input: a run without explicit inputs draws them in the table.
+    if (!idx.constant)
+      if (const std::string in = input_behind(n, idx.graph); !in.empty())
+        n.note_index_range(in, data.probe.shape()[0]);
     return n.define(n.y(), n.emit_op("embedding", {data.graph, n.operand(1)}, {}, n.y()));
+  }
   n.fail(
       "Gather is supported on a computed value with one known index, or as an embedding "
       "(axis 0 of a 2-D table)");

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/model/module_range.hpp"
 #include "engine/ops/schema/op_schema.hpp"
-#include "engine/run/module_range.hpp"
 
 namespace ckpt {
 
@@ -38,7 +38,7 @@ void add_costs(const PlanEvaluator& ev, const Model& model, Candidate& c,
   for (const auto& v : inputs)
     if (auto it = ev.value_bytes().find(v); it != ev.value_bytes().end())
       c.input_bytes += it->second;
-  c.rng_bytes = ev.base().preserve_rng_state ? rng : 0;
+  c.rng_bytes = ev.settings().preserve_rng_state ? rng : 0;
 }
 
 Candidate module_candidate(const PlanEvaluator& ev, const Module& m, int level) {
@@ -120,8 +120,8 @@ CandidateSet find_candidates(const PlanEvaluator& ev, const CandidateOptions& op
   return set;
 }
 
-CheckpointConfig plan_config(const CandidateSet& set, const std::vector<int>& chosen) {
-  CheckpointConfig c;
+CheckpointPlan plan_config(const CandidateSet& set, const std::vector<int>& chosen) {
+  CheckpointPlan c;
   for (int i : chosen) {
     const Candidate& x = set.items[static_cast<std::size_t>(i)];
     if (x.is_range) {

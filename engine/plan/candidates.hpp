@@ -48,7 +48,7 @@ CandidateSet find_candidates(const PlanEvaluator& evaluator, const CandidateOpti
 // Whether two candidates can be checkpointed together (nested or apart, never crossing).
 bool compatible(const Candidate& a, const Candidate& b);
 
-// The config checkpointing the chosen candidates (indices into set.items).
-CheckpointConfig plan_config(const CandidateSet& set, const std::vector<int>& chosen);
+// The plan checkpointing the chosen candidates (indices into set.items).
+CheckpointPlan plan_config(const CandidateSet& set, const std::vector<int>& chosen);
 
 }  // namespace ckpt

@@ -4,54 +4,50 @@
 #include <stdexcept>
 
 #include "engine/autograd/saved_tensors.hpp"
-#include "engine/run/memory_guard.hpp"
+#include "engine/report/figures.hpp"
+#include "engine/request/execute.hpp"
 
 namespace ckpt {
 
 namespace {
 
-std::int64_t category(const CategoryBytes& b, MemoryCategory c) {
-  return b[static_cast<std::size_t>(c)];
+// The pipeline's result alone: the planner reads figures from traces, it wants no report.
+std::shared_ptr<const RunResult> run_plain(const RunTarget& target, const RunRequest& request,
+                                           const std::atomic<bool>* cancel) {
+  RequestOptions options;
+  options.report = ReportDetail::none;
+  options.cancel = cancel;
+  RunOutcome outcome = execute(target, request, options);
+  if (outcome.result) return std::move(outcome.result);
+  auto cancelled = std::make_shared<RunResult>();
+  cancelled->set_status(RunStatus::cancelled, "cancelled");
+  return cancelled;
 }
 
 }  // namespace
 
-std::string plan_key(const CheckpointConfig& plan) {
-  std::string key;
-  for (const auto& m : plan.modules) key += m + ";";
-  auto ranges = plan.ranges;
-  std::sort(ranges.begin(), ranges.end());
-  key += "|";
-  for (const auto& [a, b] : ranges) key += a + ".." + b + ";";
-  if (plan.segments > 0) key += "|segments=" + std::to_string(plan.segments);
-  return key;
-}
-
-PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, CheckpointConfig base,
-                             const std::atomic<bool>* cancel)
-    : runner_(std::move(model)), base_(std::move(base)), cancel_(cancel) {
-  base_.modules.clear();
-  base_.ranges.clear();
-  base_.segments = 0;
+PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, RunSettings settings,
+                             SelectivePolicy policy, const std::atomic<bool>* cancel)
+    : target_(std::move(model)), settings_(std::move(settings)), policy_(policy), cancel_(cancel) {
   // Per node: its forward time over the number of its forward steps, so that a recompute of
   // the node's steps costs what its forward did; the least of three real runs (the first one
-  // pays for cold caches and first allocations), or one dry run's estimates when a real run
-  // would not fit in memory.
-  CheckpointConfig timing = run_config(base_);
-  times_measured_ = check_memory_guard(runner_, timing).fits;
-  timing.dry_run = !times_measured_;
-  RunResult r;
+  // pays for cold caches and first allocations), or one dry run's estimates when the memory
+  // guard does not let a real run start.
+  RunRequest timing = evaluation_request({});
+  timing.settings.dry_run = false;
+  std::shared_ptr<const RunResult> r;
   std::unordered_map<std::string, std::int64_t> steps;
   for (int attempt = 0; attempt < (times_measured_ ? 3 : 1); ++attempt) {
-    r = runner_.run(timing, cancel_);
-    if (!r.ok)
-      throw std::runtime_error("planning " + runner_.model().source +
-                               ": the model does not run without checkpointing: " + r.error);
+    r = run_plain(target_, timing, cancel_);
+    if (!r->ok)
+      throw std::runtime_error("planning " + target_.model().source +
+                               ": the model does not run without checkpointing: " + r->error);
+    times_measured_ = !r->dry_run;
     std::unordered_map<std::string, std::int64_t> total;
     steps.clear();
-    for (std::int64_t k = 0; k < r.trace.step_count(); ++k) {
-      if (r.trace.step_phase(k) != Phase::forward) continue;
-      const TraceStep s = r.trace.step(k);
+    for (std::int64_t k = 0; k < r->trace.step_count(); ++k) {
+      if (r->trace.step_phase(k) != Phase::forward) continue;
+      const TraceStep s = r->trace.step(k);
       total[s.node] += std::max<std::int64_t>(s.duration_ns, 1);
       ++steps[s.node];
     }
@@ -63,24 +59,29 @@ PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, CheckpointConfi
   }
   steps_ = std::move(steps);
   // Bytes and saved tensors from a dry run: the same as the real run's, event for event.
-  if (!r.dry_run) r = runner_.run(run_config(base_), cancel_);
-  for (const TensorLife& t : r.trace.tensors()) values_.emplace(t.name, t.bytes);
-  saved_ = forward_saved_bytes_by_node(r.trace);
-  baseline_ = measure(r);
-  for (const auto& [name, g] : r.gradients) gradients_.push_back(name);
-  cache_[plan_key(base_)] = baseline_;
+  if (!r->dry_run) r = run_plain(target_, evaluation_request({}), cancel_);
+  for (const TensorLife& t : r->trace.tensors()) values_.emplace(t.name, t.bytes);
+  saved_ = forward_saved_bytes_by_node(r->trace);
+  baseline_ = measure(*r);
+  for (const auto& [name, g] : r->gradients) gradients_.push_back(name);
+  cache_[evaluation_request({}).plan.key()] = baseline_;
   runs_ = 1;
 }
 
-CheckpointConfig PlanEvaluator::run_config(const CheckpointConfig& plan) const {
-  CheckpointConfig c = base_;
-  c.modules = plan.modules;
-  c.ranges = plan.ranges;
-  c.segments = plan.segments;
-  c.threads = 1;
-  c.dry_run = true;
-  c.check_recompute = false;
-  return c;
+RunRequest PlanEvaluator::request(const CheckpointPlan& plan) const {
+  RunRequest r;
+  r.plan = plan;
+  r.plan.policy = policy_;
+  r.settings = settings_;
+  return r;
+}
+
+RunRequest PlanEvaluator::evaluation_request(const CheckpointPlan& plan) const {
+  RunRequest r = request(plan);
+  r.settings.threads = 1;
+  r.settings.dry_run = true;
+  r.settings.check_recompute = false;
+  return r;
 }
 
 Evaluation PlanEvaluator::measure(const RunResult& r) const {
@@ -95,22 +96,22 @@ Evaluation PlanEvaluator::measure(const RunResult& r) const {
     if (it != op_ns_.end()) e.recompute_ns += it->second;
   }
   const CategoryBytes end = r.trace.memory_at(r.trace.forward_end());
-  e.saved_bytes =
-      category(end, MemoryCategory::activation) + category(end, MemoryCategory::checkpoint_input);
-  e.rng_bytes = category(end, MemoryCategory::rng_state);
+  e.saved_bytes = ckpt::saved_for_backward(end);
+  e.rng_bytes = end[static_cast<std::size_t>(MemoryCategory::rng_state)];
   return e;
 }
 
-Evaluation PlanEvaluator::evaluate(const CheckpointConfig& plan) const {
-  const std::string key = plan_key(plan);
+Evaluation PlanEvaluator::evaluate(const CheckpointPlan& plan) const {
+  const RunRequest request = evaluation_request(plan);
+  const std::string key = request.plan.key();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   }
-  const RunResult r = runner_.run(run_config(plan), cancel_);
-  if (r.cancelled()) return Evaluation{false, "cancelled"};
-  Evaluation e = measure(r);
-  if (e.ok) check_gradients(r, e);
+  const auto r = run_plain(target_, request, cancel_);
+  if (r->cancelled()) return Evaluation{false, "cancelled"};
+  Evaluation e = measure(*r);
+  if (e.ok) check_gradients(*r, e);
   std::lock_guard<std::mutex> lock(mutex_);
   ++runs_;
   cache_.emplace(key, e);
@@ -129,13 +130,13 @@ void PlanEvaluator::check_gradients(const RunResult& r, Evaluation& e) const {
             "): a reentrant checkpoint whose inputs do not require grad cuts them off";
 }
 
-std::int64_t PlanEvaluator::saved_for_backward(const CheckpointConfig& plan) const {
-  CheckpointConfig c = run_config(plan);
-  c.backward = false;
-  const RunResult r = runner_.run(c, cancel_);
-  if (!r.ok) throw std::runtime_error("the plan's forward failed: " + r.error);
-  TensorList roots = r.outputs;
-  if (r.loss.defined()) roots.push_back(r.loss);
+std::int64_t PlanEvaluator::saved_for_backward(const CheckpointPlan& plan) const {
+  RunRequest forward_only = evaluation_request(plan);
+  forward_only.settings.backward = false;
+  const auto r = run_plain(target_, forward_only, cancel_);
+  if (!r->ok) throw std::runtime_error("the plan's forward failed: " + r->error);
+  TensorList roots = r->outputs;
+  if (r->loss.defined()) roots.push_back(r->loss);
   return saved_tensor_bytes(roots);
 }
 

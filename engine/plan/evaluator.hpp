@@ -3,11 +3,12 @@
 // The one door through which the planner judges a plan: every strategy's result, every point of
 // the frontier and every candidate's cost comes from evaluate(), never from a cost model alone.
 //
-// An evaluation is a dry run of the engine on one thread (CheckpointConfig::dry_run: the real
-// run's allocations byte for byte, no arithmetic), so a plan's peak is exact at any size and
-// costs a few percent of a real run. The recompute cost unit, each node's forward time, is
-// measured by real runs of the unplanned model when it fits this machine's memory (the memory
-// guard), and estimated from the op table's FLOPs and bytes when it does not.
+// An evaluation is a dry run of the engine on one thread (a dry-run request through
+// engine/request/execute.hpp: the real run's allocations byte for byte, no arithmetic), so a
+// plan's peak is exact at any size and costs a few percent of a real run. The recompute cost
+// unit, each node's forward time, is measured by real runs of the unplanned model when the
+// memory guard lets them run, and estimated from the op table's FLOPs and bytes when it does
+// not.
 
 #include <atomic>
 #include <cstdint>
@@ -18,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/run/runner.hpp"
+#include "engine/request/run_target.hpp"
 
 namespace ckpt {
 
@@ -39,13 +40,14 @@ struct Evaluation {
 
 class PlanEvaluator {
  public:
-  // `base` holds the run settings (variant, RNG, seed, batch, loss); its modules, ranges and
-  // segments are ignored: each plan brings its own. Measures the baseline (no checkpoint) once.
-  PlanEvaluator(std::shared_ptr<const Model> model, CheckpointConfig base,
+  // Plans are run with `settings` (variant, RNG, seed, batch, loss) and, inside their
+  // checkpoints, `policy`. Measures the baseline (no checkpoint) once.
+  PlanEvaluator(std::shared_ptr<const Model> model, RunSettings settings,
+                SelectivePolicy policy = SelectivePolicy::none,
                 const std::atomic<bool>* cancel = nullptr);
 
-  // Thread-safe; the same plan is run once (results are cached by its modules and ranges).
-  Evaluation evaluate(const CheckpointConfig& plan) const;
+  // Thread-safe; the same plan is run once (results are cached by its key).
+  Evaluation evaluate(const CheckpointPlan& plan) const;
   const Evaluation& baseline() const { return baseline_; }
   // The forward time the baseline measured per op node, in ns (the recompute cost unit).
   const std::unordered_map<std::string, std::int64_t>& op_cost_ns() const { return op_ns_; }
@@ -56,23 +58,29 @@ class PlanEvaluator {
   const std::unordered_map<std::string, std::int64_t>& value_bytes() const { return values_; }
   // Bytes the plan's forward keeps for backward, as PyTorch's saved_tensors_hooks count them
   // (distinct storages, parameters and buffers left out): a forward-only run.
-  std::int64_t saved_for_backward(const CheckpointConfig& plan) const;
+  std::int64_t saved_for_backward(const CheckpointPlan& plan) const;
   // Runs made so far (cache misses), for the benchmarks and the report.
   std::int64_t runs() const;
   // Whether the per-node times behind recompute costs were measured (real baseline runs) or
   // estimated (the model does not fit this machine: dry-run estimates).
   bool times_measured() const { return times_measured_; }
-  const Model& model() const { return runner_.model(); }
-  const CheckpointConfig& base() const { return base_; }
-  // The plan's modules and ranges over the base settings: what evaluate() runs.
-  CheckpointConfig run_config(const CheckpointConfig& plan) const;
+  const Model& model() const { return target_.model(); }
+  const RunSettings& settings() const { return settings_; }
+  SelectivePolicy policy() const { return policy_; }
+  // The plan as the evaluator runs it: the evaluator's policy, and the settings as asked (the
+  // request a user runs, and the code export writes).
+  RunRequest request(const CheckpointPlan& plan) const;
 
  private:
   Evaluation measure(const RunResult& r) const;
   void check_gradients(const RunResult& r, Evaluation& e) const;
 
-  Runner runner_;
-  CheckpointConfig base_;
+  // The plan as evaluate() runs it: a dry run on one thread, without the recompute check.
+  RunRequest evaluation_request(const CheckpointPlan& plan) const;
+
+  RunTarget target_;
+  RunSettings settings_;
+  SelectivePolicy policy_;
   const std::atomic<bool>* cancel_;
   std::unordered_map<std::string, std::int64_t> op_ns_, saved_, steps_, values_;
   Evaluation baseline_;
@@ -80,10 +88,7 @@ class PlanEvaluator {
   mutable std::mutex mutex_;
   mutable std::map<std::string, Evaluation> cache_;
   mutable std::int64_t runs_ = 0;
-  bool times_measured_ = true;
+  bool times_measured_ = true;  // until a timing run says otherwise
 };
-
-// A canonical text of a plan's modules and ranges (the cache key, and how tests compare plans).
-std::string plan_key(const CheckpointConfig& plan);
 
 }  // namespace ckpt

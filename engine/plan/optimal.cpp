@@ -143,7 +143,7 @@ std::vector<PlanPoint> Planner::sweep(std::int64_t budget, int steps) {
   std::set<std::string> seen;
   auto add = [&](PlanPoint p) {
     // Plans that do not run stay in the list (the user sees why), never on the frontier.
-    if (seen.insert(plan_key(p.config) + strategy_name(p.strategy)).second)
+    if (seen.insert(p.plan.key() + strategy_name(p.strategy)).second)
       points.push_back(std::move(p));
   };
   for (Strategy s :

@@ -53,7 +53,7 @@ std::string user_name(const Model& m, const std::string& path, std::string* prob
   return mod->definition;
 }
 
-std::string apply_code(const Model& m, const CheckpointConfig& c, bool with_imports) {
+std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
   std::ostringstream s;
   std::vector<std::string> problems;
   if (with_imports)
@@ -62,22 +62,22 @@ std::string apply_code(const Model& m, const CheckpointConfig& c, bool with_impo
     << "    CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper)\n\n"
     << "MODULES = [";
   std::set<std::string> names;
-  for (const auto& path : c.modules) {
+  for (const auto& path : c.plan.modules) {
     std::string problem;
     names.insert(user_name(m, path, &problem));
     if (!problem.empty()) problems.push_back(problem);
   }
   for (const auto& n : names) s << "\n    " << quote(n) << ",";
   s << (names.empty() ? "]\n" : "\n]\n") << "RANGES = [";
-  for (const auto& [a, b] : c.ranges) {
+  for (const auto& [a, b] : c.plan.ranges) {
     std::string pa, pb;
     s << "\n    (" << quote(user_name(m, a, &pa)) << ", " << quote(user_name(m, b, &pb)) << "),";
     for (auto* p : {&pa, &pb})
       if (!p->empty()) problems.push_back(*p);
   }
-  s << (c.ranges.empty() ? "]\n" : "\n]\n");
+  s << (c.plan.ranges.empty() ? "]\n" : "\n]\n");
   for (const auto& p : problems) s << "# NOTE: " << p << "\n";
-  const std::string impl = c.use_reentrant ? "REENTRANT" : "NO_REENTRANT";
+  const std::string impl = c.settings.use_reentrant ? "REENTRANT" : "NO_REENTRANT";
   s << "\n\n"
     << kRangeHelper << "\n\n"
     << "def apply_plan(model):\n"
@@ -98,33 +98,33 @@ std::string apply_code(const Model& m, const CheckpointConfig& c, bool with_impo
     << "            setattr(parent, child, wrapper(getattr(parent, child)))\n"
     << "    for first, last in RANGES:\n"
     << "        checkpoint_range(model, first, last, use_reentrant="
-    << (c.use_reentrant ? "True" : "False")
-    << (c.preserve_rng_state ? "" : ", preserve_rng_state=False") << ")\n"
+    << (c.settings.use_reentrant ? "True" : "False")
+    << (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False") << ")\n"
     << "    return model\n";
   return s.str();
 }
 
 }  // namespace
 
-std::string plan_pytorch_code(const Model& model, const CheckpointConfig& plan) {
+std::string plan_pytorch_code(const Model& model, const RunRequest& request) {
   if (model.format == "onnx") {
     std::ostringstream s;
     s << "# Checkpoint plan for " << model.source << ", exported to ONNX from a PyTorch model.\n"
       << "# Apply it to the nn.Module you exported: apply_plan(model). The names are that\n"
       << "# model's submodules; ranges assume their parent calls them in a chain.\n";
-    return s.str() + apply_code(model, plan, true);
+    return s.str() + apply_code(model, request, true);
   }
-  if (plan.ranges.empty()) return pytorch_code(model, plan);
+  if (request.plan.ranges.empty()) return pytorch_code(model, request);
   // The code view writes the modules' checkpoint() calls; the ranges wrap its model by name.
-  std::string code = pytorch_code(model, plan);
+  std::string code = pytorch_code(model, request);
   const std::string anchor = "    model.train()\n";
   const auto at = code.find(anchor);
   const auto main_at = code.find("if __name__ == \"__main__\":");
   if (at == std::string::npos || main_at == std::string::npos) return code;
   std::string ranges;
-  for (const auto& [a, b] : plan.ranges)
+  for (const auto& [a, b] : request.plan.ranges)
     ranges += "    checkpoint_range(model, " + quote(a) + ", " + quote(b) +
-              ", use_reentrant=" + (plan.use_reentrant ? "True" : "False") + ")\n";
+              ", use_reentrant=" + (request.settings.use_reentrant ? "True" : "False") + ")\n";
   code.insert(at, ranges);
   code.insert(main_at, std::string(kRangeHelper) + "\n\n");
   return code;

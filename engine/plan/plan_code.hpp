@@ -9,10 +9,10 @@
 #include <string>
 
 #include "engine/model/model.hpp"
-#include "engine/run/runner.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt {
 
-std::string plan_pytorch_code(const Model& model, const CheckpointConfig& plan);
+std::string plan_pytorch_code(const Model& model, const RunRequest& request);
 
 }  // namespace ckpt

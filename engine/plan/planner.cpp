@@ -6,7 +6,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 
 namespace ckpt {
 
@@ -44,8 +44,9 @@ PlanPoint Planner::point(Strategy s, std::vector<int> chosen, std::int64_t budge
   PlanPoint p;
   p.strategy = s;
   p.chosen = std::move(chosen);
-  p.config = plan_config(set_, p.chosen);
-  p.eval = ev_.evaluate(p.config);
+  p.plan = plan_config(set_, p.chosen);
+  p.plan.policy = ev_.policy();
+  p.eval = ev_.evaluate(p.plan);
   p.fits = p.eval.ok && p.eval.peak_bytes <= budget;
   if (p.eval.ok && (!lowest_ || p.eval.peak_bytes < lowest_->eval.peak_bytes)) lowest_ = p;
   return p;
@@ -242,8 +243,8 @@ std::vector<PlanPoint> pareto_frontier(const std::vector<PlanPoint>& points) {
 
 std::string plan_text(const PlanPoint& p) {
   std::string s;
-  for (const auto& m : p.config.modules) s += (s.empty() ? "" : ", ") + m;
-  for (const auto& [a, b] : p.config.ranges) s += (s.empty() ? "" : ", ") + a + ".." + b;
+  for (const auto& m : p.plan.modules) s += (s.empty() ? "" : ", ") + m;
+  for (const auto& [a, b] : p.plan.ranges) s += (s.empty() ? "" : ", ") + a + ".." + b;
   return s.empty() ? "(nothing)" : s;
 }
 

@@ -29,9 +29,9 @@ std::string owner_of(const std::string& param) {
   return dot == std::string::npos ? std::string() : param.substr(0, dot);
 }
 
-std::string checkpoint_kwargs(const CheckpointConfig& c) {
-  std::string s = std::string(", use_reentrant=") + (c.use_reentrant ? "True" : "False");
-  if (!c.preserve_rng_state) s += ", preserve_rng_state=False";
+std::string checkpoint_kwargs(const RunRequest& c) {
+  std::string s = std::string(", use_reentrant=") + (c.settings.use_reentrant ? "True" : "False");
+  if (!c.settings.preserve_rng_state) s += ", preserve_rng_state=False";
   return s;
 }
 
@@ -42,7 +42,7 @@ std::string indent(const std::string& text, int n) {
   return out;
 }
 
-std::string onnx_code(const Model& m, const CheckpointConfig& c) {
+std::string onnx_code(const Model& m, const RunRequest& c) {
   std::ostringstream s;
   s << "# Checkpointing for " << m.source << ", exported to ONNX from a PyTorch model.\n"
     << "# Its Python source is not in the file: apply this to the PyTorch model you exported it\n"
@@ -57,27 +57,27 @@ std::string onnx_code(const Model& m, const CheckpointConfig& c) {
     << "        def forward(*args, _forward=module.forward):\n"
     << "            return checkpoint(_forward, *args, **kwargs)\n"
     << "        module.forward = forward\n\n\n";
-  if (c.modules.empty() && c.segments == 0) {
+  if (c.plan.modules.empty() && c.plan.segments == 0) {
     s << "# No module is checkpointed in this configuration.\n";
     return s.str();
   }
   std::set<std::string> defs;
-  for (const auto& path : c.modules) {
+  for (const auto& path : c.plan.modules) {
     const Module* mod = m.find_module(path);
     defs.insert(mod ? mod->definition : path);
   }
   if (!defs.empty()) {
     s << "use_checkpoint(model, [\n";
     for (const auto& d : defs) s << "    " << py::quote(d) << ",\n";
-    s << "], use_reentrant=" << (c.use_reentrant ? "True" : "False")
-      << (c.preserve_rng_state ? "" : ", preserve_rng_state=False") << ")\n";
+    s << "], use_reentrant=" << (c.settings.use_reentrant ? "True" : "False")
+      << (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False") << ")\n";
   }
-  if (c.segments > 0) {
+  if (c.plan.segments > 0) {
     s << "\n# checkpoint_sequential over the top-level modules (valid when the model's forward\n"
       << "# just chains them); always the reentrant variant in PyTorch 1.13.\n"
       << "children = list(model.children())\n"
-      << "model.forward = lambda x: checkpoint_sequential(children, " << c.segments << ", x"
-      << (c.preserve_rng_state ? "" : ", preserve_rng_state=False") << ")\n";
+      << "model.forward = lambda x: checkpoint_sequential(children, " << c.plan.segments << ", x"
+      << (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False") << ")\n";
   }
   return s.str();
 }
@@ -86,9 +86,9 @@ std::string onnx_code(const Model& m, const CheckpointConfig& c) {
 
 namespace ckpt {
 
-std::string pytorch_code(const Model& model, const CheckpointConfig& config) {
-  if (model.format == "onnx") return pytorch_code_detail::onnx_code(model, config);
-  return pytorch_code_detail::NativeWriter(model, config).write();
+std::string pytorch_code(const Model& model, const RunRequest& request) {
+  if (model.format == "onnx") return pytorch_code_detail::onnx_code(model, request);
+  return pytorch_code_detail::NativeWriter(model, request).write();
 }
 
 }  // namespace ckpt

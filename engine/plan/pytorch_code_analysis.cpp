@@ -57,7 +57,7 @@ int NativeWriter::sequential_kind(const Module& m) const {
         u.inputs.size() != 1 || u.outputs.size() != 1 ||
         u.inputs[0] != (k == 0 ? m.inputs.at(0) : units[k - 1].outputs[0]))
       return 0;
-    checkpointed += c_.modules.count(u.child->path);
+    checkpointed += c_.plan.modules.count(u.child->path);
   }
   if (m.inputs.size() != 1 || m.outputs.size() != 1 || units.back().outputs[0] != m.outputs[0])
     return 0;

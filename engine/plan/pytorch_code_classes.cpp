@@ -12,7 +12,7 @@
 
 namespace ckpt::pytorch_code_detail {
 
-NativeWriter::NativeWriter(const Model& m, const CheckpointConfig& c) : m_(m), c_(c) {
+NativeWriter::NativeWriter(const Model& m, const RunRequest& c) : m_(m), c_(c) {
   for (const auto& p : m.parameters) params_[p.name] = &p;
   if (m.scenario.loss == LossKind::model && !m.ops.empty() &&
       m.ops.back().outputs.front() == m.scenario.loss_value)
@@ -159,19 +159,19 @@ std::string NativeWriter::class_for(const Module& m,
 std::string NativeWriter::header() const {
   std::ostringstream h;
   h << "# " << m_.scenario.title << " (" << m_.source << ") as PyTorch 1.13 code.\n";
-  if (c_.modules.empty() && c_.segments == 0) {
+  if (c_.plan.modules.empty() && c_.plan.segments == 0) {
     h << "# No checkpointing: every activation is kept for backward.\n";
   } else {
     h << "# checkpoint() goes in forward(), around the call it covers, never in __init__.\n";
     h << "# Variant: "
-      << (c_.use_reentrant ? "reentrant (use_reentrant=True, 1.13's default)"
-                           : "non-reentrant (use_reentrant=False)")
-      << "; preserve_rng_state=" << (c_.preserve_rng_state ? "True" : "False") << ".\n";
+      << (c_.settings.use_reentrant ? "reentrant (use_reentrant=True, 1.13's default)"
+                                    : "non-reentrant (use_reentrant=False)")
+      << "; preserve_rng_state=" << (c_.settings.preserve_rng_state ? "True" : "False") << ".\n";
   }
-  if (c_.early_stop)
+  if (c_.settings.early_stop)
     h << "# early_stop=True needs PyTorch 2.1+ "
          "(torch.utils.checkpoint.set_checkpoint_early_stop).\n";
-  if (c_.policy == SelectivePolicy::save_matmul)
+  if (c_.plan.policy == SelectivePolicy::save_matmul)
     h << "# The save-matmul selective policy needs PyTorch 2.4+ "
          "(create_selective_checkpoint_contexts).\n";
   h << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -181,8 +181,8 @@ std::string NativeWriter::header() const {
 
 std::string NativeWriter::usage() const {
   std::ostringstream u;
-  const std::int64_t batch = c_.batch > 0 ? c_.batch : m_.scenario.batch;
-  u << "torch.manual_seed(" << c_.seed
+  const std::int64_t batch = c_.settings.batch > 0 ? c_.settings.batch : m_.scenario.batch;
+  u << "torch.manual_seed(" << c_.settings.seed
     << ")\nmodel = build_model()  # weights: "
        "model.load_state_dict(...) to use Checkpoint Lab's\nmodel.train()\n";
   std::string call;
@@ -204,7 +204,7 @@ std::string NativeWriter::usage() const {
       call += (call.empty() ? "" : ", ") + n;
       continue;
     }
-    const bool rg = !in.is_target && c_.input_requires_grad.value_or(in.requires_grad);
+    const bool rg = !in.is_target && c_.settings.input_requires_grad.value_or(in.requires_grad);
     u << n << " = torch.randn(" << py::ints(s) << (rg ? ", requires_grad=True" : "") << ")\n";
     if (!in.is_target) call += (call.empty() ? "" : ", ") + n;
   }
@@ -213,7 +213,7 @@ std::string NativeWriter::usage() const {
     outs +=
         (i ? ", " : "") + std::string(m_.outputs.size() == 1 ? "out" : "out" + std::to_string(i));
   u << outs << " = model(" << call << ")\n";
-  const LossKind kind = c_.loss.value_or(m_.scenario.loss);
+  const LossKind kind = c_.settings.loss.value_or(m_.scenario.loss);
   if (kind == LossKind::model && loss_op_ >= 0) {
     const OpNode& op = m_.ops[static_cast<std::size_t>(loss_op_)];
     u << "loss = " << py::op_expression(op, {"out", py::ident(op.inputs[1])}, {}) << "\n";

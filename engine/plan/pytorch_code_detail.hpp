@@ -23,11 +23,11 @@ bool is_identifier(const std::string& s);
 std::string attr_ref(const std::string& attr);
 std::string last_component(const std::string& path);
 std::string owner_of(const std::string& param);
-std::string checkpoint_kwargs(const CheckpointConfig& c);
+std::string checkpoint_kwargs(const RunRequest& c);
 std::string indent(const std::string& text, int n);
 
 // For an ONNX model, whose Python source is not known.
-std::string onnx_code(const Model& m, const CheckpointConfig& c);
+std::string onnx_code(const Model& m, const RunRequest& c);
 
 struct Unit {
   std::int64_t op = -1;           // an op of the module itself, or
@@ -53,7 +53,7 @@ class Names {
 
 class NativeWriter {
  public:
-  NativeWriter(const Model& m, const CheckpointConfig& c);
+  NativeWriter(const Model& m, const RunRequest& c);
 
   std::string write();
 
@@ -97,7 +97,7 @@ class NativeWriter {
   std::string usage() const;
 
   const Model& m_;
-  const CheckpointConfig& c_;
+  const RunRequest& c_;
   std::map<std::string, const ParameterInfo*> params_;
   std::int64_t loss_op_ = -1;
   std::map<std::string, std::set<std::string>> captured_;

@@ -29,7 +29,7 @@ std::string NativeWriter::render(const Module& m, const Unit& u, Names& names, i
     std::string list;
     for (const auto& a : args) list += (list.empty() ? "" : ", ") + a;
     const std::string callee = attr_ref(attr_of(*u.child));
-    if (c_.modules.count(u.child->path))
+    if (c_.plan.modules.count(u.child->path))
       return "checkpoint(" + callee + (list.empty() ? "" : ", " + list) + checkpoint_kwargs(c_) +
              ")";
     return callee + "(" + list + ")";
@@ -153,7 +153,7 @@ std::string NativeWriter::statements(const Module& m, const std::vector<Unit>& u
                                      std::map<std::string, int>& uses, Names& names) {
   std::string body;
   std::size_t i = 0;
-  if (m.path.empty() && c_.segments > 0) i = sequential_prefix(m, units, names, body);
+  if (m.path.empty() && c_.plan.segments > 0) i = sequential_prefix(m, units, names, body);
   while (i < units.size()) {
     if (const std::size_t folded = fold_repeated_calls(m, units, i, uses, names, body);
         folded != i) {
@@ -245,8 +245,8 @@ std::size_t NativeWriter::sequential_prefix(const Module& m, const std::vector<U
   body += "# checkpoint_sequential: always the reentrant variant in PyTorch 1.13\n";
   body += out + " = checkpoint_sequential(\n    [";
   for (std::size_t k = 0; k < fns.size(); ++k) body += (k ? ", " : "") + fns[k];
-  body += "],\n    " + std::to_string(c_.segments) + ", " + in +
-          (c_.preserve_rng_state ? "" : ", preserve_rng_state=False") + ")\n";
+  body += "],\n    " + std::to_string(c_.plan.segments) + ", " + in +
+          (c_.settings.preserve_rng_state ? "" : ", preserve_rng_state=False") + ")\n";
   names.var[units[n - 1].outputs[0]] = out;
   return n;
 }

@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "engine/run/module_range.hpp"
+#include "engine/model/module_range.hpp"
 
 namespace ckpt {
 

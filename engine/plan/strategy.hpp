@@ -40,7 +40,7 @@ struct PlanPoint {
   Strategy strategy = Strategy::none;
   std::string detail;       // "k=2", "budget 60%", ...
   std::vector<int> chosen;  // indices into the CandidateSet
-  CheckpointConfig config;
+  CheckpointPlan plan;      // with the evaluator's policy
   Evaluation eval;
   bool fits = true;       // eval's peak within the budget it was made for
   bool exact = false;     // optimal: proven least recompute among the candidates

@@ -2,19 +2,21 @@
 
 namespace ckpt {
 
-std::string describe_config(const CheckpointConfig& c) {
+std::string describe_request(const RunRequest& request) {
+  const CheckpointPlan& p = request.plan;
+  const RunSettings& s = request.settings;
   std::string what;
-  if (c.segments > 0) {
-    what = "checkpoint_sequential, " + std::to_string(c.segments) + " segments";
-  } else if (c.modules.empty()) {
+  if (p.segments > 0) {
+    what = "checkpoint_sequential, " + std::to_string(p.segments) + " segments";
+  } else if (p.modules.empty()) {
     return "no checkpoints";
   } else {
-    what = *c.modules.begin();
-    if (c.modules.size() > 1) what += " + " + std::to_string(c.modules.size() - 1) + " more";
+    what = *p.modules.begin();
+    if (p.modules.size() > 1) what += " + " + std::to_string(p.modules.size() - 1) + " more";
   }
-  what += c.use_reentrant ? ", reentrant" : ", non-reentrant";
-  if (!c.preserve_rng_state) what += ", RNG not preserved";
-  if (c.policy == SelectivePolicy::save_matmul) what += ", save matmuls";
+  what += s.use_reentrant ? ", reentrant" : ", non-reentrant";
+  if (!s.preserve_rng_state) what += ", RNG not preserved";
+  if (p.policy == SelectivePolicy::save_matmul) what += ", save matmuls";
   return what;
 }
 

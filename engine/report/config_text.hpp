@@ -1,14 +1,14 @@
 #pragma once
 
-// A configuration in a few words, for the ghost's legend and the summary
+// A request in a few words, for the ghost's legend and the summary
 // ("features.denseblock1 + 2 more, reentrant").
 
 #include <string>
 
-#include "engine/run/runner.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt {
 
-std::string describe_config(const CheckpointConfig& config);
+std::string describe_request(const RunRequest& request);
 
 }  // namespace ckpt

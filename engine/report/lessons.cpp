@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "engine/ops/schema/op_schema.hpp"
-#include "engine/run/failure_advice.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/failure_advice.hpp"
+#include "engine/report/run_summary.hpp"
 
 namespace ckpt {
 
@@ -145,8 +145,7 @@ void add_batch_norm_twice_lessons(
 
 }  // namespace
 
-std::vector<Lesson> lessons_of(const Model& model, const CheckpointConfig& config,
-                               const RunResult& result) {
+std::vector<Lesson> lessons_of(const Model& model, const RunResult& result) {
   const Trace& trace = result.trace;
   std::vector<Lesson> out = message_lessons(trace);
   if (result.status == RunStatus::failed) add_failure_lesson(out, result);
@@ -155,7 +154,6 @@ std::vector<Lesson> lessons_of(const Model& model, const CheckpointConfig& confi
   if (result.ok)
     add_never_recomputed_lessons(out, first_span_by_segment(trace.checkpoints()), first_recompute);
   add_batch_norm_twice_lessons(out, model, first_recompute);
-  (void)config;
   std::stable_sort(out.begin(), out.end(),
                    [](const Lesson& a, const Lesson& b) { return a.step < b.step; });
   return out;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/run/runner.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt {
 
@@ -23,8 +23,7 @@ struct Lesson {
   bool from_message = false;  // the run's own warning or error (the summary lists those too)
 };
 
-std::vector<Lesson> lessons_of(const Model& model, const CheckpointConfig& config,
-                               const RunResult& result);
+std::vector<Lesson> lessons_of(const Model& model, const RunResult& result);
 
 // Whether lesson `l` is "at" step k (its step, or inside its span).
 bool lesson_at(const Lesson& l, std::int64_t k);

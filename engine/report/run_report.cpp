@@ -4,18 +4,23 @@
 
 namespace ckpt {
 
-RunReport report_run(const Model& model, const CheckpointConfig& config, const RunResult& result) {
+RunReport report_run(const Model& model, const RunRequest& request, const RunResult& result,
+                     const RunResult* baseline, ReportDetail detail,
+                     const std::string& not_computed) {
   RunReport r;
-  r.config_text = describe_config(config);
+  if (detail == ReportDetail::none) return r;
+  r.config_text = describe_request(request);
+  r.summary = summarize(model, result, r.config_text, baseline);
+  if (detail == ReportDetail::summary) return r;
   auto series = std::make_shared<MemorySeries>(memory_series_from_trace(result.trace));
   series->failed = !result.ok;
   series->dry_run = result.dry_run;
+  series->not_computed = not_computed;
   for (const auto& m : result.trace.messages())
     if (m.severity == Severity::warning) series->warned = true;
   r.series = std::move(series);
   r.timeline = std::make_shared<const StateTimeline>(build_state_timeline(model, result.trace));
-  r.summary = summarize(model, result, r.config_text);
-  r.lessons = lessons_of(model, config, result);
+  r.lessons = lessons_of(model, result);
   return r;
 }
 

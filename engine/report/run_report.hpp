@@ -2,29 +2,39 @@
 
 // Everything a run shows besides its trace, derived once per run in the engine: the memory
 // series the plot draws, the state timeline the graph animates, the summary, the lessons and
-// the configuration in words. The app builds it on its worker thread, the CLI after its run;
-// both show the same figures and the same lessons.
+// the request in words. The request's pipeline (engine/request/execute.hpp) builds it for the
+// app, the CLI and the lessons alike, so all of them show the same figures and lessons.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/report/lessons.hpp"
 #include "engine/report/memory_series.hpp"
+#include "engine/report/run_summary.hpp"
 #include "engine/report/state_timeline.hpp"
-#include "engine/run/run_summary.hpp"
-#include "engine/run/runner.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt {
 
+// How much of a report a caller needs: none (the planner judges results itself), the summary
+// (the CLI's tables), or everything a view draws.
+enum class ReportDetail : std::uint8_t { none, summary, full };
+
 struct RunReport {
-  std::string config_text;  // describe_config(config)
-  MemorySeriesPtr series;
-  std::shared_ptr<const StateTimeline> timeline;
+  std::string config_text;                        // describe_request(request)
+  MemorySeriesPtr series;                         // full only
+  std::shared_ptr<const StateTimeline> timeline;  // full only
   RunSummary summary;
-  std::vector<Lesson> lessons;
+  std::vector<Lesson> lessons;  // full only
 };
 
-RunReport report_run(const Model& model, const CheckpointConfig& config, const RunResult& result);
+// `baseline`: the same settings run without checkpoints (the summary's comparison), or null.
+// `not_computed`: why the real run was not started (the memory guard), for a dry run shown in
+// its place.
+RunReport report_run(const Model& model, const RunRequest& request, const RunResult& result,
+                     const RunResult* baseline = nullptr, ReportDetail detail = ReportDetail::full,
+                     const std::string& not_computed = {});
 
 }  // namespace ckpt

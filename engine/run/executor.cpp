@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "engine/autograd/anomaly.hpp"
-#include "engine/run/module_range.hpp"
+#include "engine/model/module_range.hpp"
 #include "engine/run/segment_call.hpp"
 
 namespace ckpt {
@@ -65,11 +65,11 @@ struct Executor::Frame {
   }
 };
 
-Executor::Executor(const Model& model, const CompiledModel& plan, const CheckpointConfig& config,
+Executor::Executor(const Model& model, const CompiledModel& plan, const RunRequest& request,
                    const std::atomic<bool>* cancel)
-    : model_(model), plan_(plan), config_(config), cancel_(cancel) {
+    : model_(model), plan_(plan), request_(request), cancel_(cancel) {
   starts_.resize(model.ops.size());
-  for (const auto& path : config.modules) {
+  for (const auto& path : request.plan.modules) {
     const Module* m = model.find_module(path);
     if (!m || path.empty())
       throw std::invalid_argument("cannot checkpoint '" + path + "': " + model.source +
@@ -89,7 +89,7 @@ Executor::Executor(const Model& model, const CompiledModel& plan, const Checkpoi
 }
 
 void Executor::add_ranges() {
-  for (const auto& [first, last] : config_.ranges)
+  for (const auto& [first, last] : request_.plan.ranges)
     ranges_.push_back(std::make_unique<Module>(make_range(model_, first, last)));
   // Segments nest or stay apart: a range that cuts through another checkpointed segment would
   // be half inside and half outside it.
@@ -114,13 +114,13 @@ void Executor::check_cancel() const {
 
 namespace {
 
-CheckpointOptions options_for(const CheckpointConfig& c, const std::string& name) {
+CheckpointOptions options_for(const RunRequest& r, const std::string& name) {
   CheckpointOptions o;
-  o.use_reentrant = c.use_reentrant;
-  o.preserve_rng_state = c.preserve_rng_state;
-  o.early_stop = c.early_stop;
-  o.determinism_check = c.check_recompute;
-  if (c.policy == SelectivePolicy::save_matmul) o.save_ops = save_matmul_ops();
+  o.use_reentrant = r.settings.use_reentrant;
+  o.preserve_rng_state = r.settings.preserve_rng_state;
+  o.early_stop = r.settings.early_stop;
+  o.determinism_check = r.settings.check_recompute;
+  if (r.plan.policy == SelectivePolicy::save_matmul) o.save_ops = save_matmul_ops();
   o.name = name;
   return o;
 }
@@ -156,7 +156,7 @@ void Executor::run_op(Frame& f, std::int64_t k) {
   const std::shared_ptr<ExecutionContext> context = ExecutionContext::current();
   NodeScope node(node_label(*context, k, op.node->name));
   TensorList ys = run_op_node(*op.kind, *op.node, xs);
-  if (config_.detect_anomaly) check_anomaly(ys, op.node->op_type, op.node->name);
+  if (request_.hooks.detect_anomaly) check_anomaly(ys, op.node->op_type, op.node->name);
   if (costs_ && op.kind->cost && ExecutionContext::current()->phase() == Phase::forward)
     (*costs_)[op.node->name] = op.kind->cost(op_call(*op.node), xs, ys);
   if (ys.size() != op.outputs.size())
@@ -192,7 +192,7 @@ void Executor::run_range(Frame& f, std::int64_t a, std::int64_t b, const Module*
       for (int id : in_ids) args.push_back(f.get(id));
       const TensorList outs =
           call_checkpoint([this, seg](const TensorList& xs) { return run_module(*seg, xs); }, args,
-                          options_for(config_, seg->path));
+                          options_for(request_, seg->path));
       const auto out_ids = plan_.ids(seg->outputs);
       for (std::size_t i = 0; i < out_ids.size(); ++i) f.set(out_ids[i], outs.at(i));
       e = seg->end_op;
@@ -299,8 +299,8 @@ void Executor::run_sequential(Frame& root, std::int64_t chain_end) {
     });
   }
   const TensorList out =
-      call_checkpoint_sequential(functions, config_.segments, {root.get(units[0].inputs[0])},
-                                 options_for(config_, "checkpoint_sequential"));
+      call_checkpoint_sequential(functions, request_.plan.segments, {root.get(units[0].inputs[0])},
+                                 options_for(request_, "checkpoint_sequential"));
   root.set(units.back().outputs[0], out.at(0));
   for (std::int64_t j = 0; j < chain_end; ++j)
     for (int id : plan_.release_after(j)) root.release(id);
@@ -314,7 +314,7 @@ TensorList Executor::forward(const TensorList& statics, const TensorList& inputs
   for (std::size_t i = 0; i < inputs.size(); ++i)
     root.bound.emplace_back(plan_.input_id(i), inputs[i]);
   std::int64_t start = 0;
-  if (config_.segments > 0) {
+  if (request_.plan.segments > 0) {
     // The model's own loss takes the targets besides the chain's output: it runs after it.
     std::int64_t chain_end = n;
     if (plan_.loss_id() >= 0 && plan_.loss_id() >= plan_.first_output_id(n - 1) &&

@@ -24,7 +24,7 @@ struct RunCancelled : std::runtime_error {
 
 class Executor {
  public:
-  Executor(const Model& model, const CompiledModel& plan, const CheckpointConfig& config,
+  Executor(const Model& model, const CompiledModel& plan, const RunRequest& request,
            const std::atomic<bool>* cancel);
 
   // Runs every op; `statics` are the run's parameters and constants (by id), `inputs` the
@@ -47,12 +47,12 @@ class Executor {
 
   const Model& model_;
   const CompiledModel& plan_;
-  const CheckpointConfig& config_;
+  const RunRequest& request_;
   const std::atomic<bool>* cancel_;
   const TensorList* statics_ = nullptr;
   // Checkpointed modules by first op, outermost first.
   std::vector<std::vector<const Module*>> starts_;
-  std::vector<std::unique_ptr<Module>> ranges_;  // config.ranges as modules of their own
+  std::vector<std::unique_ptr<Module>> ranges_;  // the plan's ranges as modules of their own
   std::unordered_map<std::string, OpCost>* costs_ = nullptr;
   // An op's node name and a value's name as labels of the run's context: the compiled model's
   // ids when the context starts from its table (a Runner's always does), without hashing the

@@ -74,12 +74,12 @@ TensorList make_statics(const Model& model) {
   return statics;
 }
 
-TensorList make_inputs(const Model& model, const CheckpointConfig& config, std::int64_t batch) {
+TensorList make_inputs(const Model& model, const RunSettings& settings, std::int64_t batch) {
   CategoryScope category(MemoryCategory::input);
-  Generator inputs_gen(stream_seed(config.seed, Stream::inputs));
-  Generator targets_gen(stream_seed(config.seed, Stream::targets));
-  if (!config.inputs.empty() && config.inputs.size() != model.inputs.size())
-    throw std::invalid_argument("Runner: " + std::to_string(config.inputs.size()) +
+  Generator inputs_gen(stream_seed(settings.seed, Stream::inputs));
+  Generator targets_gen(stream_seed(settings.seed, Stream::targets));
+  if (!settings.inputs.empty() && settings.inputs.size() != model.inputs.size())
+    throw std::invalid_argument("Runner: " + std::to_string(settings.inputs.size()) +
                                 " explicit inputs given, " + model.source + " takes " +
                                 std::to_string(model.inputs.size()));
   TensorList out;
@@ -87,8 +87,8 @@ TensorList make_inputs(const Model& model, const CheckpointConfig& config, std::
     const InputInfo& in = model.inputs[i];
     const Shape shape = resolve_input_shape(in, batch);
     Tensor t;
-    if (!config.inputs.empty()) {
-      const Tensor& given = config.inputs[i];
+    if (!settings.inputs.empty()) {
+      const Tensor& given = settings.inputs[i];
       if (!given.defined() || given.dtype() != in.dtype)
         throw std::invalid_argument("Runner: explicit input '" + in.name + "' must be a " +
                                     dtype_name(in.dtype) + " tensor");
@@ -103,11 +103,11 @@ TensorList make_inputs(const Model& model, const CheckpointConfig& config, std::
       t = Tensor::zeros(shape, DType::b8);
     } else if (in.dtype != DType::f32) {
       throw std::invalid_argument("Runner: cannot draw input '" + in.name + "' of type " +
-                                  dtype_name(in.dtype) + "; pass it in CheckpointConfig::inputs");
+                                  dtype_name(in.dtype) + "; pass it in RunSettings::inputs");
     } else {
       t = normal_tensor(shape, 0.0, 1.0, in.is_target ? targets_gen : inputs_gen);
     }
-    const bool rg = in.is_target ? false : config.input_requires_grad.value_or(in.requires_grad);
+    const bool rg = in.is_target ? false : settings.input_requires_grad.value_or(in.requires_grad);
     if (rg && is_floating(t.dtype())) t.set_requires_grad(true);
     tag(t, in.name);
     out.push_back(t);
@@ -134,23 +134,6 @@ Tensor make_loss(const Model& model, LossKind kind, const TensorList& outputs,
 }
 
 }  // namespace
-
-bool ExplicitInputs::operator==(const ExplicitInputs& other) const {
-  return std::equal(begin(), end(), other.begin(), other.end(),
-                    [](const Tensor& a, const Tensor& b) { return a.impl() == b.impl(); });
-}
-
-CheckpointConfig scenario_config(const Model& model) {
-  CheckpointConfig c;
-  c.modules.insert(model.scenario.default_checkpoints.begin(),
-                   model.scenario.default_checkpoints.end());
-  c.segments = model.scenario.segments;
-  c.use_reentrant = model.scenario.use_reentrant;
-  c.preserve_rng_state = model.scenario.preserve_rng_state;
-  c.seed = model.scenario.seed;
-  c.batch = model.scenario.batch;
-  return c;
-}
 
 // The last few batches run, each with its compiled model (guarded: distinct threads may run
 // one Runner's configurations, as the app's pins and lesson baselines do).
@@ -200,12 +183,20 @@ namespace {
 
 // The ledger of a run: the caller's, or a fresh one, with the cap and the injected fault of a
 // real run (a dry run allocates nothing, so neither applies).
-std::shared_ptr<MemoryLedger> run_ledger(const CheckpointConfig& config) {
-  auto ledger = config.ledger ? config.ledger : std::make_shared<MemoryLedger>();
-  if (config.max_memory > 0 && !config.dry_run) ledger->set_cap(config.max_memory);
-  if (config.fail_allocation_at > 0 && !config.dry_run)
-    ledger->fail_allocation_at(config.fail_allocation_at);
+std::shared_ptr<MemoryLedger> run_ledger(const RunRequest& request) {
+  const RunSettings& settings = request.settings;
+  auto ledger = request.hooks.ledger ? request.hooks.ledger : std::make_shared<MemoryLedger>();
+  if (settings.max_memory > 0 && !settings.dry_run) ledger->set_cap(settings.max_memory);
+  if (request.hooks.fail_allocation_at > 0 && !settings.dry_run)
+    ledger->fail_allocation_at(request.hooks.fail_allocation_at);
   return ledger;
+}
+
+// The devices whose memory semantics this engine runs today: its own CPU's.
+void check_device(Device device) {
+  if (device != Device::cpu)
+    throw std::invalid_argument(std::string("Runner: runs on the ") + device_name(device) +
+                                " device are not supported; run on the cpu");
 }
 
 void check_batch(const Model& model, std::int64_t batch) {
@@ -252,7 +243,7 @@ void apply_estimated_times(RunResult& result,
 // The forward phase: the model's outputs, then its loss (none for an inference run whose
 // outputs are integers); the values the executor returns die with it, before backward.
 void run_forward(Executor& executor, const Model& model, const CompiledModel& compiled,
-                 const CheckpointConfig& config, LossKind loss_kind, const TensorList& statics,
+                 const RunSettings& settings, LossKind loss_kind, const TensorList& statics,
                  const TensorList& inputs, RunResult& result) {
   std::vector<int> wanted = compiled.outputs();
   if (compiled.loss_id() >= 0) wanted.push_back(compiled.loss_id());
@@ -264,7 +255,7 @@ void run_forward(Executor& executor, const Model& model, const CompiledModel& co
                         values.begin() + static_cast<std::ptrdiff_t>(compiled.outputs().size()));
   const bool floating = std::all_of(result.outputs.begin(), result.outputs.end(),
                                     [](const Tensor& t) { return is_floating(t.dtype()); });
-  if (config.backward || floating || loss_kind == LossKind::model)
+  if (settings.backward || floating || loss_kind == LossKind::model)
     result.loss = make_loss(model, loss_kind, result.outputs,
                             compiled.loss_id() >= 0 ? values.back() : Tensor());
   if (result.loss.defined()) check_anomaly({result.loss}, "loss", "");
@@ -289,20 +280,21 @@ void apply_measured_times(RunResult& result, Clock::time_point t0) {
 
 }  // namespace
 
-RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* cancel) const {
+RunResult Runner::run(const RunRequest& request, const std::atomic<bool>* cancel) const {
   const Model& model = *model_;
+  const RunSettings& settings = request.settings;
   RunResult result;
-  auto ledger = run_ledger(config);
-  result.dry_run = config.dry_run;
+  auto ledger = run_ledger(request);
+  result.dry_run = settings.dry_run;
   std::unordered_map<std::string, OpCost> node_costs;
   auto context = std::make_shared<ExecutionContext>(ledger, compiled_->labels());
-  context->set_detect_anomaly(config.detect_anomaly && !config.dry_run);
+  context->set_detect_anomaly(request.hooks.detect_anomaly && !settings.dry_run);
   Recorder recorder(*context);
   const auto t0 = Clock::now();
-  if (const std::int64_t b = config.batch; b > 0 && b != model.scenario.batch && model.at_batch) {
+  if (const std::int64_t b = settings.batch; b > 0 && b != model.scenario.batch && model.at_batch) {
     // Captures its own ledger and trace: the rebatched model is a model of its own.
     try {
-      return at_batch(b)->run(config, cancel);
+      return at_batch(b)->run(request, cancel);
     } catch (const std::exception& e) {
       result.set_status(RunStatus::failed, e.what());
       result.trace = recorder.finish();
@@ -312,25 +304,27 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
   // A dry run makes every tensor of the run on the meta device, parameters and inputs first
   // (after the rebatching above: loading a model computes real values).
   std::optional<DeviceScope> device;
-  if (config.dry_run) device.emplace(Device::meta);
+  if (settings.dry_run) device.emplace(Device::meta);
   try {
-    const std::int64_t batch = config.batch > 0 ? config.batch : model.scenario.batch;
+    check_device(settings.device);
+    const std::int64_t batch = settings.batch > 0 ? settings.batch : model.scenario.batch;
     check_batch(model, batch);
-    if (config.segments < 0) throw std::invalid_argument("Runner: segments must not be negative");
+    if (request.plan.segments < 0)
+      throw std::invalid_argument("Runner: segments must not be negative");
     ExecutionScope execution(context);
-    Generator dropout_gen(stream_seed(config.seed, Stream::dropout));
+    Generator dropout_gen(stream_seed(settings.seed, Stream::dropout));
     GeneratorScope generator_scope(dropout_gen);
     GradModeGuard grad_on(true);
-    ThreadsGuard threads(config.threads);
-    const LossKind loss_kind = config.loss.value_or(model.scenario.loss);
-    Executor executor(model, *compiled_, config, cancel);
-    if (config.dry_run) executor.collect_costs(&node_costs);
+    ThreadsGuard threads(settings.threads);
+    const LossKind loss_kind = settings.loss.value_or(model.scenario.loss);
+    Executor executor(model, *compiled_, request, cancel);
+    if (settings.dry_run) executor.collect_costs(&node_costs);
     const TensorList statics = make_statics(model);
-    const TensorList inputs = make_inputs(model, config, batch);
+    const TensorList inputs = make_inputs(model, settings, batch);
 
-    run_forward(executor, model, *compiled_, config, loss_kind, statics, inputs, result);
+    run_forward(executor, model, *compiled_, settings, loss_kind, statics, inputs, result);
     if (cancel && cancel->load()) throw RunCancelled();
-    if (config.backward) run_backward(result);
+    if (settings.backward) run_backward(result);
     collect_results(model, statics, inputs, result);
     result.set_status(RunStatus::ok);
   } catch (const RunCancelled& e) {
@@ -340,7 +334,7 @@ RunResult Runner::run(const CheckpointConfig& config, const std::atomic<bool>* c
     context->message(Severity::error, e.what());
   }
   result.trace = recorder.finish();
-  if (config.dry_run) {
+  if (settings.dry_run) {
     apply_estimated_times(result, node_costs);
   } else {
     apply_measured_times(result, t0);

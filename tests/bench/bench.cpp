@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "engine/model/loader.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 #include "engine/run/runner.hpp"
 #include "engine/tensor/storage_pool.hpp"
 #include "nets.hpp"
@@ -255,7 +255,7 @@ struct EngineSide {
   // Runner models:
   std::shared_ptr<const ckpt::Model> model;
   std::unique_ptr<ckpt::Runner> runner;
-  ckpt::CheckpointConfig config;
+  ckpt::RunRequest config;
   ckpt::RunResult last;
   std::int64_t rss_before_load = 0;
   std::int64_t leftover_pool = 0, leftover_heap = 0;  // returned before loading
@@ -407,7 +407,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       if (mc.kind == Kind::load_only) continue;
       ours_side.runner = std::make_unique<ckpt::Runner>(ours_side.model);
-      ours_side.config = ckpt::scenario_config(*ours_side.model);
+      ours_side.config = ckpt::scenario_request(*ours_side.model);
       ours_side.step = [&s = ours_side] {
         s.last = ckpt::RunResult{};  // the previous result's tensors are not this run's
         s.last = s.runner->run(s.config);
@@ -417,7 +417,7 @@ int main(int argc, char** argv) {
     const bool peak_reset = mc.kind == Kind::runner && reset_peak_rss();
     for (int t : threads) {
       omp_set_num_threads(t);
-      ours_side.config.threads = t;
+      ours_side.config.settings.threads = t;
       int torch_threads = 0;
       if (torch) {
         const auto ready = torch->ask("setup " + name + " " + std::to_string(t));

@@ -11,8 +11,9 @@
 #include <string>
 
 #include "engine/model/loader.hpp"
-#include "engine/run/memory_guard.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
+#include "engine/request/memory_guard.hpp"
+#include "engine/run/runner.hpp"
 
 using namespace ckpt;
 using Clock = std::chrono::steady_clock;
@@ -24,7 +25,7 @@ double ms_since(Clock::time_point t) {
 }
 
 // The least of `reps` runs (the first pays for cold caches).
-RunResult best_of(const Runner& runner, const CheckpointConfig& c, int reps, double* ms) {
+RunResult best_of(const Runner& runner, const RunRequest& c, int reps, double* ms) {
   RunResult r;
   *ms = 1e300;
   for (int i = 0; i < reps; ++i) {
@@ -46,8 +47,8 @@ void compare(const std::string& label, const std::string& path, bool real) {
   }
   const double load_ms = ms_since(t);
   const Runner runner(model);
-  CheckpointConfig c = scenario_config(*model);
-  c.dry_run = true;
+  RunRequest c = scenario_request(*model);
+  c.settings.dry_run = true;
   double dry_ms = 0;
   const RunResult dry = best_of(runner, c, 3, &dry_ms);
   std::printf("%-28s load %8.0f ms | dry %8.1f ms, peak %s", label.c_str(), load_ms, dry_ms,
@@ -57,7 +58,7 @@ void compare(const std::string& label, const std::string& path, bool real) {
                 format_bytes(predicted_process_bytes(*model, dry.trace.peak().bytes)).c_str());
     return;
   }
-  c.dry_run = false;
+  c.settings.dry_run = false;
   double real_ms = 0;
   const RunResult r = best_of(runner, c, 2, &real_ms);
   std::printf(" | real %8.0f ms, peak %s%s | dry/real %.2f %%\n", real_ms,

@@ -42,7 +42,7 @@ void chain() {
   const int n = 1000;
   auto model = load_model_json_text(chain_json(n), "chain1000.json");
   auto t = Clock::now();
-  PlanEvaluator ev(model, scenario_config(*model));
+  PlanEvaluator ev(model, scenario_request(*model).settings);
   const double baseline_ms = ms_since(t) / 3;
   Planner planner(ev, CandidateOptions{0, false, 0});
   const auto& set = planner.candidates();
@@ -80,7 +80,7 @@ void densenet() {
   }
   auto model = load_model(dir.filePath("densenet121.onnx").toStdString());
   auto t = Clock::now();
-  PlanEvaluator ev(model, scenario_config(*model));
+  PlanEvaluator ev(model, scenario_request(*model).settings);
   const double run_ms = ms_since(t) / 3;
   Planner planner(ev, CandidateOptions{1, true, 24});
   t = Clock::now();

@@ -20,7 +20,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/app/sample_catalog.hpp"
 #include "ui/core/model_graph.hpp"

@@ -11,7 +11,7 @@
 #include "cli_process.hpp"
 
 #include "engine/model/loader.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 #include "engine/run/runner.hpp"
 #include "engine/tensor/npy.hpp"
 
@@ -120,8 +120,8 @@ class TestCli : public QObject {
     QVERIFY(j["ok"].toBool());
 
     auto model = load_model(model_.toStdString());
-    CheckpointConfig c;
-    c.seed = 5;
+    RunRequest c;
+    c.settings.seed = 5;
     const RunResult run = Runner(model).run(c);
     QVERIFY(run.ok);
     const RunSummary s = summarize(*model, run, "plain");
@@ -178,7 +178,7 @@ class TestCli : public QObject {
     const auto r = cli({"run", model_, "--dump", d, "--no-baseline"});
     QCOMPARE(r.code, 0);
     auto model = load_model(model_.toStdString());
-    const RunResult run = Runner(model).run(scenario_config(*model));
+    const RunResult run = Runner(model).run(scenario_request(*model));
     QVERIFY(!run.gradients.empty());
     for (const auto& [name, g] : run.gradients) {
       const QString f = d + "/" + QString::fromStdString(name) + ".npy";

@@ -56,8 +56,8 @@ class TestCliPlan : public QObject {
     QCOMPARE(j["budget_bytes"].toInteger(), j["plain_peak_bytes"].toInteger() * 97 / 100);
     // The same config evaluated here gives the same peak: the CLI printed a run, not a model.
     auto model = load_model(data("wide_narrow.json").toStdString());
-    PlanEvaluator ev(model, scenario_config(*model));
-    CheckpointConfig c;
+    PlanEvaluator ev(model, scenario_request(*model).settings);
+    CheckpointPlan c;
     for (const auto& m : plan["modules"].toArray()) c.modules.insert(m.toString().toStdString());
     for (const auto& r2 : plan["ranges"].toArray())
       c.ranges.emplace_back(r2.toArray()[0].toString().toStdString(),

@@ -39,9 +39,9 @@ std::shared_ptr<Model> sqrt_at_zero() {
 
 RunResult run(std::shared_ptr<Model> model, bool detect, bool reentrant_checkpoint = false) {
   Runner runner(std::move(model));
-  CheckpointConfig c = scenario_config(runner.model());
-  c.detect_anomaly = detect;
-  if (reentrant_checkpoint) c.modules.insert("block");
+  RunRequest c = scenario_request(runner.model());
+  c.hooks.detect_anomaly = detect;
+  if (reentrant_checkpoint) c.plan.modules.insert("block");
   return runner.run(c);
 }
 
@@ -85,9 +85,9 @@ class TestAnomaly : public QObject {
   }
   void dryRunsHaveNoValuesToCheck() {
     Runner runner(log_of_negative());
-    CheckpointConfig c = scenario_config(runner.model());
-    c.detect_anomaly = true;
-    c.dry_run = true;
+    RunRequest c = scenario_request(runner.model());
+    c.hooks.detect_anomaly = true;
+    c.settings.dry_run = true;
     const RunResult r = runner.run(c);
     QVERIFY2(r.ok, r.error.c_str());
   }

@@ -2,6 +2,10 @@
 // nesting, early stop, RNG stash and the recompute check.
 #include "test_checkpoint_support.hpp"
 
+#include <cmath>
+
+#include "engine/checkpoint/segment.hpp"
+
 using namespace ckpt;
 using namespace ckpt::testing;
 
@@ -310,6 +314,66 @@ class TestCheckpoint : public QObject {
     Run silent = run(true, false, false, x3);
     QVERIFY(silent.messages.empty());
     QVERIFY(x3.grad().to_vector() != x0.grad().to_vector());
+  }
+
+  // The check compares values, not sums: a causal mask's -inf (whose sums are -inf on both
+  // sides, and -inf - -inf is NaN) and NaNs in the same places are equal; a moved one is not.
+  void recomputeCheckTakesInfinitiesAndNaNsAsValues() {
+    const auto sums = [](std::vector<float> v) {
+      return detail::checksum_values(
+          {Tensor::from_vector(v, {static_cast<std::int64_t>(v.size())})});
+    };
+    const float inf = INFINITY, nan = NAN;
+    const auto masked = sums({1, -inf, -inf, 2});
+    QVERIFY(detail::same_values(masked, sums({1, -inf, -inf, 2})));
+    QVERIFY(!detail::same_values(masked, sums({1, -inf, 2, -inf})));  // the same sum, moved
+    QVERIFY(!detail::same_values(masked, sums({1, inf, -inf, 2})));
+    QVERIFY(!detail::same_values(masked, sums({1.5f, -inf, -inf, 2})));
+    QVERIFY(detail::same_values(sums({nan, 3, nan}), sums({nan, 3, nan})));
+    QVERIFY(!detail::same_values(sums({nan, 3, nan}), sums({3, nan, nan})));
+    QVERIFY(!detail::same_values(sums({nan, 3, 1}), sums({-inf, 3, 1})));
+    QCOMPARE(masked.neg_inf.count, 2);
+    QCOMPARE(masked.sum, 3.0);
+    // Positions run on across an op's outputs: -inf in the second output is not in the first.
+    const Tensor a = Tensor::from_vector(std::vector<float>{-inf, 1}, {2});
+    const Tensor b = Tensor::from_vector(std::vector<float>{1, -inf}, {2});
+    QVERIFY(!detail::same_values(detail::checksum_values({a, b}), detail::checksum_values({b, a})));
+  }
+
+  // Attention under a causal mask filled with -inf, checkpointed: the recomputation repeats
+  // the forward exactly, and the check says so (it used to fail the run: "256 values summing
+  // to -inf instead of -inf").
+  void causalAttentionRecomputes_data() {
+    QTest::addColumn<bool>("reentrant");
+    QTest::newRow("reentrant") << true;
+    QTest::newRow("non-reentrant") << false;
+  }
+  void causalAttentionRecomputes() {
+    QFETCH(bool, reentrant);
+    const std::int64_t n = 6;
+    std::vector<float> mask(static_cast<std::size_t>(n * n), 0.0f);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = i + 1; j < n; ++j)
+        mask[static_cast<std::size_t>(i * n + j)] = -INFINITY;
+    const Tensor causal = Tensor::from_vector(mask, {n, n});
+    const Tensor wq = param({8, 8}, 21), wk = param({8, 8}, 22);
+    auto block = [&](const TensorList& in) {
+      const Tensor scores =
+          add(matmul(linear(in[0], wq), transpose(linear(in[0], wk), 0, 1)), causal);
+      return TensorList{matmul(softmax(scores, -1), in[0])};
+    };
+    const Tensor x = randn({n, 8}, 23);
+    auto grads = [&](bool checkpointed) {
+      Tensor xi = x.detach().set_requires_grad(true);
+      run_recorded([&] {
+        return sum(checkpointed ? checkpoint(block, {xi}, variant(reentrant))[0] : block({xi})[0]);
+      });
+      return xi.grad();
+    };
+    const Tensor plain = grads(false);
+    const std::string error = error_of([&] { grads(true); });
+    QVERIFY2(error == "(no error)", error.c_str());
+    compare_tensors(grads(true), plain, 1e-6, "grad of the checkpointed causal attention");
   }
 
   void recomputeCheckErrorIsInTheTrace() {

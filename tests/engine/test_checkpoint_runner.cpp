@@ -14,12 +14,12 @@ std::shared_ptr<Model> sample(const char* name) {
       (qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/" + name).toStdString());
 }
 
-CheckpointConfig config(const Model& m, bool reentrant) {
-  CheckpointConfig c = scenario_config(m);
-  c.modules.clear();
-  c.segments = 0;
-  c.threads = 1;
-  c.use_reentrant = reentrant;
+RunRequest config(const Model& m, bool reentrant) {
+  RunRequest c = scenario_request(m);
+  c.plan.modules.clear();
+  c.plan.segments = 0;
+  c.settings.threads = 1;
+  c.settings.use_reentrant = reentrant;
   return c;
 }
 
@@ -55,8 +55,8 @@ class TestCheckpointRunner : public QObject {
     const auto instances = model->instances_of("heavy_function");
     QCOMPARE(instances.size(), std::size_t{1000});
     Runner runner(model);
-    CheckpointConfig c = config(*model, reentrant);
-    for (const Module* m : instances) c.modules.insert(m->path);
+    RunRequest c = config(*model, reentrant);
+    for (const Module* m : instances) c.plan.modules.insert(m->path);
     const RunResult r = runner.run(c);
     QVERIFY2(r.ok, r.error.c_str());
     const Trace& t = r.trace;
@@ -88,17 +88,17 @@ class TestCheckpointRunner : public QObject {
   void denseNetDefaultCheckpointsMatchThePlainGradients() {
     auto model = sample("densenet_block.json");
     Runner runner(model);
-    CheckpointConfig plain = config(*model, true);
+    RunRequest plain = config(*model, true);
     const RunResult p = runner.run(plain);
     QVERIFY2(p.ok, p.error.c_str());
     for (bool reentrant : {true, false}) {
-      CheckpointConfig c = config(*model, reentrant);
+      RunRequest c = config(*model, reentrant);
       for (const Module* m : model->all_modules())
-        if (m->name == "bottleneck" && m->checkpointable) c.modules.insert(m->path);
-      QVERIFY(!c.modules.empty());
+        if (m->name == "bottleneck" && m->checkpointable) c.plan.modules.insert(m->path);
+      QVERIFY(!c.plan.modules.empty());
       const RunResult r = runner.run(c);
       QVERIFY2(r.ok, r.error.c_str());
-      QCOMPARE(r.trace.recomputes().size(), c.modules.size());
+      QCOMPARE(r.trace.recomputes().size(), c.plan.modules.size());
       QVERIFY(r.trace.peak().bytes < p.trace.peak().bytes);
       for (const auto& [name, g] : p.gradients) {
         QVERIFY2(r.gradients.count(name), name.c_str());

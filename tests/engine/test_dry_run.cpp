@@ -6,7 +6,7 @@
 #include <QtTest>
 
 #include "engine/model/loader.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 #include "engine/run/runner.hpp"
 #include "engine/run/time_estimate.hpp"
 #include "tests/engine/support/sample_configs.hpp"
@@ -23,11 +23,11 @@ using test::plain;
 
 // The golden-trace test's configurations, and two threads (per-thread scratch buffers follow
 // the thread count).
-std::vector<std::pair<std::string, CheckpointConfig>> configurations(const Model& m, bool heavy) {
+std::vector<std::pair<std::string, RunRequest>> configurations(const Model& m, bool heavy) {
   auto out = test::sample_configurations(m, heavy);
   if (heavy) return out;
-  CheckpointConfig two_threads = test::every_module(m, false);
-  two_threads.threads = 2;  // per-thread scratch buffers follow the thread count
+  RunRequest two_threads = test::every_module(m, false);
+  two_threads.settings.threads = 2;  // per-thread scratch buffers follow the thread count
   out.emplace_back("all non-reentrant, 2 threads", two_threads);
   return out;
 }
@@ -108,7 +108,7 @@ class TestDryRun : public QObject {
     }
     for (auto [name, config] : configs) {
       const RunResult real = runner.run(config);
-      config.dry_run = true;
+      config.settings.dry_run = true;
       const RunResult dry = runner.run(config);
       const std::string where = file.toStdString() + " / " + name + ": ";
       QVERIFY2(dry.dry_run && !real.dry_run, where.c_str());
@@ -137,13 +137,13 @@ class TestDryRun : public QObject {
   void dryRunScalesWithBatch() {
     auto model = load_model((source_dir() + "/samples/densenet_block.json").toStdString());
     Runner runner(model);
-    CheckpointConfig c = plain(*model);
-    c.dry_run = true;
-    c.batch = 4;
+    RunRequest c = plain(*model);
+    c.settings.dry_run = true;
+    c.settings.batch = 4;
     const std::int64_t at4 = runner.run(c).trace.peak().bytes;
-    c.batch = 8;
+    c.settings.batch = 8;
     const std::int64_t at8 = runner.run(c).trace.peak().bytes;
-    c.dry_run = false;
+    c.settings.dry_run = false;
     QCOMPARE(runner.run(c).trace.peak().bytes, at8);
     QVERIFY(at8 > at4);
   }
@@ -152,9 +152,9 @@ class TestDryRun : public QObject {
   void dryRunAtAnAbsurdBatch() {
     auto model = load_model((source_dir() + "/samples/densenet_block.json").toStdString());
     Runner runner(model);
-    CheckpointConfig c = plain(*model);
-    c.dry_run = true;
-    c.batch = 1 << 20;
+    RunRequest c = plain(*model);
+    c.settings.dry_run = true;
+    c.settings.batch = 1 << 20;
     const RunResult r = runner.run(c);
     QVERIFY2(r.ok, r.error.c_str());
     QVERIFY(r.trace.peak().bytes > (std::int64_t{1} << 40));  // over a terabyte, in no memory
@@ -178,9 +178,9 @@ class TestDryRun : public QObject {
   // number: GPT-2 small's logits at a batch of 2^20 sequences are 3 PiB.
   void beyondTheTraceIsANamedError() {
     auto model = load_model((source_dir() + "/samples/densenet_block.json").toStdString());
-    CheckpointConfig c = plain(*model);
-    c.dry_run = true;
-    c.batch = std::int64_t{1} << 34;  // [2^34, 48, 16, 16] float: 3 x 2^48 bytes
+    RunRequest c = plain(*model);
+    c.settings.dry_run = true;
+    c.settings.batch = std::int64_t{1} << 34;  // [2^34, 48, 16, 16] float: 3 x 2^48 bytes
     const RunResult r = Runner(model).run(c);
     QVERIFY(!r.ok);
     QVERIFY2(r.error.find("beyond the 256 TiB") != std::string::npos, r.error.c_str());

@@ -64,19 +64,19 @@ struct Undisturbed {
   std::map<std::int64_t, Site> sites;
 };
 
-Undisturbed undisturbed(const Runner& runner, CheckpointConfig config) {
-  config.ledger = std::make_shared<MemoryLedger>();
+Undisturbed undisturbed(const Runner& runner, RunRequest config) {
+  config.hooks.ledger = std::make_shared<MemoryLedger>();
   SiteRecorder recorder;
-  config.ledger->add_listener(&recorder);
+  config.hooks.ledger->add_listener(&recorder);
   Undisturbed u;
   {
     const RunResult r = runner.run(config);
     u.error = r.ok ? std::string() : "undisturbed run failed: " + r.error;
   }
-  config.ledger->remove_listener(&recorder);
+  config.hooks.ledger->remove_listener(&recorder);
   u.sites = std::move(recorder.sites);
-  u.allocations = config.ledger->allocation_count();
-  u.peak = config.ledger->peak_bytes();
+  u.allocations = config.hooks.ledger->allocation_count();
+  u.peak = config.hooks.ledger->peak_bytes();
   return u;
 }
 
@@ -88,9 +88,9 @@ class TestFaultInjection : public QObject {
   int cases_ = 0;
 
   // Fails allocation k of a run: the error names it and its op, and nothing stays allocated.
-  void fail_at(const Runner& runner, CheckpointConfig config, std::int64_t k, const Site& site) {
-    config.ledger = std::make_shared<MemoryLedger>();
-    config.fail_allocation_at = k;
+  void fail_at(const Runner& runner, RunRequest config, std::int64_t k, const Site& site) {
+    config.hooks.ledger = std::make_shared<MemoryLedger>();
+    config.hooks.fail_allocation_at = k;
     std::string error;
     {
       const RunResult r = runner.run(config);
@@ -108,20 +108,20 @@ class TestFaultInjection : public QObject {
     const std::string where = site.op.empty() ? "a purpose" : " in " + site.op;
     QVERIFY2(named, qPrintable(QString::fromStdString(error + " -- expected '" + where + "' (" +
                                                       phase_name(site.phase) + ")")));
-    QVERIFY2(config.ledger->live_bytes() == 0 && config.ledger->live_allocations() == 0,
+    QVERIFY2(config.hooks.ledger->live_bytes() == 0 && config.hooks.ledger->live_allocations() == 0,
              qPrintable(QString("allocation %1 (%2, %3) failed and left %4 bytes in %5 "
                                 "allocations")
                             .arg(k)
                             .arg(phase_name(site.phase))
                             .arg(QString::fromStdString(site.op))
-                            .arg(config.ledger->live_bytes())
-                            .arg(config.ledger->live_allocations())));
+                            .arg(config.hooks.ledger->live_bytes())
+                            .arg(config.hooks.ledger->live_allocations())));
     ++cases_;
   }
 
   // About `cases` allocations spread evenly over the run, plus each phase's first and last.
-  void sweep(const char* file, CheckpointConfig base, std::int64_t cases) {
-    base.threads = 1;
+  void sweep(const char* file, RunRequest base, std::int64_t cases) {
+    base.settings.threads = 1;
     Runner runner(load_model(sample(file)));
     const Undisturbed u = undisturbed(runner, base);
     QVERIFY2(u.error.empty(), u.error.c_str());
@@ -144,8 +144,8 @@ class TestFaultInjection : public QObject {
       QCOMPARE(again.allocations, u.allocations);
     }
     // One past the last allocation never fires: the run succeeds.
-    CheckpointConfig past = base;
-    past.fail_allocation_at = u.allocations + 1;
+    RunRequest past = base;
+    past.hooks.fail_allocation_at = u.allocations + 1;
     QVERIFY(runner.run(past).ok);
   }
 
@@ -154,21 +154,21 @@ class TestFaultInjection : public QObject {
     Runner probe(load_model(sample("densenet_block.json")));
     // A reentrant checkpoint needs an input that requires grad (PyTorch 1.13 otherwise
     // gives the segment no gradient at all, and backward fails).
-    CheckpointConfig c = test::every_module(probe.model(), true);
-    c.input_requires_grad = true;
-    c.batch = 1;
+    RunRequest c = test::every_module(probe.model(), true);
+    c.settings.input_requires_grad = true;
+    c.settings.batch = 1;
     sweep("densenet_block.json", c, 16);
   }
   void densenetBlockNonReentrant() {
     Runner probe(load_model(sample("densenet_block.json")));
-    CheckpointConfig c = test::every_module(probe.model(), false);
-    c.batch = 1;
+    RunRequest c = test::every_module(probe.model(), false);
+    c.settings.batch = 1;
     sweep("densenet_block.json", c, 16);
   }
   void checkpointSequentialSegments() {
     Runner probe(load_model(sample("checkpoint_sequential.json")));
-    CheckpointConfig c = test::plain(probe.model());
-    c.segments = 4;
+    RunRequest c = test::plain(probe.model());
+    c.plan.segments = 4;
     sweep("checkpoint_sequential.json", c, 16);
   }
   void checkpointSequentialNonReentrant() {

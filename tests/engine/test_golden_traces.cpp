@@ -98,7 +98,7 @@ class TestGoldenTraces : public QObject {
       for (auto [name, config] : test::sample_configurations(*model, f.startsWith("heavy_model"))) {
         // A sample too big for a real run (GPT-2 small) is summarized from its dry run, whose
         // trace is the real run's (test_engine_dry_run).
-        config.dry_run = model->scenario.dry_run_only;
+        config.settings.dry_run = model->scenario.dry_run_only;
         const RunResult r = runner.run(config);
         actual[f.toStdString() + " / " + name] = summarize(r.trace) + (r.ok ? "" : " failed");
       }

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model/finalize.hpp"
-#include "engine/tensor/init.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
 #include "engine/run/runner.hpp"
+#include "engine/tensor/init.hpp"
 #include "engine/tensor/npy.hpp"
 
 using namespace ckpt;
@@ -68,23 +68,23 @@ class TestModelPytorchCode : public QObject {
     QFETCH(bool, reentrant);
     auto model =
         load_model((qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/" + file).toStdString());
-    CheckpointConfig c = scenario_config(*model);
-    c.threads = 1;
-    c.use_reentrant = reentrant;
+    RunRequest c = scenario_request(*model);
+    c.settings.threads = 1;
+    c.settings.use_reentrant = reentrant;
     for (const auto& m : modules) {
       if (m.startsWith("def:"))
         for (const Module* i : model->instances_of(m.mid(4).toStdString()))
-          c.modules.insert(i->path);
+          c.plan.modules.insert(i->path);
       else
-        c.modules.insert(m.toStdString());
+        c.plan.modules.insert(m.toStdString());
     }
     // Inputs drawn here and handed to both sides.
     Generator gen(11);
     nlohmann::json inputs = nlohmann::json::array();
     for (const auto& in : model->inputs) {
       const Shape s = resolve_input_shape(in, model->scenario.batch);
-      c.inputs.push_back(in.classes > 0 ? class_indices(s, in.classes, gen)
-                                        : normal_tensor(s, 0, 1, gen));
+      c.settings.inputs.push_back(in.classes > 0 ? class_indices(s, in.classes, gen)
+                                                 : normal_tensor(s, 0, 1, gen));
       inputs.push_back({{"name", in.name},
                         {"requires_grad", !in.is_target && in.requires_grad},
                         {"target", in.is_target}});
@@ -104,8 +104,8 @@ class TestModelPytorchCode : public QObject {
       names.push_back(model->parameters[i].name);
       save_npy(d + "/param_" + std::to_string(i) + ".npy", model->parameters[i].initial);
     }
-    for (std::size_t i = 0; i < c.inputs.size(); ++i)
-      save_npy(d + "/input_" + std::to_string(i) + ".npy", c.inputs[i]);
+    for (std::size_t i = 0; i < c.settings.inputs.size(); ++i)
+      save_npy(d + "/input_" + std::to_string(i) + ".npy", c.settings.inputs[i]);
     const char* loss = model->scenario.loss == LossKind::model  ? "cross_entropy"
                        : model->scenario.loss == LossKind::mean ? "mean"
                                                                 : "sum";

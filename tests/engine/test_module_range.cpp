@@ -1,10 +1,10 @@
-// Ranges of sibling modules checkpointed as one segment (CheckpointConfig::ranges): the same
+// Ranges of sibling modules checkpointed as one segment (RunRequest::ranges): the same
 // numbers as a plain run, only the range's inputs kept, and clear errors for ranges that are no
 // function of their own.
 #include <QtTest>
 
 #include "engine/model/loader.hpp"
-#include "engine/run/module_range.hpp"
+#include "engine/model/module_range.hpp"
 #include "engine/run/runner.hpp"
 
 using namespace ckpt;
@@ -41,10 +41,10 @@ class TestModuleRange : public QObject {
   void rangeIsOneSegmentWithTheSameGradients() {
     auto model = plan_model("chain_unequal");
     Runner runner(model);
-    CheckpointConfig plain = scenario_config(*model);
-    plain.threads = 1;
-    CheckpointConfig ranged = plain;
-    ranged.ranges = {{"b1", "b3"}};
+    RunRequest plain = scenario_request(*model);
+    plain.settings.threads = 1;
+    RunRequest ranged = plain;
+    ranged.plan.ranges = {{"b1", "b3"}};
     const RunResult p = runner.run(plain), r = runner.run(ranged);
     QVERIFY2(p.ok && r.ok, r.error.c_str());
     same_gradients(p, r);
@@ -54,8 +54,8 @@ class TestModuleRange : public QObject {
     // Kept: only x for the whole range, instead of everything b1..b3 save.
     QVERIFY(saved_at_forward_end(r) < saved_at_forward_end(p));
     // The range keeps less than its three modules checkpointed one by one (their boundaries).
-    CheckpointConfig each = plain;
-    each.modules = {"b1", "b2", "b3"};
+    RunRequest each = plain;
+    each.plan.modules = {"b1", "b2", "b3"};
     const RunResult e = runner.run(each);
     QVERIFY2(e.ok, e.error.c_str());
     QVERIFY(saved_at_forward_end(r) < saved_at_forward_end(e));
@@ -65,10 +65,10 @@ class TestModuleRange : public QObject {
   void rangeHoldsCheckpointedModulesAndRunsInsideOne() {
     auto model = plan_model("nested_blocks");
     Runner runner(model);
-    CheckpointConfig plain = scenario_config(*model);
-    CheckpointConfig c = plain;
-    c.ranges = {{"stage1.a", "stage1.b"}, {"stage2", "head"}};
-    c.modules = {"stage1", "stage2.a"};
+    RunRequest plain = scenario_request(*model);
+    RunRequest c = plain;
+    c.plan.ranges = {{"stage1.a", "stage1.b"}, {"stage2", "head"}};
+    c.plan.modules = {"stage1", "stage2.a"};
     const RunResult p = runner.run(plain), r = runner.run(c);
     QVERIFY2(r.ok, r.error.c_str());
     same_gradients(p, r);
@@ -82,9 +82,9 @@ class TestModuleRange : public QObject {
     QCOMPARE(r.inputs.size(), std::size_t{1});
     QCOMPARE(r.outputs.size(), std::size_t{1});
     QCOMPARE(r.end_op - r.first_op, std::int64_t{3});
-    CheckpointConfig c = scenario_config(*model);
-    c.ranges = {{"c2.conv", "c2.pool"}};
-    const RunResult p = runner.run(scenario_config(*model)), q = runner.run(c);
+    RunRequest c = scenario_request(*model);
+    c.plan.ranges = {{"c2.conv", "c2.pool"}};
+    const RunResult p = runner.run(scenario_request(*model)), q = runner.run(c);
     QVERIFY2(q.ok, q.error.c_str());
     same_gradients(p, q);
   }
@@ -93,9 +93,9 @@ class TestModuleRange : public QObject {
     auto model = plan_model("nested_blocks");
     Runner runner(model);
     auto error_of = [&](std::string a, std::string b, std::set<std::string> modules = {}) {
-      CheckpointConfig c = scenario_config(*model);
-      c.ranges = {{a, b}};
-      c.modules = std::move(modules);
+      RunRequest c = scenario_request(*model);
+      c.plan.ranges = {{a, b}};
+      c.plan.modules = std::move(modules);
       const RunResult r = runner.run(c);
       return r.ok ? std::string() : r.error;
     };
@@ -104,8 +104,8 @@ class TestModuleRange : public QObject {
     QVERIFY(error_of("stage1", "nope").find("no module or op 'nope'") != std::string::npos);
     QVERIFY(error_of("stage1.b", "stage1.b", {"stage1.b"}).empty());
     QVERIFY(error_of("stage1", "stage2", {"stage2.a"}).empty());
-    CheckpointConfig two = scenario_config(*model);
-    two.ranges = {{"stage1", "stage2"}, {"stage2", "head"}};
+    RunRequest two = scenario_request(*model);
+    two.plan.ranges = {{"stage1", "stage2"}, {"stage2", "head"}};
     const RunResult r = runner.run(two);
     QVERIFY(!r.ok);
     QVERIFY2(

@@ -112,12 +112,12 @@ class TestOnnxConformance : public QObject {
       ++run;
       if (!bind.empty()) ++bound_cases;
       try {
-        CheckpointConfig c = scenario_config(*model);
-        c.backward = false;
-        c.threads = 1;
+        RunRequest c = scenario_request(*model);
+        c.settings.backward = false;
+        c.settings.threads = 1;
         for (const auto& in : model->inputs) {
           const auto at = std::find(graph_inputs.begin(), graph_inputs.end(), in.name);
-          c.inputs.push_back(read_tensor(
+          c.settings.inputs.push_back(read_tensor(
               (data + QString("input_%1.pb").arg(at - graph_inputs.begin())).toStdString()));
         }
         const RunResult r = Runner(model).run(c);

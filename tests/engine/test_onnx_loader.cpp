@@ -163,6 +163,48 @@ onnx::ModelProto one_node(const std::string& op_type, const std::vector<std::int
   return m;
 }
 
+// x [5, 2, 3] -> one `op_type` (LSTM, GRU, RNN) node of hidden size 2 over initializers W, R
+// and B in ONNX's layout (W with `w_rows` rows, normally gates * 2) -> y, y_h.
+onnx::ModelProto recurrent_model(const std::string& op_type, std::int64_t w_rows) {
+  const std::int64_t gates = op_type == "LSTM" ? 4 : op_type == "GRU" ? 3 : 1;
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("recurrent");
+  auto* x = g->add_input();
+  x->set_name("x");
+  auto* tt = x->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  for (int d : {5, 2, 3}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  for (const auto& [name, dims] :
+       {std::pair<std::string, std::vector<std::int64_t>>{"W", {1, w_rows, 3}},
+        {"R", {1, gates * 2, 2}},
+        {"B", {1, gates * 4}}}) {
+    auto* w = g->add_initializer();
+    w->set_name(name);
+    w->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    std::int64_t n = 1;
+    for (auto d : dims) {
+      w->add_dims(d);
+      n *= d;
+    }
+    for (std::int64_t i = 0; i < n; ++i) w->add_float_data(0.01f * static_cast<float>(i % 7));
+  }
+  auto* node = g->add_node();
+  node->set_name("/rnn/" + op_type);
+  node->set_op_type(op_type);
+  for (const char* in : {"x", "W", "R", "B"}) node->add_input(in);
+  node->add_output("y");
+  node->add_output("y_h");
+  auto* hidden = node->add_attribute();
+  hidden->set_name("hidden_size");
+  hidden->set_type(onnx::AttributeProto_AttributeType_INT);
+  hidden->set_i(2);
+  g->add_output()->set_name("y");
+  return m;
+}
+
 QString error_of(const onnx::ModelProto& m) {
   try {
     load_model_onnx_bytes(m.SerializeAsString(), "bad.onnx");
@@ -198,9 +240,9 @@ class TestOnnxLoader : public QObject {
 
   void pytorchCodeWrapsTheChosenSubmodulesByName() {
     auto m = load_model(sample("tiny_resnet.onnx"));
-    CheckpointConfig c = scenario_config(*m);
-    c.modules = {"layer1.0", "layer2.1"};
-    c.use_reentrant = false;
+    RunRequest c = scenario_request(*m);
+    c.plan.modules = {"layer1.0", "layer2.1"};
+    c.settings.use_reentrant = false;
     const std::string code = pytorch_code(*m, c);
     QVERIFY2(code.find("model.get_submodule(name)") != std::string::npos, code.c_str());
     QVERIFY2(code.find("    \"layer1.0\",\n    \"layer2.1\",\n], use_reentrant=False)") !=
@@ -232,8 +274,8 @@ class TestOnnxLoader : public QObject {
     QVERIFY(m->find_module("layer2.0")->checkpointable);
     // Shapes were evaluated for the exported batch: another batch is a clear error.
     Runner runner(m);
-    CheckpointConfig c = scenario_config(*m);
-    c.batch = m->scenario.batch + 1;
+    RunRequest c = scenario_request(*m);
+    c.settings.batch = m->scenario.batch + 1;
     const RunResult r = runner.run(c);
     QVERIFY(!r.ok);
     QVERIFY2(r.error.find("fixed at export with batch") != std::string::npos, r.error.c_str());
@@ -299,9 +341,9 @@ class TestOnnxLoader : public QObject {
     eq->set_name("equation");
     eq->set_type(onnx::AttributeProto_AttributeType_STRING);
     eq->set_s("ij, jk -> ik");
-    CheckpointConfig c;
-    c.backward = false;
-    c.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, -1, 0, 2}, {2, 3})};
+    RunRequest c;
+    c.settings.backward = false;
+    c.settings.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, -1, 0, 2}, {2, 3})};
     const auto plain = Runner(load_model_onnx_bytes(tiny().SerializeAsString(), "t.onnx")).run(c);
     const auto einsum = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
     QVERIFY2(plain.ok && einsum.ok, (plain.error + einsum.error).c_str());
@@ -316,9 +358,9 @@ class TestOnnxLoader : public QObject {
   // Resize: nearest as PyTorch writes it, linear (bilinear) with half_pixel and align_corners;
   // any other mode or coordinate mode names the node.
   void resizeModesOrANamedError() {
-    CheckpointConfig c;
-    c.backward = false;
-    c.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 1, 2, 2})};
+    RunRequest c;
+    c.settings.backward = false;
+    c.settings.inputs = {Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 1, 2, 2})};
     auto first_row = [&](const onnx::ModelProto& m) {
       const auto r = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
       if (!r.ok) return std::vector<double>{};
@@ -346,10 +388,43 @@ class TestOnnxLoader : public QObject {
 
   // Tile's repeats: one per input dimension. ConvTranspose's output_shape: only the shape that
   // pads and output_padding give.
+  // LSTM, GRU and RNN: a layer in ONNX's own layout loads as one op with both outputs; what
+  // PyTorch's layers never export is a load error naming the node and the attribute.
+  void recurrentLayersOrANamedError() {
+    auto m = recurrent_model("GRU", 6);
+    QString e = error_of(m);
+    QVERIFY2(e.startsWith("bad.onnx: node '/rnn/GRU' (GRU): linear_before_reset=0 is not "
+                          "supported"),
+             qPrintable(e));
+    auto* lbr = m.mutable_graph()->mutable_node(0)->add_attribute();
+    lbr->set_name("linear_before_reset");
+    lbr->set_type(onnx::AttributeProto_AttributeType_INT);
+    lbr->set_i(1);
+    const auto model = load_model_onnx_bytes(m.SerializeAsString(), "t.onnx");
+    // Views of the direction's rows of W, R and B, B's two halves, the gru.
+    QCOMPARE(model->ops.size(), std::size_t{6});
+    const OpNode& gru = model->ops.back();
+    QCOMPARE(gru.op_type, std::string("gru"));
+    QCOMPARE(gru.outputs.size(), std::size_t{2});
+    QCOMPARE(model->values.at("y").shape, (Shape{5, 1, 2, 2}));
+    e = error_of(recurrent_model("LSTM", 7));
+    QVERIFY2(e.startsWith("bad.onnx: node '/rnn/LSTM' (LSTM): W must be [1, 8, 3], got [1, 7, 3]"),
+             qPrintable(e));
+    m = recurrent_model("RNN", 2);
+    auto* act = m.mutable_graph()->mutable_node(0)->add_attribute();
+    act->set_name("activations");
+    act->set_type(onnx::AttributeProto_AttributeType_STRINGS);
+    act->add_strings("Sigmoid");
+    e = error_of(m);
+    QVERIFY2(e.startsWith("bad.onnx: node '/rnn/RNN' (RNN): activations 'Sigmoid' are not "
+                          "supported (Tanh are, as in PyTorch)"),
+             qPrintable(e));
+  }
+
   void tileAndConvTransposeNamedErrors() {
-    CheckpointConfig c;
-    c.backward = false;
-    c.inputs = {Tensor::ones({1, 2, 3, 3})};
+    RunRequest c;
+    c.settings.backward = false;
+    c.settings.inputs = {Tensor::ones({1, 2, 3, 3})};
     auto shape_of = [&](const onnx::ModelProto& m) {
       const auto r = Runner(load_model_onnx_bytes(m.SerializeAsString(), "t.onnx")).run(c);
       return r.ok ? r.outputs.at(0).shape() : Shape{};
@@ -392,9 +467,9 @@ class TestOnnxLoader : public QObject {
   void shapeArithmeticFolds() {
     const char* root = std::getenv("CKPTLAB_SOURCE_DIR");
     auto m = load_model(std::string(root ? root : ".") + "/tests/engine/data/folds.onnx");
-    CheckpointConfig c;
-    c.backward = false;
-    c.inputs = {Tensor::zeros({32})};
+    RunRequest c;
+    c.settings.backward = false;
+    c.settings.inputs = {Tensor::zeros({32})};
     const RunResult r = Runner(m).run(c);
     QVERIFY2(r.ok, r.error.c_str());
     const std::vector<double> expected{2, 1, -1, -2, -1, 1, -1, 1, 1, 0, 0, 1, -7, 3, -3, 7,
@@ -461,15 +536,15 @@ class TestOnnxLoader : public QObject {
     auto model = load_model_onnx_bytes(m.SerializeAsString(), "dynamic.onnx");
     QVERIFY(model->at_batch);
     QVERIFY(!model->scenario.batch_fixed);
-    CheckpointConfig c;
-    c.batch = 3;
+    RunRequest c;
+    c.settings.batch = 3;
     const RunResult r = Runner(model).run(c);
     QVERIFY2(r.ok, r.error.c_str());
     QCOMPARE(r.outputs.at(0).shape(), (Shape{3, 4}));
     // Loading computes nothing (shapes come from the meta device): a batch whose activations
     // no machine holds loads again, and its dry run gives the exact bytes.
-    c.batch = std::int64_t{1} << 36;
-    c.dry_run = true;
+    c.settings.batch = std::int64_t{1} << 36;
+    c.settings.dry_run = true;
     const RunResult huge = Runner(model).run(c);
     QVERIFY2(huge.ok, huge.error.c_str());
     QVERIFY(huge.trace.peak().bytes > (std::int64_t{1} << 40));
@@ -500,8 +575,8 @@ class TestOnnxLoader : public QObject {
     QCOMPARE(at5->parameters.size(), model->parameters.size());
     for (std::size_t i = 0; i < model->parameters.size(); ++i)
       QVERIFY(at5->parameters[i].initial.shares_storage(model->parameters[i].initial));
-    CheckpointConfig c;
-    c.batch = 5;
+    RunRequest c;
+    c.settings.batch = 5;
     const RunResult r = Runner(model).run(c);
     QVERIFY2(r.ok, r.error.c_str());
     QCOMPARE(r.outputs.at(0).shape(), (Shape{5, 4}));

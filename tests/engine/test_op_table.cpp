@@ -86,8 +86,11 @@ class TestOpTable : public QObject {
   void everyKindHasAGradcheckRow() {
     const std::regex row_re(R"re((?:row|newRow)\("([a-z_0-9@ .]+)")re");
     std::set<std::string> rows = matches(read("tests/engine/test_gradcheck.cpp"), row_re);
-    const auto nn = matches(read("tests/engine/test_gradcheck_nn.cpp"), row_re);
-    rows.insert(nn.begin(), nn.end());
+    for (const char* more :
+         {"tests/engine/test_gradcheck_nn.cpp", "tests/engine/test_gradcheck_recurrent.cpp"}) {
+      const auto named = matches(read(more), row_re);
+      rows.insert(named.begin(), named.end());
+    }
     QVERIFY2(rows.size() > 30, "the gradcheck sources were not found or not parsed");
     for (const auto& type : OpTable::instance().types()) {
       const bool has = covered(rows, type);
@@ -100,8 +103,8 @@ class TestOpTable : public QObject {
 
   void everyKindHasAnOracleCase() {
     std::set<std::string> cases;
-    for (const char* f :
-         {"cases_core.py", "cases_nn.py", "cases_models.py", "cases_checkpoint.py"}) {
+    for (const char* f : {"cases_core.py", "cases_nn.py", "cases_models.py", "cases_checkpoint.py",
+                          "cases_recurrent.py"}) {
       const auto c = matches(read(std::string("tests/oracle/") + f),
                              std::regex(R"re(@case\(f?"([a-z_0-9@{}]+)")re"));
       cases.insert(c.begin(), c.end());

@@ -39,8 +39,8 @@ class TestPlanExport : public QObject {
   QTemporaryDir dir_;
   std::shared_ptr<const Model> model_;
 
-  void check(const CheckpointConfig& plan, const PlanEvaluator& ev) {
-    const std::string code = plan_pytorch_code(*model_, ev.run_config(plan));
+  void check(const CheckpointPlan& plan, const PlanEvaluator& ev) {
+    const std::string code = plan_pytorch_code(*model_, ev.request(plan));
     QVERIFY(code.find("apply_activation_checkpointing(") != std::string::npos);
     QVERIFY(code.find("NOTE") == std::string::npos);  // every name exists in the nn.Module
     const QString file = dir_.filePath("plan.py");
@@ -54,10 +54,10 @@ class TestPlanExport : public QObject {
     QVERIFY2(j["gradients_identical"].toBool(), qPrintable(out));
     const double torch_plain = j["plain_saved_bytes"].toDouble();
     const double torch_plan = j["planned_saved_bytes"].toDouble();
-    const auto ours_plain = static_cast<double>(ev.saved_for_backward(CheckpointConfig{}));
+    const auto ours_plain = static_cast<double>(ev.saved_for_backward(CheckpointPlan{}));
     const auto ours_plan = static_cast<double>(ev.saved_for_backward(plan));
     qInfo("%s: saved for backward, engine %.0f bytes, PyTorch %.0f (plain: %.0f, %.0f)",
-          plan_key(plan).c_str(), ours_plan, torch_plan, ours_plain, torch_plain);
+          plan.key().c_str(), ours_plan, torch_plan, ours_plain, torch_plain);
     QVERIFY2(torch_plan < torch_plain, "the plan saves less in PyTorch too");
     QVERIFY2(std::abs(ours_plan - torch_plan) <= 0.01 * torch_plan, qPrintable(out));
     QVERIFY2(std::abs(ours_plain - torch_plain) <= 0.01 * torch_plain, qPrintable(out));
@@ -77,18 +77,18 @@ class TestPlanExport : public QObject {
   }
 
   void optimalPlanReproducesInPyTorch() {
-    PlanEvaluator ev(model_, scenario_config(*model_));
+    PlanEvaluator ev(model_, scenario_request(*model_).settings);
     Planner planner(ev, CandidateOptions{1, true, 12});
     const std::int64_t low = planner.lowest().eval.peak_bytes;
     const PlanPoint p = planner.plan(Strategy::optimal, low + (ev.baseline().peak_bytes - low) / 2);
     QVERIFY2(p.fits, p.note.c_str());
     QVERIFY(!p.chosen.empty());
-    check(p.config, ev);
+    check(p.plan, ev);
   }
 
   void modulesRangesAndNestingReproduceInPyTorch() {
-    PlanEvaluator ev(model_, scenario_config(*model_));
-    CheckpointConfig plan;
+    PlanEvaluator ev(model_, scenario_request(*model_).settings);
+    CheckpointPlan plan;
     plan.modules = {"layer2.0", "layer3", "layer4.1"};
     plan.ranges = {{"layer1", "layer2"}};
     QVERIFY2(ev.evaluate(plan).ok, ev.evaluate(plan).error.c_str());

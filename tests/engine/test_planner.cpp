@@ -64,7 +64,7 @@ class TestPlanner : public QObject {
     QFETCH(bool, ranges);
     QFETCH(int, max_ranges);
     PlanEvaluator ev(plan_model(model.toStdString()),
-                     scenario_config(*plan_model(model.toStdString())));
+                     scenario_request(*plan_model(model.toStdString())).settings);
     Planner planner(ev, CandidateOptions{depth, ranges, max_ranges});
     const auto n = planner.candidates().items.size();
     QVERIFY2(n >= 5 && n <= 14, qPrintable(QString::number(n)));
@@ -97,7 +97,7 @@ class TestPlanner : public QObject {
 
   void recomputeCostIsTheSumOfTheCandidates() {
     auto model = plan_model("nested_blocks");
-    PlanEvaluator ev(model, scenario_config(*model));
+    PlanEvaluator ev(model, scenario_request(*model).settings);
     Planner planner(ev, CandidateOptions{1, true, 3});
     const auto& items = planner.candidates().items;
     for (std::size_t i = 0; i < items.size(); ++i)
@@ -121,7 +121,7 @@ class TestPlanner : public QObject {
   void everyStrategyRespectsItsBudget() {
     QFETCH(QString, model);
     auto m = plan_model(model.toStdString());
-    PlanEvaluator ev(m, scenario_config(*m));
+    PlanEvaluator ev(m, scenario_request(*m).settings);
     Planner planner(ev, CandidateOptions{1, true, 4});
     const std::int64_t plain = ev.baseline().peak_bytes;
     const std::int64_t lowest = planner.lowest().eval.peak_bytes;
@@ -136,7 +136,7 @@ class TestPlanner : public QObject {
           continue;
         }
         // Judged by a run: the evaluation of the very config it returns.
-        QCOMPARE(ev.evaluate(p.config).peak_bytes, p.eval.peak_bytes);
+        QCOMPARE(ev.evaluate(p.plan).peak_bytes, p.eval.peak_bytes);
         if (p.fits) {
           QVERIFY2(p.eval.peak_bytes <= budget, what.c_str());
         } else {
@@ -150,7 +150,7 @@ class TestPlanner : public QObject {
 
   void frontierHasNoDominatedPoint() {
     auto m = plan_model("chain_unequal");
-    PlanEvaluator ev(m, scenario_config(*m));
+    PlanEvaluator ev(m, scenario_request(*m).settings);
     Planner planner(ev);
     const auto points = planner.sweep(ev.baseline().peak_bytes * 8 / 10);
     QVERIFY(points.size() >= 6);
@@ -174,7 +174,7 @@ class TestPlanner : public QObject {
 
   void impossibleBudgetNamesTheLowestPeak() {
     auto m = plan_model("wide_narrow");
-    PlanEvaluator ev(m, scenario_config(*m));
+    PlanEvaluator ev(m, scenario_request(*m).settings);
     Planner planner(ev);
     const PlanPoint p = planner.plan(Strategy::optimal, 1000);
     QVERIFY(!p.fits);

@@ -6,6 +6,7 @@
 #include "engine/model/loader.hpp"
 #include "engine/report/config_text.hpp"
 #include "engine/report/run_report.hpp"
+#include "engine/run/runner.hpp"
 
 using namespace ckpt;
 
@@ -17,12 +18,12 @@ std::shared_ptr<Model> sample(const char* name) {
 }
 
 // The LSTM checkpointed whole, and each of its cells inside it, without reentrance.
-CheckpointConfig nested_lstm(const Model& model) {
-  CheckpointConfig c = scenario_config(model);
-  c.use_reentrant = false;
-  c.modules = {"lstm"};
+RunRequest nested_lstm(const Model& model) {
+  RunRequest c = scenario_request(model);
+  c.settings.use_reentrant = false;
+  c.plan.modules = {"lstm"};
   for (const Module* m : model.all_modules())
-    if (m->path.rfind("lstm.cell", 0) == 0) c.modules.insert(m->path);
+    if (m->path.rfind("lstm.cell", 0) == 0) c.plan.modules.insert(m->path);
   return c;
 }
 
@@ -57,11 +58,11 @@ class TestRunReport : public QObject {
 
   void reportIsTheRunsOwnFigures() {
     auto model = sample("lstm.json");
-    const CheckpointConfig config = nested_lstm(*model);
+    const RunRequest config = nested_lstm(*model);
     const RunResult r = Runner(model).run(config);
     QVERIFY2(r.ok, r.error.c_str());
     const RunReport report = report_run(*model, config, r);
-    QCOMPARE(report.config_text, describe_config(config));
+    QCOMPARE(report.config_text, describe_request(config));
     QCOMPARE(report.series->steps(), r.trace.step_count());
     QCOMPARE(report.series->peak_bytes, r.trace.peak().bytes);
     QCOMPARE(report.series->totals[static_cast<std::size_t>(report.series->peak_step)],
@@ -92,8 +93,8 @@ class TestRunReport : public QObject {
   // A failed run's report says so, and its lesson is the run's own error with the fix.
   void failedRunReportsTheFailure() {
     auto model = sample("densenet_block.json");
-    CheckpointConfig c = scenario_config(*model);
-    c.modules = {"no.such.module"};
+    RunRequest c = scenario_request(*model);
+    c.plan.modules = {"no.such.module"};
     const RunResult r = Runner(model).run(c);
     QVERIFY(!r.ok && r.status == RunStatus::failed);
     const RunReport report = report_run(*model, c, r);

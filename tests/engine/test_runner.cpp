@@ -51,7 +51,7 @@ class TestRunner : public QObject {
  private slots:
   void mlpGivesLossOutputsAndEveryGradient() {
     Runner runner(mlp());
-    const RunResult r = runner.run(scenario_config(runner.model()));
+    const RunResult r = runner.run(scenario_request(runner.model()));
     QVERIFY2(r.ok, r.error.c_str());
     QCOMPARE(r.outputs.size(), std::size_t{1});
     QCOMPARE(r.outputs[0].shape(), (Shape{3, 2}));
@@ -68,11 +68,11 @@ class TestRunner : public QObject {
   void sameNumbersAsTheOpsCalledByHand() {
     auto model = mlp();
     Runner runner(model);
-    CheckpointConfig config = scenario_config(*model);
+    RunRequest config = scenario_request(*model);
     Tensor x = Tensor::from_vector(
         std::vector<float>{0.5f, -1.f, 2.f, 0.f, 1.f, 1.f, -2.f, 0.25f, 3.f, -0.5f, 0.f, 1.5f},
         {3, 4});
-    config.inputs = {x};
+    config.settings.inputs = {x};
     const RunResult r = runner.run(config);
     QVERIFY2(r.ok, r.error.c_str());
 
@@ -95,7 +95,7 @@ class TestRunner : public QObject {
 
   void repeatedAndConcurrentRunsAreBitIdentical() {
     Runner runner(mlp());
-    const CheckpointConfig config = scenario_config(runner.model());
+    const RunRequest config = scenario_request(runner.model());
     const RunResult first = runner.run(config);
     const RunResult again = runner.run(config);
     QCOMPARE(again.loss.item(), first.loss.item());
@@ -116,14 +116,14 @@ class TestRunner : public QObject {
              first.gradients.at("block.fc.weight").to_vector());
     QCOMPARE(a.trace.peak().bytes, first.trace.peak().bytes);
     // Another seed draws other inputs.
-    CheckpointConfig reseeded = config;
-    reseeded.seed = config.seed + 1;
+    RunRequest reseeded = config;
+    reseeded.settings.seed = config.settings.seed + 1;
     QVERIFY(runner.run(reseeded).loss.item() != first.loss.item());
   }
 
   void traceNamesNodesAndValues() {
     Runner runner(mlp());
-    const RunResult r = runner.run(scenario_config(runner.model()));
+    const RunResult r = runner.run(scenario_request(runner.model()));
     QVERIFY(r.ok);
     QStringList nodes;
     for (std::int64_t k = 0; k <= r.trace.forward_end(); ++k)
@@ -141,8 +141,8 @@ class TestRunner : public QObject {
     auto with_sin = load_model_json_text(heavy("sin", 10, 10), "heavy_sin.json");
     QCOMPARE(plain->ops.size(), std::size_t{100});
     Runner a(plain), b(with_sin);
-    const RunResult ra = a.run(scenario_config(*plain));
-    const RunResult rb = b.run(scenario_config(*with_sin));
+    const RunResult ra = a.run(scenario_request(*plain));
+    const RunResult rb = b.run(scenario_request(*with_sin));
     QVERIFY2(ra.ok, ra.error.c_str());
     QVERIFY2(rb.ok, rb.error.c_str());
     const auto act = static_cast<std::size_t>(MemoryCategory::activation);
@@ -157,48 +157,79 @@ class TestRunner : public QObject {
   void cancelledRunSaysSo() {
     Runner runner(mlp());
     std::atomic<bool> cancel{true};
-    const RunResult r = runner.run(scenario_config(runner.model()), &cancel);
+    const RunResult r = runner.run(scenario_request(runner.model()), &cancel);
     QVERIFY(!r.ok);
     QCOMPARE(r.error, std::string("cancelled"));
     QVERIFY(r.cancelled());
     QVERIFY(r.status == RunStatus::cancelled);
-    const RunResult done = runner.run(scenario_config(runner.model()));
+    const RunResult done = runner.run(scenario_request(runner.model()));
     QVERIFY(done.status == RunStatus::ok && done.ok && !done.cancelled());
-    CheckpointConfig bad = scenario_config(runner.model());
-    bad.modules = {"act2"};
+    RunRequest bad = scenario_request(runner.model());
+    bad.plan.modules = {"act2"};
     const RunResult failed = runner.run(bad);
     QVERIFY(failed.status == RunStatus::failed && !failed.ok && !failed.cancelled());
   }
 
-  // One comparison for every field: the app's kept results and its ghost are keyed by it.
-  void configurationsCompareEveryField() {
-    const CheckpointConfig base = scenario_config(*mlp());
-    CheckpointConfig c = base;
-    QVERIFY(c == base);
-    c.threads = 2;
-    QVERIFY(c != base);
+  // One comparison for every field of plan, settings and hooks: the app's kept results, its
+  // ghost and pins are keyed by it.
+  void requestsCompareEveryField() {
+    const RunRequest base = scenario_request(*mlp());
+    RunRequest c = base;
+    QVERIFY(same_run(c, base));
+    c.settings.threads = 2;
+    QVERIFY(!same_run(c, base));
     c = base;
-    c.dry_run = true;
-    QVERIFY(c != base);
+    c.settings.dry_run = true;
+    QVERIFY(!same_run(c, base));
     c = base;
-    c.ranges = {{"a", "b"}};
-    QVERIFY(c != base);
+    c.plan.ranges = {{"a", "b"}};
+    QVERIFY(!same_run(c, base));
+    c = base;
+    c.plan.policy = SelectivePolicy::save_matmul;
+    QVERIFY(!same_run(c, base));
+    c = base;
+    c.hooks.fail_allocation_at = 3;
+    QVERIFY(!same_run(c, base));
+    c = base;
+    c.settings.device = Device::cuda;
+    QVERIFY(!same_run(c, base));
     // Explicit inputs compare by identity: the same tensors are the same run.
     const Tensor x = Tensor::zeros({3, 4});
-    CheckpointConfig a = base, b = base;
-    a.inputs = {x};
-    b.inputs = {x};
-    QVERIFY(a == b);
-    b.inputs = {Tensor::zeros({3, 4})};
-    QVERIFY(a != b);
+    RunRequest a = base, b = base;
+    a.settings.inputs = {x};
+    b.settings.inputs = {x};
+    QVERIFY(same_run(a, b));
+    b.settings.inputs = {Tensor::zeros({3, 4})};
+    QVERIFY(!same_run(a, b));
+  }
+
+  // A plan's key is its identity: the same plans, whatever the order of their ranges, and
+  // without() takes one module or range away, or everything.
+  void planKeysAndWithout() {
+    CheckpointPlan a;
+    a.modules = {"b1", "b2"};
+    a.ranges = {{"x", "y"}, {"p", "q"}};
+    CheckpointPlan b = a;
+    b.ranges = {{"p", "q"}, {"x", "y"}};
+    QCOMPARE(a.key(), b.key());
+    b.policy = SelectivePolicy::save_matmul;
+    QVERIFY(a.key() != b.key());
+    QVERIFY(!a.empty());
+    QVERIFY(a.without().empty());
+    QCOMPARE(a.without("b1").modules, std::set<std::string>{"b2"});
+    QCOMPARE(a.without("x..y").ranges.size(), std::size_t{1});
+    QCOMPARE(a.without("nothing"), a);
+    CheckpointPlan policy_only;
+    policy_only.policy = SelectivePolicy::save_matmul;
+    QVERIFY(policy_only.empty());
   }
 
   void overridesBatchInputsRequiresGradAndLoss() {
     Runner runner(mlp());
-    CheckpointConfig c = scenario_config(runner.model());
-    c.batch = 5;
-    c.input_requires_grad = false;
-    c.loss = LossKind::mean;
+    RunRequest c = scenario_request(runner.model());
+    c.settings.batch = 5;
+    c.settings.input_requires_grad = false;
+    c.settings.loss = LossKind::mean;
     const RunResult r = runner.run(c);
     QVERIFY2(r.ok, r.error.c_str());
     QCOMPARE(r.outputs[0].shape(), (Shape{5, 2}));
@@ -208,14 +239,14 @@ class TestRunner : public QObject {
 
   void nestedModulesAreBothCheckpointed() {
     Runner runner(mlp());
-    CheckpointConfig c = scenario_config(runner.model());
-    c.threads = 1;
-    c.use_reentrant = false;
-    c.modules = {"block", "block.fc"};
+    RunRequest c = scenario_request(runner.model());
+    c.settings.threads = 1;
+    c.settings.use_reentrant = false;
+    c.plan.modules = {"block", "block.fc"};
     const RunResult r = runner.run(c);
     QVERIFY2(r.ok, r.error.c_str());
     QCOMPARE(r.trace.checkpoints().size(), std::size_t{2});
-    const RunResult p = runner.run(scenario_config(runner.model()));
+    const RunResult p = runner.run(scenario_request(runner.model()));
     QCOMPARE(r.gradients.at("block.fc.weight").to_vector(),
              p.gradients.at("block.fc.weight").to_vector());
   }
@@ -228,8 +259,8 @@ class TestRunner : public QObject {
         {"type": "relu", "name": "g"}]}})",
                                       "two.json");
     Runner runner(model);
-    CheckpointConfig c = scenario_config(*model);
-    c.segments = 2;
+    RunRequest c = scenario_request(*model);
+    c.plan.segments = 2;
     const RunResult r = runner.run(c);
     QVERIFY(!r.ok);
     QVERIFY2(r.error.find("checkpoint_sequential passes one tensor from each top-level module "
@@ -239,19 +270,19 @@ class TestRunner : public QObject {
 
   void errorsComeBackInTheResult() {
     Runner runner(mlp());
-    CheckpointConfig c = scenario_config(runner.model());
-    c.inputs = {Tensor::zeros({3, 4}), Tensor::zeros({3, 4})};
+    RunRequest c = scenario_request(runner.model());
+    c.settings.inputs = {Tensor::zeros({3, 4}), Tensor::zeros({3, 4})};
     RunResult r = runner.run(c);
     QVERIFY(!r.ok);
     QVERIFY2(r.error.find("2 explicit inputs given, mlp.json takes 1") != std::string::npos,
              r.error.c_str());
-    c.inputs.clear();
-    c.modules = {"act2"};
+    c.settings.inputs.clear();
+    c.plan.modules = {"act2"};
     r = runner.run(c);
     QVERIFY(!r.ok);
     QCOMPARE(r.error, std::string("cannot checkpoint 'act2': mlp.json has no such module"));
-    c.modules.clear();
-    c.max_memory = 512;
+    c.plan.modules.clear();
+    c.settings.max_memory = 512;
     r = runner.run(c);
     QVERIFY(!r.ok);
     QVERIFY(!r.error.empty());

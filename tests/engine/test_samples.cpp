@@ -6,7 +6,7 @@
 
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 #include "engine/run/runner.hpp"
 #include "tests/engine/support/sample_configs.hpp"
 
@@ -34,9 +34,9 @@ bool has_floating_input(const Model& m, const Module& mod) {
 }
 
 // The blocks of a GPT sample: h.0, h.1, ...
-CheckpointConfig gpt_blocks(const Model& m) {
-  CheckpointConfig c = plain(m);
-  for (const auto& b : m.find_module("h")->children) c.modules.insert(b->path);
+RunRequest gpt_blocks(const Model& m) {
+  RunRequest c = plain(m);
+  for (const auto& b : m.find_module("h")->children) c.plan.modules.insert(b->path);
   return c;
 }
 
@@ -45,10 +45,10 @@ std::int64_t tensor_bytes(const RunResult& r, const std::string& name) {
   return i < 0 ? -1 : r.trace.tensors()[static_cast<std::size_t>(i)].bytes;
 }
 
-CheckpointConfig instances(const Model& m, const std::string& definition, bool reentrant) {
-  CheckpointConfig c = plain(m);
-  for (const Module* mod : m.instances_of(definition)) c.modules.insert(mod->path);
-  c.use_reentrant = reentrant;
+RunRequest instances(const Model& m, const std::string& definition, bool reentrant) {
+  RunRequest c = plain(m);
+  for (const Module* mod : m.instances_of(definition)) c.plan.modules.insert(mod->path);
+  c.settings.use_reentrant = reentrant;
   return c;
 }
 
@@ -75,15 +75,15 @@ double relative_error(const Tensor& a, const Tensor& b) {
 
 // A ViT's blocks.N, or each block's core attention (scores .. context) as one range: what
 // Megatron-LM's selective recompute replays.
-CheckpointConfig vit_blocks(const Model& m, const std::string& suffix = "") {
-  CheckpointConfig c = plain(m);
-  for (const auto& b : m.find_module("blocks")->children) c.modules.insert(b->path + suffix);
+RunRequest vit_blocks(const Model& m, const std::string& suffix = "") {
+  RunRequest c = plain(m);
+  for (const auto& b : m.find_module("blocks")->children) c.plan.modules.insert(b->path + suffix);
   return c;
 }
-CheckpointConfig vit_core_attention(const Model& m) {
-  CheckpointConfig c = plain(m);
+RunRequest vit_core_attention(const Model& m) {
+  RunRequest c = plain(m);
   for (const auto& b : m.find_module("blocks")->children)
-    c.ranges.emplace_back(b->path + ".attn.scores", b->path + ".attn.context");
+    c.plan.ranges.emplace_back(b->path + ".attn.scores", b->path + ".attn.context");
   return c;
 }
 
@@ -134,9 +134,9 @@ class TestSamples : public QObject {
     for (const auto& path : model->scenario.default_checkpoints)
       QVERIFY(model->find_module(path) && model->find_module(path)->checkpointable);
     Runner runner(model);
-    CheckpointConfig config = plain(*model);
+    RunRequest config = plain(*model);
     // A sample too big for this machine (GPT-2 small) runs dry: exact bytes, no values.
-    config.dry_run = model->scenario.dry_run_only;
+    config.settings.dry_run = model->scenario.dry_run_only;
     const RunResult r = runner.run(config);
     QVERIFY2(r.ok, r.error.c_str());
     QVERIFY(r.dry_run || std::isfinite(r.loss.item()));
@@ -170,16 +170,16 @@ class TestSamples : public QObject {
     QFETCH(bool, reentrant);
     auto model = load_model(sample(file));
     Runner runner(model);
-    CheckpointConfig base = plain(*model);
-    base.input_requires_grad = true;
-    CheckpointConfig all = all_modules(*model, reentrant);
-    all.input_requires_grad = true;
+    RunRequest base = plain(*model);
+    base.settings.input_requires_grad = true;
+    RunRequest all = all_modules(*model, reentrant);
+    all.settings.input_requires_grad = true;
     // Token ids cannot require grad: a reentrant checkpoint of an embedding gives its weight
     // no gradient, as in PyTorch (gptMiniRunsForRealAndItsDryRunAgrees checks that).
     if (reentrant)
       for (const Module* mod : model->all_modules())
-        if (!has_floating_input(*model, *mod)) all.modules.erase(mod->path);
-    QVERIFY(all.modules.size() >= 3);
+        if (!has_floating_input(*model, *mod)) all.plan.modules.erase(mod->path);
+    QVERIFY(all.plan.modules.size() >= 3);
     const RunResult p = runner.run(base);
     const RunResult c = runner.run(all);
     QVERIFY2(p.ok, p.error.c_str());
@@ -245,8 +245,8 @@ class TestSamples : public QObject {
   void seed001CheckpointSequentialSplitsLike113() {
     auto model = load_model(sample("checkpoint_sequential.json"));
     Runner runner(model);
-    CheckpointConfig c = plain(*model);
-    c.segments = 4;
+    RunRequest c = plain(*model);
+    c.plan.segments = 4;
     const RunResult r = runner.run(c);
     QVERIFY2(r.ok, r.error.c_str());
     std::map<std::string, int> calls;
@@ -260,7 +260,7 @@ class TestSamples : public QObject {
     QCOMPARE(r.trace.checkpoints().size(), std::size_t{3});
     QCOMPARE(at_forward_end(r, MemoryCategory::rng_state), std::int64_t{3 * 5056});
     // Without the RNG stash the recomputed dropout draws another mask, and the check says where.
-    c.preserve_rng_state = false;
+    c.settings.preserve_rng_state = false;
     const RunResult d = runner.run(c);
     QVERIFY(!d.ok);
     QVERIFY2(d.error.find("'dropout' (node '5')") != std::string::npos, d.error.c_str());
@@ -289,21 +289,21 @@ class TestSamples : public QObject {
   void seed002SubNetworkWithoutInputGrad() {
     auto error_model = load_model(sample("subnet_no_grad_inputs.json"));
     Runner a(error_model);
-    CheckpointConfig c = plain(*error_model);
-    c.modules = {"net"};
+    RunRequest c = plain(*error_model);
+    c.plan.modules = {"net"};
     const RunResult failed = a.run(c);
     QVERIFY(!failed.ok);
     QCOMPARE(failed.error, std::string(kElement0));
     QVERIFY(warned(failed, kNoInputGrad));
-    c.use_reentrant = false;
+    c.settings.use_reentrant = false;
     const RunResult fixed = a.run(c);
     QVERIFY2(fixed.ok, fixed.error.c_str());
     QVERIFY(fixed.gradients.count("net.fc_x.weight") && fixed.gradients.count("net.fc_out.bias"));
 
     auto head_model = load_model(sample("subnet_trainable_head.json"));
     Runner b(head_model);
-    CheckpointConfig h = plain(*head_model);
-    h.modules = {"net"};
+    RunRequest h = plain(*head_model);
+    h.plan.modules = {"net"};
     const RunResult silent = b.run(h);
     QVERIFY2(silent.ok, silent.error.c_str());
     QVERIFY(warned(silent, kNoInputGrad));
@@ -311,7 +311,7 @@ class TestSamples : public QObject {
     for (const char* p : {"net.fc_x.weight", "net.fc_y.weight", "net.fc_out.weight"})
       QVERIFY2(!silent.gradients.count(p), p);
     QCOMPARE(silent.trace.recomputes().size(), std::size_t{0});
-    h.use_reentrant = false;
+    h.settings.use_reentrant = false;
     const RunResult all = b.run(h);
     QVERIFY2(all.ok, all.error.c_str());
     QCOMPARE(all.gradients.size(), head_model->parameters.size());
@@ -323,11 +323,11 @@ class TestSamples : public QObject {
     auto model = load_model(sample("resnet.json"));
     Runner runner(model);
     const RunResult p = runner.run(plain(*model));
-    CheckpointConfig c = plain(*model);
+    RunRequest c = plain(*model);
     for (const char* s : {"stage1", "stage2", "stage3", "stage4"})
-      for (const char* b : {".0", ".1"}) c.modules.insert(std::string(s) + b);
+      for (const char* b : {".0", ".1"}) c.plan.modules.insert(std::string(s) + b);
     for (bool reentrant : {true, false}) {
-      c.use_reentrant = reentrant;
+      c.settings.use_reentrant = reentrant;
       const RunResult r = runner.run(c);
       QVERIFY2(r.ok, r.error.c_str());
       QCOMPARE(r.trace.recomputes().size(), std::size_t{8});
@@ -346,10 +346,10 @@ class TestSamples : public QObject {
     auto model = load_model(sample("densenet_block.json"));
     Runner runner(model);
     const RunResult p = runner.run(plain(*model));
-    CheckpointConfig c = plain(*model);
+    RunRequest c = plain(*model);
     for (const Module* m : model->all_modules())
-      if (m->name == "bottleneck") c.modules.insert(m->path);
-    QCOMPARE(c.modules.size(), std::size_t{12});
+      if (m->name == "bottleneck") c.plan.modules.insert(m->path);
+    QCOMPARE(c.plan.modules.size(), std::size_t{12});
     const RunResult r = runner.run(c);
     QVERIFY2(r.ok, r.error.c_str());
     QCOMPARE(r.trace.recomputes().size(), std::size_t{12});
@@ -363,24 +363,24 @@ class TestSamples : public QObject {
 
   void pytorchCodePutsCheckpointWhereTheConfigSays() {
     auto model = load_model(sample("densenet_block.json"));
-    CheckpointConfig c = plain(*model);
-    c.modules = {"features.denseblock1.denselayer2.bottleneck"};
+    RunRequest c = plain(*model);
+    c.plan.modules = {"features.denseblock1.denselayer2.bottleneck"};
     const std::string code = pytorch_code(*model, c);
     QVERIFY2(
         code.find("checkpoint(self.bottleneck, *inputs, use_reentrant=True)") != std::string::npos,
         code.c_str());
     auto heavy = load_model(sample("heavy_model.json"));
-    CheckpointConfig all = plain(*heavy);
-    for (const Module* m : heavy->instances_of("heavy_function")) all.modules.insert(m->path);
-    all.use_reentrant = false;
+    RunRequest all = plain(*heavy);
+    for (const Module* m : heavy->instances_of("heavy_function")) all.plan.modules.insert(m->path);
+    all.settings.use_reentrant = false;
     const std::string h = pytorch_code(*heavy, all);
     QVERIFY2(h.find("for _ in range(1000):\n            x = checkpoint(self.heavy_function, x, "
                     "self.a, use_reentrant=False)") != std::string::npos,
              h.c_str());
     QVERIFY2(h.find("for _ in range(100):\n            x = x + a") != std::string::npos, h.c_str());
     auto chain = load_model(sample("checkpoint_sequential.json"));
-    CheckpointConfig four = scenario_config(*chain);
-    four.segments = 4;
+    RunRequest four = scenario_request(*chain);
+    four.plan.segments = 4;
     const std::string s = pytorch_code(*chain, four);
     QVERIFY2(s.find("checkpoint_sequential(") != std::string::npos, s.c_str());
   }
@@ -406,8 +406,8 @@ class TestSamples : public QObject {
     // GPT-2's 124,439,808 with an untied LM head (50,257 × 768 more).
     QCOMPARE(params, std::int64_t{124439808} + 50257 * 768);
     Runner runner(model);
-    CheckpointConfig c = plain(*model);
-    c.dry_run = true;
+    RunRequest c = plain(*model);
+    c.settings.dry_run = true;
     timer.restart();
     const RunResult p = runner.run(c);
     const qint64 plain_ms = timer.elapsed();
@@ -421,8 +421,8 @@ class TestSamples : public QObject {
     // attention scores of 32 × 12 × 1,024 × 1,024.
     QCOMPARE(tensor_bytes(p, "lm_head"), std::int64_t{32} * 1024 * 50257 * 4);
     QCOMPARE(tensor_bytes(p, "h.0.attn.softmax"), std::int64_t{32} * 12 * 1024 * 1024 * 4);
-    CheckpointConfig blocks = gpt_blocks(*model);
-    blocks.dry_run = true;
+    RunRequest blocks = gpt_blocks(*model);
+    blocks.settings.dry_run = true;
     timer.restart();
     const RunResult b = runner.run(blocks);
     const qint64 blocks_ms = timer.elapsed();
@@ -445,7 +445,7 @@ class TestSamples : public QObject {
     auto model = load_model(sample("gpt_mini.json"));
     QVERIFY(!model->scenario.dry_run_only);
     Runner runner(model);
-    CheckpointConfig c = plain(*model);
+    RunRequest c = plain(*model);
     const RunResult p = runner.run(c);
     QVERIFY2(p.ok, p.error.c_str());
     QVERIFY(std::isfinite(p.loss.item()));
@@ -455,13 +455,13 @@ class TestSamples : public QObject {
     for (const auto& q : model->parameters)
       if (!q.is_buffer) QVERIFY2(p.gradients.count(q.name), q.name.c_str());
     QVERIFY(!p.gradients.count("h.0.attn.causal_mask"));
-    c.dry_run = true;
+    c.settings.dry_run = true;
     const RunResult pd = runner.run(c);
     QVERIFY2(pd.ok, pd.error.c_str());
     QCOMPARE(pd.trace.peak().bytes, p.trace.peak().bytes);
     QCOMPARE(pd.trace.peak().step, p.trace.peak().step);
 
-    CheckpointConfig blocks = gpt_blocks(*model);
+    RunRequest blocks = gpt_blocks(*model);
     const RunResult b = runner.run(blocks);
     QVERIFY2(b.ok, b.error.c_str());
     QCOMPARE(b.trace.recomputes().size(), std::size_t{4});
@@ -469,22 +469,22 @@ class TestSamples : public QObject {
     QVERIFY(std::abs(b.loss.item() - p.loss.item()) <= 1e-5 * std::abs(p.loss.item()));
     for (const auto& [name, g] : p.gradients)
       QVERIFY2(relative_error(b.gradients.at(name), g) < 1e-4, name.c_str());
-    blocks.dry_run = true;
+    blocks.settings.dry_run = true;
     const RunResult bd = runner.run(blocks);
     QVERIFY2(bd.ok, bd.error.c_str());
     QCOMPARE(bd.trace.peak().bytes, b.trace.peak().bytes);
 
     // Token ids cannot require grad: the reentrant variant around the token embedding leaves
     // its weight without a gradient (PyTorch's warning), the non-reentrant one does not.
-    CheckpointConfig wte = plain(*model);
-    wte.modules = {"wte"};
-    wte.use_reentrant = true;
+    RunRequest wte = plain(*model);
+    wte.plan.modules = {"wte"};
+    wte.settings.use_reentrant = true;
     const RunResult re = runner.run(wte);
     QVERIFY2(re.ok, re.error.c_str());
     QVERIFY(warned(re, kNoInputGrad));
     QVERIFY(!re.gradients.count("wte.weight"));
     QVERIFY(re.gradients.count("wpe.weight"));
-    wte.use_reentrant = false;
+    wte.settings.use_reentrant = false;
     const RunResult non = runner.run(wte);
     QVERIFY2(non.ok, non.error.c_str());
     QVERIFY(relative_error(non.gradients.at("wte.weight"), p.gradients.at("wte.weight")) < 1e-5);
@@ -500,9 +500,10 @@ class TestSamples : public QObject {
     }
     for (std::int64_t t = 0; t < seq; ++t) pos[static_cast<std::size_t>(t)] = t;
     auto logits_for = [&](const std::vector<std::int64_t>& tokens) {
-      CheckpointConfig e = plain(*model);
-      e.inputs = {Tensor::from_vector(tokens, {batch, seq}), Tensor::from_vector(pos, {seq}),
-                  Tensor::from_vector(target, {batch * seq})};
+      RunRequest e = plain(*model);
+      e.settings.inputs = {Tensor::from_vector(tokens, {batch, seq}),
+                           Tensor::from_vector(pos, {seq}),
+                           Tensor::from_vector(target, {batch * seq})};
       const RunResult r = runner.run(e);
       return r.ok ? r.outputs.at(0).to_vector() : std::vector<double>{};
     };
@@ -553,8 +554,8 @@ class TestSamples : public QObject {
     QCOMPARE(b.trace.counts().recompute, std::int64_t{96});
     for (const auto& [name, g] : p.gradients)
       QVERIFY2(relative_error(b.gradients.at(name), g) < 1e-4, name.c_str());
-    CheckpointConfig no_rng = vit_blocks(*model);
-    no_rng.preserve_rng_state = false;
+    RunRequest no_rng = vit_blocks(*model);
+    no_rng.settings.preserve_rng_state = false;
     const RunResult nr = runner.run(no_rng);
     QVERIFY2(nr.ok, nr.error.c_str());
     QVERIFY(quotes(nr.trace.peak().bytes, "5.60 MiB"));
@@ -589,8 +590,8 @@ class TestSamples : public QObject {
     }
     auto long_model = load_model_json_text(text, "vit_tiny.json with 2 x 2 patches");
     Runner long_runner(long_model);
-    auto dry = [&](CheckpointConfig c) {
-      c.dry_run = true;
+    auto dry = [&](RunRequest c) {
+      c.settings.dry_run = true;
       return long_runner.run(c);
     };
     const RunResult lp = dry(plain(*long_model));

@@ -123,7 +123,7 @@ class TestThreads : public QObject {
     const auto path = qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/" + file;
     auto model = load_model(path.toStdString());
     Runner runner(model);
-    const CheckpointConfig config = scenario_config(*model);
+    const RunRequest config = scenario_request(*model);
     const int created = threads_created_after_warm_up([&] {
       const RunResult r = runner.run(config);
       QVERIFY2(r.ok, r.error.c_str());

@@ -33,11 +33,11 @@ QJsonObject read_json(const QString& path) {
 // The one place this test runs the engine: the model on PyTorch's input, forward only (the
 // graph kept, for its saved tensors) or with backward (sum of the output).
 RunResult run_case(const std::shared_ptr<const Model>& model, const Tensor& input, bool backward) {
-  CheckpointConfig c = scenario_config(*model);
-  c.inputs = {input};
-  c.loss = LossKind::sum;
-  c.threads = 1;
-  c.backward = backward;
+  RunRequest c = scenario_request(*model);
+  c.settings.inputs = {input};
+  c.settings.loss = LossKind::sum;
+  c.settings.threads = 1;
+  c.settings.backward = backward;
   return Runner(model).run(c);
 }
 

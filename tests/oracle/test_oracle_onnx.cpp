@@ -53,13 +53,13 @@ class TestOracleOnnx : public QObject {
     auto model = load_model(d + "/model.onnx");
     QCOMPARE(model->format, std::string("onnx"));
     Runner runner(model);
-    CheckpointConfig c = scenario_config(*model);
-    c.inputs = {load_npy(d + "/input.npy")};
+    RunRequest c = scenario_request(*model);
+    c.settings.inputs = {load_npy(d + "/input.npy")};
     for (int i = 1;
          QFile::exists(QString::fromStdString(d + "/input" + std::to_string(i) + ".npy")); ++i)
-      c.inputs.push_back(load_npy(d + "/input" + std::to_string(i) + ".npy"));
-    c.loss = LossKind::sum;
-    c.threads = 1;
+      c.settings.inputs.push_back(load_npy(d + "/input" + std::to_string(i) + ".npy"));
+    c.settings.loss = LossKind::sum;
+    c.settings.threads = 1;
     const RunResult r = runner.run(c);
     QVERIFY2(r.ok, r.error.c_str());
     // float64 cases (torchvision's networks) are held to float64 rounding.

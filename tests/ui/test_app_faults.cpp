@@ -32,7 +32,7 @@ bool waitRunShown(MainWindow& w) {
   return waitFor([&] {
     auto snap = w.session()->current();
     return snap && !snap->realRunFollows && !w.session()->runs()->busy() &&
-           snap->config == w.session()->config() && w.memoryPlot()->model().series &&
+           same_run(snap->request, w.session()->request()) && w.memoryPlot()->model().series &&
            w.memoryPlot()->model().series->steps() > 0;
   });
 }
@@ -73,8 +73,8 @@ class TestAppFaults : public QObject {
     QVERIFY(w.session()->toggleModule(QStringLiteral("block")));
     QVERIFY(waitRunShown(w));
     const auto snap = w.session()->current();
-    QCOMPARE(snap->config.modules, std::set<std::string>{"block"});
-    const RunResult direct = Runner(w.session()->model()).run(snap->config);
+    QCOMPARE(snap->request.plan.modules, std::set<std::string>{"block"});
+    const RunResult direct = Runner(w.session()->model()).run(snap->request);
     QVERIFY(direct.ok);
     QVERIFY(direct.trace.counts().recompute > 0);
     QCOMPARE(w.memoryPlot()->model().series->peak_bytes, direct.trace.peak().bytes);
@@ -114,9 +114,9 @@ class TestAppFaults : public QObject {
     w.openPath(models_.path(QStringLiteral("blocks.json")));
     QVERIFY(test::waitIdle(w));
     const std::int64_t plainPeak = w.session()->current()->summary.peak.bytes;
-    CheckpointConfig faulty = w.session()->config();
-    faulty.fail_allocation_at = 40;
-    w.session()->setConfig(faulty);
+    RunRequest faulty = w.session()->request();
+    faulty.hooks.fail_allocation_at = 40;
+    w.session()->setRequest(faulty);
     QVERIFY(waitRunShown(w));
     const RunSummary& failed = w.session()->current()->summary;
     QVERIFY(!failed.ok);
@@ -126,9 +126,9 @@ class TestAppFaults : public QObject {
     QVERIFY2(summary.contains(QStringLiteral("failed run")), qPrintable(summary));
     QVERIFY2(w.banner()->text().contains(QStringLiteral("allocation")),
              qPrintable(w.banner()->text()));
-    CheckpointConfig healthy = faulty;
-    healthy.fail_allocation_at = 0;
-    w.session()->setConfig(healthy);
+    RunRequest healthy = faulty;
+    healthy.hooks.fail_allocation_at = 0;
+    w.session()->setRequest(healthy);
     QVERIFY(waitRunShown(w));
     QVERIFY(w.session()->current()->summary.ok);
     QCOMPARE(w.session()->current()->summary.peak.bytes, plainPeak);

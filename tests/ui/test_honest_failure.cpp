@@ -84,7 +84,7 @@ class TestHonestFailure : public QObject {
     w.session()->setReentrant(false);
     QVERIFY(waitFor([&] {
       auto c = w.session()->current();
-      return c && !c->config.use_reentrant && !w.session()->runs()->busy();
+      return c && !c->request.settings.use_reentrant && !w.session()->runs()->busy();
     }));
     QVERIFY(w.session()->current()->summary.ok);
     QVERIFY(!w.summaryView()->toPlainText().contains(QStringLiteral("failed run")));

@@ -121,17 +121,17 @@ class TestMainWindow : public QObject {
 
     auto [m, item] = firstBlock(w);
     QVERIFY2(m && item, "no checkpointable module in the graph");
-    std::set<std::string> expected = first->config.modules;
+    std::set<std::string> expected = first->request.plan.modules;
     if (!expected.erase(m->path)) expected.insert(m->path);
     clickBlock(w.graphView(), item);
-    QCOMPARE(w.session()->config().modules, expected);
+    QCOMPARE(w.session()->request().plan.modules, expected);
     QVERIFY(waitRunOf(w, expected));
 
     auto second = w.session()->current();
     QVERIFY(second != first);
     // The plot shows the engine's figure for this configuration, computed independently.
     Runner runner(w.session()->model());
-    RunResult direct = runner.run(second->config);
+    RunResult direct = runner.run(second->request);
     QCOMPARE(w.memoryPlot()->model().series->peak_bytes, direct.trace.peak().bytes);
     QCOMPARE(w.memoryPlot()->model().series->steps(), direct.trace.step_count());
     QCOMPARE(direct.ok, second->result->ok);
@@ -295,11 +295,11 @@ class TestMainWindow : public QObject {
       if (i % 7 == 0) QCoreApplication::processEvents();
       if (i % 50 == 0) w.player()->setCursor(rng.bounded(5));
     }
-    const auto expected = w.session()->config().modules;
+    const auto expected = w.session()->request().plan.modules;
     QVERIFY(waitRunOf(w, expected));
     QTest::qWait(100);
     auto snap = w.session()->current();
-    QCOMPARE(snap->config.modules, expected);
+    QCOMPARE(snap->request.plan.modules, expected);
     QCOMPARE(w.memoryPlot()->model().series, snap->series);
     for (const QString& m : modules) {
       const bool on = expected.count(m.toStdString()) > 0;

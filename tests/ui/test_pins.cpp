@@ -84,12 +84,12 @@ class TestPins : public QObject {
     w.pinAction()->trigger();
     QCOMPARE(s->pins()->pins().size(), std::size_t(1));
     QVERIFY(dock->isVisible());
-    const CheckpointConfig plain = s->config();
-    QVERIFY(plain.modules.empty());
+    const RunRequest plain = s->request();
+    QVERIFY(plain.plan.modules.empty());
 
     QVERIFY(s->toggleModule(QStringLiteral("features.denseblock1")));
     QVERIFY(waitIdle(w));
-    const CheckpointConfig block = s->config();
+    const RunRequest block = s->request();
     w.pinAction()->trigger();
     QCOMPARE(s->pins()->pins().size(), std::size_t(2));
     // Pinning the same configuration again adds nothing.
@@ -98,11 +98,11 @@ class TestPins : public QObject {
 
     s->setReentrant(false);
     QVERIFY(waitIdle(w));
-    QVERIFY(!s->current()->config.use_reentrant);
+    QVERIFY(!s->current()->request.settings.use_reentrant);
     const auto& pins = s->pins()->pins();
     QCOMPARE(pins.size(), std::size_t(2));
-    QCOMPARE(pins[0].config, plain);
-    QCOMPARE(pins[1].config, block);
+    QVERIFY(same_run(pins[0].request, plain));
+    QVERIFY(same_run(pins[1].request, block));
     QVERIFY(pins[0].colour != pins[1].colour);
     QVERIFY2(pins[1].name.contains(QStringLiteral("features.denseblock1")),
              qPrintable(pins[1].name));
@@ -110,7 +110,7 @@ class TestPins : public QObject {
     // Each pin holds its own configuration's figures, as the engine computes them directly.
     Runner runner(s->model());
     for (const Pin& pin : pins) {
-      const RunResult direct = runner.run(pin.config);
+      const RunResult direct = runner.run(pin.request);
       QVERIFY(direct.ok);
       QCOMPARE(pin.figures.peakBytes, direct.trace.peak().bytes);
       QCOMPARE(pin.series->peak_bytes, direct.trace.peak().bytes);
@@ -180,7 +180,7 @@ class TestPins : public QObject {
     QCOMPARE(after.size(), before.size());
     for (std::size_t i = 0; i < before.size(); ++i) {
       // Runs finish in any order: match by configuration.
-      const Pin* p = w.session()->pins()->findConfig(before[i].config);
+      const Pin* p = w.session()->pins()->findRequest(before[i].request);
       QVERIFY2(p, qPrintable(before[i].name));
       QCOMPARE(p->name, before[i].name);
       QCOMPARE(p->visible, before[i].visible);

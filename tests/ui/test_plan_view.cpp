@@ -31,7 +31,7 @@ class TestPlanView : public QObject {
     session.openModel(m, "nested_blocks.json");
     PlanView view;
     view.resize(640, 420);
-    view.setModel(m, session.config());
+    view.setModel(m, session.request());
     QObject::connect(&view, &PlanView::planChosen, &session, &Session::setPlan);
     QSignalSpy done(&view, &PlanView::planningFinished);
     view.startPlanning();
@@ -40,7 +40,7 @@ class TestPlanView : public QObject {
     const auto r = view.results();
     QVERIFY2(r && r->error.empty(), r ? r->error.c_str() : "no results");
     QVERIFY(r->front.size() >= 2);
-    view.setCurrentConfig(session.config());
+    view.setCurrentRequest(session.request());
     view.budgetSlider()->setValue(95);
     const QImage shot = view.grab().toImage();
     const QString png = QDir::temp().filePath("ckptlab_plan_dock.png");
@@ -58,16 +58,16 @@ class TestPlanView : public QObject {
       if (!p.chosen.empty()) target = &p;
     QVERIFY(target);
     std::size_t index = 0;
-    while (plan_key(r->points[index].config) != plan_key(target->config)) ++index;
+    while (r->points[index].plan.key() != target->plan.key()) ++index;
     QSignalSpy changed(&session, &Session::configChanged);
     emit view.plot()->pointClicked(static_cast<int>(index));
-    QCOMPARE(plan_key(session.config()), plan_key(target->config));
+    QCOMPARE(session.request().plan.key(), target->plan.key());
     QVERIFY(changed.count() >= 1);
   }
 
   void cancelStopsPlanning() {
     PlanView view;
-    view.setModel(model(), CheckpointConfig{});
+    view.setModel(model(), RunRequest{});
     QSignalSpy done(&view, &PlanView::planningFinished);
     view.startPlanning();
     view.cancel();

@@ -4,7 +4,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 #include "ui/plot/memory_plot_renderer.hpp"
 
 using namespace ckpt;

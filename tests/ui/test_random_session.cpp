@@ -38,7 +38,7 @@ class TestRandomSession : public QObject {
              qPrintable(where));
     if (const auto series = w.memoryPlot()->model().series)
       QVERIFY2(series->steps() == steps, qPrintable(where + QStringLiteral(": plot and player")));
-    const auto& modules = w.session()->config().modules;
+    const auto& modules = w.session()->request().plan.modules;
     int compared = 0;
     for (const Module* m : w.session()->model()->all_modules()) {
       if (!m->checkpointable) continue;
@@ -56,20 +56,20 @@ class TestRandomSession : public QObject {
   void checkSettled(MainWindow& w, int action, std::map<std::string, std::int64_t>& peaks) {
     QVERIFY2(test::waitIdle(w), qPrintable(QStringLiteral("idle after action %1").arg(action)));
     const auto snap = w.session()->current();
-    QVERIFY(snap->config == w.session()->config());
+    QVERIFY(same_run(snap->request, w.session()->request()));
     QCOMPARE(w.memoryPlot()->model().series, snap->series);
     QCOMPARE(w.player()->stepCount(), snap->trace().step_count());
     if (!snap->summary.ok) return;  // a failed run's figures are checked by test_honest_failure
     // The engine's own peak for this configuration, computed once per distinct configuration.
     std::string key = w.session()->source().toStdString() + "|" +
-                      std::to_string(snap->config.batch) + "|" +
-                      std::to_string(snap->config.use_reentrant) +
-                      std::to_string(snap->config.preserve_rng_state) +
-                      std::to_string(static_cast<int>(snap->config.policy));
-    for (const auto& m : snap->config.modules) key += "|" + m;
+                      std::to_string(snap->request.settings.batch) + "|" +
+                      std::to_string(snap->request.settings.use_reentrant) +
+                      std::to_string(snap->request.settings.preserve_rng_state) +
+                      std::to_string(static_cast<int>(snap->request.plan.policy));
+    for (const auto& m : snap->request.plan.modules) key += "|" + m;
     auto it = peaks.find(key);
     if (it == peaks.end()) {
-      const RunResult direct = Runner(snap->model).run(snap->config);
+      const RunResult direct = Runner(snap->model).run(snap->request);
       QVERIFY(direct.ok);
       it = peaks.emplace(key, direct.trace.peak().bytes).first;
     }

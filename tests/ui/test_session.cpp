@@ -7,6 +7,7 @@
 
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
+#include "engine/run/runner.hpp"
 #include "support/test_models.hpp"
 #include "ui/panels/code_view.hpp"
 #include "ui/session/session.hpp"
@@ -42,8 +43,8 @@ class TestSession : public QObject {
     runs.setModel(model_);
     QSignalSpy previewed(&runs, &RunController::previewed);
     QSignalSpy finished(&runs, &RunController::finished);
-    CheckpointConfig a = scenario_config(*model_);
-    a.modules = {"block"};
+    RunRequest a = scenario_request(*model_);
+    a.plan.modules = {"block"};
     runs.request(a);
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kTimeout);
     QCOMPARE(previewed.count(), 1);
@@ -54,9 +55,16 @@ class TestSession : public QObject {
     QCOMPARE(dry->series->peak_bytes, real->series->peak_bytes);
     QCOMPARE(dry->series->totals, real->series->totals);
     QVERIFY(dry->summary.dry_run && !real->summary.dry_run);
+    // Each compares with the same settings without checkpoints, run the same way by the engine.
+    RunRequest plain = a;
+    plain.plan = a.plan.without();
+    const RunResult plain_run = Runner(model_).run(plain);
+    QVERIFY(dry->summary.baseline && real->summary.baseline);
+    QCOMPARE(dry->summary.baseline->peak_bytes, plain_run.trace.peak().bytes);
+    QCOMPARE(real->summary.baseline->peak_bytes, plain_run.trace.peak().bytes);
 
     runs.setMemoryLimit(1024);
-    a.seed += 1;
+    a.settings.seed += 1;
     runs.request(a);
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, kTimeout);
     const RunSnapshotPtr refused = lastOf(finished);
@@ -73,9 +81,9 @@ class TestSession : public QObject {
     runs.setModel(model_);
     QSignalSpy finished(&runs, &RunController::finished);
     QSignalSpy busy(&runs, &RunController::busyChanged);
-    CheckpointConfig a = scenario_config(*model_);
-    CheckpointConfig b = a;
-    b.modules = {"block"};
+    RunRequest a = scenario_request(*model_);
+    RunRequest b = a;
+    b.plan.modules = {"block"};
 
     runs.request(a);
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kTimeout);
@@ -98,8 +106,8 @@ class TestSession : public QObject {
     QVERIFY(!runs.busy());
 
     // A seed the controller never ran is a real run.
-    CheckpointConfig c = a;
-    c.seed = a.seed + 1;
+    RunRequest c = a;
+    c.settings.seed = a.settings.seed + 1;
     runs.request(c);
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 4, kTimeout);
     QVERIFY(lastOf(finished)->result != first->result);
@@ -107,8 +115,8 @@ class TestSession : public QObject {
     QTRY_VERIFY(!runs.busy());
 
     // A kept answer while a run is in flight supersedes it: only the newest is delivered.
-    CheckpointConfig d = a;
-    d.modules = {"block2"};
+    RunRequest d = a;
+    d.plan.modules = {"block2"};
     runs.request(d);
     QVERIFY(runs.busy());
     runs.request(b);
@@ -142,7 +150,7 @@ class TestSession : public QObject {
     QVERIFY(s.toggleModule(QStringLiteral("block")));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, kTimeout);
     QCOMPARE(s.current()->result, plain->result);
-    QCOMPARE(s.current()->config.modules, std::set<std::string>{});
+    QCOMPARE(s.current()->request.plan.modules, std::set<std::string>{});
     QCOMPARE(s.ghost(), checkpointed->series);
     QTRY_VERIFY(!s.runs()->busy());
   }
@@ -157,26 +165,26 @@ class TestSession : public QObject {
     s.openModel(model_, QStringLiteral("blocks.json"));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kTimeout);
     QVERIFY(!s.canUndo() && !s.canRedo());
-    const CheckpointConfig first = s.config();
+    const RunRequest first = s.request();
     QVERIFY(s.toggleModule(QStringLiteral("block")));
-    s.setReentrant(!first.use_reentrant);
-    const CheckpointConfig third = s.config();
+    s.setReentrant(!first.settings.use_reentrant);
+    const RunRequest third = s.request();
     QVERIFY(s.canUndo() && !s.canRedo());
     s.rerun();  // the same configuration again: not a step of the history
     s.undo();
-    QCOMPARE(s.config().use_reentrant, first.use_reentrant);
-    QCOMPARE(s.config().modules, std::set<std::string>{"block"});
+    QCOMPARE(s.request().settings.use_reentrant, first.settings.use_reentrant);
+    QCOMPARE(s.request().plan.modules, std::set<std::string>{"block"});
     s.undo();
-    QVERIFY(s.config() == first);
+    QVERIFY(same_run(s.request(), first));
     QVERIFY(!s.canUndo() && s.canRedo());
     s.undo();  // nothing left: no change
-    QVERIFY(s.config() == first);
+    QVERIFY(same_run(s.request(), first));
     s.redo();
     s.redo();
-    QVERIFY(s.config() == third);
+    QVERIFY(same_run(s.request(), third));
     QVERIFY(!s.canRedo());
     QTRY_VERIFY_WITH_TIMEOUT(!s.runs()->busy(), kTimeout);
-    QVERIFY(s.current()->config == third);
+    QVERIFY(same_run(s.current()->request, third));
     s.undo();
     QVERIFY(s.toggleModule(QStringLiteral("block")));  // a new branch: redo is gone
     QVERIFY(!s.canRedo());
@@ -190,11 +198,11 @@ class TestSession : public QObject {
   void theCodeViewShowsTheNewestConfiguration() {
     CodeView view;
     QSignalSpy updated(&view, &CodeView::codeUpdated);
-    CheckpointConfig plain = scenario_config(*model_);
-    CheckpointConfig one = plain;
-    one.modules = {"block2"};
-    view.setConfig(model_, plain);
-    view.setConfig(model_, one);
+    RunRequest plain = scenario_request(*model_);
+    RunRequest one = plain;
+    one.plan.modules = {"block2"};
+    view.setRequest(model_, plain);
+    view.setRequest(model_, one);
     QTRY_VERIFY_WITH_TIMEOUT(!updated.isEmpty(), kTimeout);
     QTest::qWait(100);
     QCOMPARE(updated.count(), 1);

@@ -47,15 +47,15 @@ void checkStep(MainWindow& w) {
   const TourStep& step = runner->tour()->steps[runner->stepIndex()];
   const QString where =
       QStringLiteral("%1, step %2").arg(runner->tour()->id).arg(runner->stepIndex() + 1);
-  const CheckpointConfig& config = w.session()->config();
-  QVERIFY2(config == runner->expectedConfig(), qPrintable(where));
-  for (const std::string& m : config.modules) {
+  const RunRequest& config = w.session()->request();
+  QVERIFY2(same_run(config, runner->expectedRequest()), qPrintable(where));
+  for (const std::string& m : config.plan.modules) {
     const Module* module = findModule(w.session()->model()->root, m);
     QVERIFY2(module && module->checkpointable,
              qPrintable(where + QStringLiteral(": ") + QString::fromStdString(m)));
   }
   if (step.modules && !step.modules->count("*"))
-    QVERIFY2(config.modules == *step.modules, qPrintable(where));
+    QVERIFY2(config.plan.modules == *step.modules, qPrintable(where));
   const QString caption = w.tourView()->captionText();
   QVERIFY2(!caption.contains(QLatin1Char('{')) && !caption.contains(QStringLiteral("…")),
            qPrintable(where + QStringLiteral(": ") + caption));
@@ -65,7 +65,8 @@ void checkStep(MainWindow& w) {
              qPrintable(where + QStringLiteral(": ") + caption));
   // The run without checkpoints that a caption compares with, as the engine runs it.
   if (step.caption.contains(QStringLiteral("{baseline_peak}"))) {
-    const RunResult plain = Runner(w.session()->model()).run(runner->baselineConfig());
+    const RunResult plain =
+        Runner(w.session()->model()).run(baseline_request(runner->expectedRequest()));
     QVERIFY(plain.ok);
     QCOMPARE(runner->baselinePeak().value_or(0), plain.trace.peak().bytes);
     QVERIFY2(caption.contains(QString::fromStdString(formatBytes(plain.trace.peak().bytes))),
@@ -132,13 +133,13 @@ class TestTours : public QObject {
     auto* dock = w.findChild<QDockWidget*>(QStringLiteral("tourDock"));
     QVERIFY(dock && dock->isVisible());
     TourRunner* runner = w.tourRunner();
-    QList<CheckpointConfig> seen;
+    QList<RunRequest> seen;
     for (int k = 0; k < runner->stepCount(); ++k) {
       QCOMPARE(runner->stepIndex(), k);
       QVERIFY2(waitSettled(w), qPrintable(QStringLiteral("step %1").arg(k + 1)));
       checkStep(w);
       if (QTest::currentTestFailed()) return;
-      seen << w.session()->config();
+      seen << w.session()->request();
       QCOMPARE(w.tourView()->nextButton()->isEnabled(), k + 1 < runner->stepCount());
       if (k + 1 < runner->stepCount()) w.tourView()->nextButton()->click();
     }
@@ -146,7 +147,7 @@ class TestTours : public QObject {
     if (runner->stepCount() > 1) {
       w.tourView()->backButton()->click();
       QVERIFY(waitSettled(w));
-      QCOMPARE(w.session()->config(), seen[seen.size() - 2]);
+      QVERIFY(same_run(w.session()->request(), seen[seen.size() - 2]));
       checkStep(w);
     }
   }
@@ -174,7 +175,7 @@ class TestTours : public QObject {
     // the recomputed Dropout differs from the forward, which the engine reports.
     w.startTour(tourIndex(QStringLiteral("sequential-rng")));
     QVERIFY(waitSettled(w));
-    QCOMPARE(w.session()->config().batch, std::int64_t(512));
+    QCOMPARE(w.session()->request().settings.batch, std::int64_t(512));
     runner->next();
     QVERIFY(waitSettled(w));
     QCOMPARE(w.session()->current()->summary.checkpoints, std::int64_t(1));
@@ -189,7 +190,7 @@ class TestTours : public QObject {
              qPrintable(w.tourView()->captionText()));
     runner->next();
     QVERIFY(waitSettled(w));
-    QCOMPARE(w.session()->config().batch, std::int64_t(16));
+    QCOMPARE(w.session()->request().settings.batch, std::int64_t(16));
     QVERIFY(w.session()->current()->summary.peak.bytes > *runner->baselinePeak());
 
     w.startTour(tourIndex(QStringLiteral("heavy-model")));
@@ -201,7 +202,7 @@ class TestTours : public QObject {
              qPrintable(w.tourView()->captionText()));
     runner->next();
     QVERIFY(waitSettled(w));
-    QCOMPARE(w.session()->config().modules.size(), std::size_t(1000));
+    QCOMPARE(w.session()->request().plan.modules.size(), std::size_t(1000));
     QVERIFY(w.session()->current()->summary.peak.bytes > plain.peak.bytes);
     // With sin and no RNG state to stash, checkpointing finally pays, as the blog says.
     runner->next();
@@ -210,7 +211,7 @@ class TestTours : public QObject {
     QVERIFY(waitSettled(w));
     runner->next();
     QVERIFY(waitSettled(w));
-    QVERIFY(!w.session()->config().preserve_rng_state);
+    QVERIFY(!w.session()->request().settings.preserve_rng_state);
     QVERIFY(w.session()->current()->summary.peak.bytes * 10 < *runner->baselinePeak());
   }
 
@@ -235,7 +236,7 @@ class TestTours : public QObject {
     QTest::keyClick(&w, Qt::Key_PageDown);
     QCOMPARE(w.tourRunner()->stepIndex(), 1);
     QVERIFY(waitSettled(w));
-    QCOMPARE(w.session()->config().modules, std::set<std::string>{"features.denseblock1"});
+    QCOMPARE(w.session()->request().plan.modules, std::set<std::string>{"features.denseblock1"});
     // The step selects the block: the Inspector tells what its checkpoint stashed.
     auto* inspector = w.findChild<Inspector*>();
     QVERIFY(inspector);

@@ -194,10 +194,10 @@ void MainWindow::buildToolBar() {
 
 void MainWindow::syncControls() {
   syncing_ = true;
-  const CheckpointConfig& c = session_->config();
-  variant_->setCurrentIndex(c.use_reentrant ? 0 : 1);
-  preserveRng_->setChecked(c.preserve_rng_state);
-  policy_->setCurrentIndex(c.policy == SelectivePolicy::none ? 0 : 1);
+  const RunRequest& c = session_->request();
+  variant_->setCurrentIndex(c.settings.use_reentrant ? 0 : 1);
+  preserveRng_->setChecked(c.settings.preserve_rng_state);
+  policy_->setCurrentIndex(c.plan.policy == SelectivePolicy::none ? 0 : 1);
   batch_->setValue(static_cast<int>(std::max<std::int64_t>(1, session_->effectiveBatch())));
   const bool has = session_->model() != nullptr;
   for (QWidget* w : std::initializer_list<QWidget*>{variant_, preserveRng_, policy_, batch_})

@@ -14,8 +14,8 @@
 #include <QSettings>
 #include <QStatusBar>
 
-#include "engine/run/memory_guard.hpp"
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
+#include "engine/request/memory_guard.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/app/sample_catalog.hpp"
 #include "ui/graph/graph_view.hpp"

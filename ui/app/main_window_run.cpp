@@ -48,10 +48,10 @@ void MainWindow::wireSession() {
     graph_->setOverlayText(tr("Could not open the model:\n%1").arg(m), true);
   });
   connect(session_, &Session::configChanged, this, [this] {
-    modules_->setCheckpointed(session_->config().modules);
-    graph_->setCheckpointed(session_->config().modules);
-    code_->setConfig(session_->model(), session_->config());
-    plan_->setCurrentConfig(session_->config());
+    modules_->setCheckpointed(session_->request().plan.modules);
+    graph_->setCheckpointed(session_->request().plan.modules);
+    code_->setRequest(session_->model(), session_->request());
+    plan_->setCurrentRequest(session_->request());
     syncControls();
   });
   connect(session_, &Session::graphChanged, this, [this] {
@@ -104,13 +104,13 @@ void MainWindow::wireViews() {
   });
   connect(graph_, &GraphView::message, this, [this](const QString& m) { showMessage(m, true); });
   connect(modules_, &ModuleTree::toggleRequested, this, [this](const QString& m) {
-    if (!session_->toggleModule(m)) modules_->setCheckpointed(session_->config().modules);
+    if (!session_->toggleModule(m)) modules_->setCheckpointed(session_->request().plan.modules);
   });
   connect(modules_, &ModuleTree::moduleSelected, inspector_, &Inspector::showModule);
   connect(modules_, &ModuleTree::expandInGraphRequested, session_, &Session::expand);
   connect(modules_, &ModuleTree::setAllInstancesRequested, this,
           [this](const QString& definition, bool on) {
-            auto modules = session_->config().modules;
+            auto modules = session_->request().plan.modules;
             const auto all = session_->model()->instances_of(definition.toStdString());
             for (const Module* m : all) {
               if (on && m->checkpointable) modules.insert(m->path);
@@ -132,7 +132,7 @@ void MainWindow::onModelChanged() {
   plot_->setSeries(nullptr, nullptr, QString());
   player_->setStepCount(0);
   modules_->setModel(model);
-  plan_->setModel(model, session_->config());
+  plan_->setModel(model, session_->request());
   inspector_->setModel(model);
   summary_->setSnapshot(nullptr, nullptr, QString());
   lessons_->setLessons({});

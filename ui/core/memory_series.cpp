@@ -1,6 +1,6 @@
 #include "ui/core/memory_series.hpp"
 
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -17,9 +17,9 @@ CodeView::CodeView(QWidget* parent) : QPlainTextEdit(parent) {
 }
 
 // Writing the code walks the whole model: 85-120 ms for HeavyModel's 1,000 calls, measured on
-// the UI thread at every click. It is a pure function of (model, config), so it runs on the work
+// the UI thread at every click. It is a pure function of (model, request), so it runs on the work
 // pool and only the newest request's text is shown.
-void CodeView::setConfig(std::shared_ptr<const Model> model, const CheckpointConfig& config) {
+void CodeView::setRequest(std::shared_ptr<const Model> model, const RunRequest& request) {
   const quint64 generation = ++generation_;
   if (!model) {
     setPlainText(QString());
@@ -37,14 +37,14 @@ void CodeView::setConfig(std::shared_ptr<const Model> model, const CheckpointCon
   });
   watcher->setFuture(QtConcurrent::run(
       workPool(),
-      [](std::shared_ptr<const Model> m, CheckpointConfig c) {
+      [](std::shared_ptr<const Model> m, RunRequest c) {
         try {
           return QString::fromStdString(pytorch_code(*m, c));
         } catch (const std::exception& e) {
           return tr("# The PyTorch code could not be written: %1").arg(QString::fromUtf8(e.what()));
         }
       },
-      std::move(model), config));
+      std::move(model), request));
 }
 
 }  // namespace ckpt::ui

@@ -5,7 +5,7 @@
 
 #include <QPlainTextEdit>
 
-#include "engine/run/runner.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt::ui {
 
@@ -15,7 +15,7 @@ class CodeView : public QPlainTextEdit {
  public:
   explicit CodeView(QWidget* parent = nullptr);
   // Written off the UI thread: the text changes (and codeUpdated() is emitted) when it is ready.
-  void setConfig(std::shared_ptr<const Model> model, const CheckpointConfig& config);
+  void setRequest(std::shared_ptr<const Model> model, const RunRequest& request);
 
  signals:
   void codeUpdated();

@@ -176,7 +176,7 @@ QString Inspector::moduleHtml() const {
   out += row(tr("inputs (what checkpoint() keeps)"), ins.join(QStringLiteral(", ")));
   out += row(tr("outputs"), outs.join(QStringLiteral(", ")));
   if (snapshot_) {
-    const bool on = snapshot_->config.modules.count(m->path) > 0;
+    const bool on = snapshot_->request.plan.modules.count(m->path) > 0;
     out += row(tr("checkpointed"), on ? tr("<b>yes</b>") : tr("no"));
     const Trace& trace = snapshot_->trace();
     QStringList forwards, recomputes;

@@ -11,7 +11,7 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 
 namespace ckpt::ui {
 
@@ -145,7 +145,7 @@ void FrontierPlot::paintEvent(QPaintEvent*) {
     p.setPen(Qt::NoPen);
     p.setBrush(strategyColour(q.strategy));
     p.drawEllipse(at(q), 5, 5);
-    if (plan_key(q.config) == current_) {  // the configuration the session runs now
+    if (q.plan.key() == current_) {  // the configuration the session runs now
       p.setBrush(Qt::NoBrush);
       p.setPen(QPen(palette().text().color(), 2));
       p.drawRect(QRectF(at(q) - QPointF(8, 8), QSizeF(16, 16)));
@@ -243,7 +243,7 @@ PlanView::~PlanView() {
   watcher_.waitForFinished();
 }
 
-void PlanView::setModel(std::shared_ptr<const Model> model, const CheckpointConfig& base) {
+void PlanView::setModel(std::shared_ptr<const Model> model, const RunRequest& base) {
   cancel();
   model_ = std::move(model);
   base_ = base;
@@ -252,8 +252,8 @@ void PlanView::setModel(std::shared_ptr<const Model> model, const CheckpointConf
   status_->setText(tr("Plan: every strategy's plan and a budget sweep, each judged by a run."));
 }
 
-void PlanView::setCurrentConfig(const CheckpointConfig& config) {
-  plot_->setCurrentKey(plan_key(config));
+void PlanView::setCurrentRequest(const RunRequest& request) {
+  plot_->setCurrentKey(request.plan.key());
 }
 
 void PlanView::startPlanning() {
@@ -266,7 +266,7 @@ void PlanView::startPlanning() {
                                         percent]() -> std::shared_ptr<const PlanResults> {
     auto r = std::make_shared<PlanResults>();
     try {
-      PlanEvaluator ev(model, base, cancel.get());
+      PlanEvaluator ev(model, base.settings, base.plan.policy, cancel.get());
       Planner planner(ev, CandidateOptions{1, true, 16}, StrategyParams{}, cancel.get());
       r->plain_peak = ev.baseline().peak_bytes;
       r->points = planner.sweep(r->plain_peak * percent / 100);
@@ -310,7 +310,7 @@ void PlanView::onBudget(int percent) {
 }
 
 void PlanView::apply(const PlanPoint& p) {
-  emit planChosen(p.config.modules, p.config.ranges);
+  emit planChosen(p.plan.modules, p.plan.ranges);
 }
 
 }  // namespace ckpt::ui

@@ -60,8 +60,8 @@ class PlanView : public QWidget {
  public:
   explicit PlanView(QWidget* parent = nullptr);
   ~PlanView() override;
-  void setModel(std::shared_ptr<const Model> model, const CheckpointConfig& base);
-  void setCurrentConfig(const CheckpointConfig& config);
+  void setModel(std::shared_ptr<const Model> model, const RunRequest& base);
+  void setCurrentRequest(const RunRequest& request);
   void startPlanning();
   void cancel();
   bool busy() const { return watcher_.isRunning(); }
@@ -80,7 +80,7 @@ class PlanView : public QWidget {
   void apply(const PlanPoint& p);
 
   std::shared_ptr<const Model> model_;
-  CheckpointConfig base_;
+  RunRequest base_;
   std::shared_ptr<std::atomic<bool>> cancel_;
   QFutureWatcher<std::shared_ptr<const PlanResults>> watcher_;
   std::shared_ptr<const PlanResults> results_;

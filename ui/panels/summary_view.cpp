@@ -1,5 +1,8 @@
 #include "ui/panels/summary_view.hpp"
 
+#include <cmath>
+
+#include "engine/report/figures.hpp"
 #include "ui/core/memory_series.hpp"
 #include "ui/style/palette.hpp"
 
@@ -12,6 +15,14 @@ QString fmt(std::int64_t b) {
 QString row(const QString& k, const QString& v) {
   return QStringLiteral("<tr><td style='padding-right:12px;color:gray'>%1</td><td>%2</td></tr>")
       .arg(k, v);
+}
+// " (−2.99 MiB, −9.4%)", green when the peak is lower, red when it is higher.
+QString changeText(const PeakChange& c, const Palette& pal) {
+  const QString sign = c.bytes < 0 ? QStringLiteral("−") : QStringLiteral("+");
+  return QStringLiteral(" <span style='color:%1'>(%2%3, %4%5%)</span>")
+      .arg((c.bytes <= 0 ? pal.category(MemoryCategory::gradient) : pal.error).name(), sign,
+           fmt(std::llabs(c.bytes)), sign)
+      .arg(std::fabs(c.percent), 0, 'f', 1);
 }
 }  // namespace
 
@@ -89,17 +100,23 @@ QString SummaryView::peakRows(const Palette& pal) const {
   QString html;
   QString peak = QStringLiteral("<b>%1</b>").arg(fmt(s.peak.bytes));
   if (ghost_ && ghost_->peak_bytes > 0 && s.ok) {
-    const std::int64_t d = s.peak.bytes - ghost_->peak_bytes;
-    const double pct = 100.0 * static_cast<double>(d) / static_cast<double>(ghost_->peak_bytes);
-    peak += QStringLiteral(" <span style='color:%1'>(%2%3, %4%5%)</span>")
-                .arg((d <= 0 ? pal.category(MemoryCategory::gradient) : pal.error).name(),
-                     d < 0 ? QStringLiteral("−") : QStringLiteral("+"), fmt(std::llabs(d)),
-                     d < 0 ? QStringLiteral("−") : QStringLiteral("+"))
-                .arg(std::fabs(pct), 0, 'f', 1);
+    peak += changeText(peak_change(s.peak.bytes, ghost_->peak_bytes), pal);
     peak += tr("<br><span style='color:gray'>vs %1: %2</span>")
                 .arg(ghostLabel_.toHtmlEscaped(), fmt(ghost_->peak_bytes));
   }
   html += row(s.ok ? tr("peak memory") : tr("peak (failed run)"), peak);
+  // Against the same settings without checkpoints, as `ckptlab-cli run` compares (the line
+  // above compares with the previous configuration, whatever it was).
+  if (const auto plain = s.ok ? against_plain(s) : std::nullopt) {
+    html +=
+        row(tr("vs plain run"),
+            tr("peak %1 → %2").arg(fmt(s.baseline->peak_bytes), fmt(s.peak.bytes)) +
+                changeText(plain->peak, pal) +
+                tr("<br>%1 op executions (%2%3)")
+                    .arg(s.baseline->executions)
+                    .arg(plain->extra_executions >= 0 ? QStringLiteral("+") : QStringLiteral("−"))
+                    .arg(std::llabs(plain->extra_executions)));
+  }
   QString at = QString::fromStdString(s.peak_op).toHtmlEscaped();
   if (!s.peak_node.empty())
     at += QStringLiteral(" (%1)").arg(QString::fromStdString(s.peak_node).toHtmlEscaped());
@@ -126,10 +143,7 @@ QString SummaryView::costRows() const {
                                        .arg(s.executions.recompute)
                                        .arg(s.executions.backward)
                                        .arg(s.total_executions()));
-  const double overhead = s.executions.forward > 0
-                              ? 100.0 * static_cast<double>(s.executions.recompute) /
-                                    static_cast<double>(s.executions.forward)
-                              : 0.0;
+  const double overhead = recompute_overhead_percent(s.executions);
   html += row(tr("recompute overhead"), tr("<b>+%1</b> op executions (%2% of the forward)")
                                             .arg(s.executions.recompute)
                                             .arg(overhead, 0, 'f', 1));

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "engine/report/figures.hpp"
 #include "ui/plot/memory_plot_renderer.hpp"
 #include "ui/plot/plot_scale.hpp"
 
@@ -28,15 +29,13 @@ QString peakLabel(const MemoryPlotModel& m) {
                 .arg(s.steps() - 1)
                 .arg(bytesText(s.peak_bytes));
   } else if (m.ghost && m.ghost->peak_bytes > 0) {
-    const std::int64_t delta = s.peak_bytes - m.ghost->peak_bytes;
-    const double pct =
-        100.0 * static_cast<double>(delta) / static_cast<double>(m.ghost->peak_bytes);
-    if (delta != 0)
+    const PeakChange change = peak_change(s.peak_bytes, m.ghost->peak_bytes);
+    if (change.bytes != 0)
       label += QObject::tr("  (%1%2, %3%4%)")
-                   .arg(delta > 0 ? QStringLiteral("+") : QStringLiteral("−"))
-                   .arg(bytesText(std::llabs(delta)))
-                   .arg(delta > 0 ? QStringLiteral("+") : QStringLiteral("−"))
-                   .arg(std::fabs(pct), 0, 'f', 1);
+                   .arg(change.bytes > 0 ? QStringLiteral("+") : QStringLiteral("−"))
+                   .arg(bytesText(std::llabs(change.bytes)))
+                   .arg(change.bytes > 0 ? QStringLiteral("+") : QStringLiteral("−"))
+                   .arg(std::fabs(change.percent), 0, 'f', 1);
     else
       label += QObject::tr("  (unchanged)");
   }

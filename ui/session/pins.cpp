@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "engine/report/config_text.hpp"
+#include "engine/report/figures.hpp"
 
 namespace ckpt::ui {
 
@@ -15,17 +16,17 @@ PinFigures pinFigures(const RunSummary& s) {
   f.ok = s.ok;
   f.dryRun = s.dry_run;
   f.peakBytes = s.peak.bytes;
-  f.savedBytes = s.end_of_forward[static_cast<std::size_t>(MemoryCategory::activation)] +
-                 s.end_of_forward[static_cast<std::size_t>(MemoryCategory::checkpoint_input)];
+  f.savedBytes = saved_for_backward(s.end_of_forward);
   f.recomputeExecutions = s.executions.recompute;
   f.totalMs = s.times.total_ms;
   return f;
 }
 
 QString runName(const RunSnapshot& snap) {
-  QString name = QString::fromStdString(describe_config(snap.config));
-  const std::int64_t batch =
-      snap.config.batch > 0 ? snap.config.batch : (snap.model ? snap.model->scenario.batch : 0);
+  QString name = QString::fromStdString(describe_request(snap.request));
+  const std::int64_t batch = snap.request.settings.batch > 0
+                                 ? snap.request.settings.batch
+                                 : (snap.model ? snap.model->scenario.batch : 0);
   if (batch > 0) name += QCoreApplication::translate("Pins", ", batch %1").arg(batch);
   if (snap.dryRun()) name += QCoreApplication::translate("Pins", " (dry run)");
   if (snap.result && !snap.result->ok) name += QCoreApplication::translate("Pins", " (failed)");
@@ -53,9 +54,9 @@ Pin* PinList::findMutable(quint64 id) {
   return nullptr;
 }
 
-const Pin* PinList::findConfig(const CheckpointConfig& config) const {
+const Pin* PinList::findRequest(const RunRequest& request) const {
   for (const Pin& p : pins_)
-    if (p.config == config) return &p;
+    if (same_run(p.request, request)) return &p;
   return nullptr;
 }
 
@@ -80,7 +81,7 @@ quint64 PinList::add(const RunSnapshot& snapshot, const QString& name) {
   p.id = nextId_++;
   p.name = name;
   p.colour = nextColour();
-  p.config = snapshot.config;
+  p.request = snapshot.request;
   p.series = snapshot.series;
   p.summary = snapshot.summary;
   p.figures = pinFigures(snapshot.summary);
@@ -121,25 +122,25 @@ QByteArray savedPinsJson(const std::vector<Pin>& pins) {
   QJsonArray out;
   for (const Pin& p : pins) {
     QJsonArray modules, ranges;
-    for (const std::string& m : p.config.modules) modules.append(QString::fromStdString(m));
-    for (const auto& [first, last] : p.config.ranges)
+    for (const std::string& m : p.request.plan.modules) modules.append(QString::fromStdString(m));
+    for (const auto& [first, last] : p.request.plan.ranges)
       ranges.append(QJsonArray{QString::fromStdString(first), QString::fromStdString(last)});
     out.append(QJsonObject{
         {QStringLiteral("name"), p.name},
         {QStringLiteral("visible"), p.visible},
         {QStringLiteral("modules"), modules},
         {QStringLiteral("ranges"), ranges},
-        {QStringLiteral("segments"), p.config.segments},
-        {QStringLiteral("reentrant"), p.config.use_reentrant},
-        {QStringLiteral("preserve_rng"), p.config.preserve_rng_state},
-        {QStringLiteral("save_matmul"), p.config.policy == SelectivePolicy::save_matmul},
-        {QStringLiteral("batch"), static_cast<qint64>(p.config.batch)},
+        {QStringLiteral("segments"), p.request.plan.segments},
+        {QStringLiteral("reentrant"), p.request.settings.use_reentrant},
+        {QStringLiteral("preserve_rng"), p.request.settings.preserve_rng_state},
+        {QStringLiteral("save_matmul"), p.request.plan.policy == SelectivePolicy::save_matmul},
+        {QStringLiteral("batch"), static_cast<qint64>(p.request.settings.batch)},
     });
   }
   return QJsonDocument(out).toJson(QJsonDocument::Compact);
 }
 
-std::vector<SavedPin> savedPinsFromJson(const QByteArray& json, const CheckpointConfig& base) {
+std::vector<SavedPin> savedPinsFromJson(const QByteArray& json, const RunRequest& base) {
   std::vector<SavedPin> out;
   for (const QJsonValue& v : QJsonDocument::fromJson(json).array()) {
     const QJsonObject o = v.toObject();
@@ -147,27 +148,28 @@ std::vector<SavedPin> savedPinsFromJson(const QByteArray& json, const Checkpoint
     const int segments = o.value(QStringLiteral("segments")).toInt(-1);
     if (o.isEmpty() || batch < 0 || batch > (qint64{1} << 40) || segments < 0) continue;
     SavedPin p;
-    p.config = base;
-    p.config.modules.clear();
-    p.config.ranges.clear();
+    p.request = base;
+    p.request.plan.modules.clear();
+    p.request.plan.ranges.clear();
     p.name = o.value(QStringLiteral("name")).toString().left(200);
     p.visible = o.value(QStringLiteral("visible")).toBool(true);
     for (const QJsonValue& m : o.value(QStringLiteral("modules")).toArray())
-      p.config.modules.insert(m.toString().toStdString());
+      p.request.plan.modules.insert(m.toString().toStdString());
     for (const QJsonValue& r : o.value(QStringLiteral("ranges")).toArray()) {
       const QJsonArray pair = r.toArray();
       if (pair.size() == 2)
-        p.config.ranges.emplace_back(pair[0].toString().toStdString(),
-                                     pair[1].toString().toStdString());
+        p.request.plan.ranges.emplace_back(pair[0].toString().toStdString(),
+                                           pair[1].toString().toStdString());
     }
-    p.config.segments = segments;
-    p.config.use_reentrant = o.value(QStringLiteral("reentrant")).toBool(base.use_reentrant);
-    p.config.preserve_rng_state =
-        o.value(QStringLiteral("preserve_rng")).toBool(base.preserve_rng_state);
-    p.config.policy = o.value(QStringLiteral("save_matmul")).toBool(false)
-                          ? SelectivePolicy::save_matmul
-                          : SelectivePolicy::none;
-    p.config.batch = batch;
+    p.request.plan.segments = segments;
+    p.request.settings.use_reentrant =
+        o.value(QStringLiteral("reentrant")).toBool(base.settings.use_reentrant);
+    p.request.settings.preserve_rng_state =
+        o.value(QStringLiteral("preserve_rng")).toBool(base.settings.preserve_rng_state);
+    p.request.plan.policy = o.value(QStringLiteral("save_matmul")).toBool(false)
+                                ? SelectivePolicy::save_matmul
+                                : SelectivePolicy::none;
+    p.request.settings.batch = batch;
     out.push_back(std::move(p));
   }
   return out;

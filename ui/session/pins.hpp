@@ -10,18 +10,17 @@
 #include <QString>
 #include <vector>
 
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 #include "ui/session/run_controller.hpp"
 
 namespace ckpt::ui {
 
-// The figures a comparison row shows, as `ckptlab-cli compare` prints them.
+// The figures a comparison row shows; each defined once in engine/report/figures.hpp.
 struct PinFigures {
   bool ok = false;
   bool dryRun = false;  // bytes exact, time estimated
   std::int64_t peakBytes = 0;
-  // Activations saved for backward plus checkpoint inputs, live when the forward ends.
-  std::int64_t savedBytes = 0;
+  std::int64_t savedBytes = 0;  // saved_for_backward(): activations + checkpoint inputs
   std::int64_t recomputeExecutions = 0;
   double totalMs = 0;
 };
@@ -35,7 +34,7 @@ struct Pin {
   QString name;
   QColor colour;
   bool visible = true;
-  CheckpointConfig config;
+  RunRequest request;
   MemorySeriesPtr series;
   RunSummary summary;
   PinFigures figures;
@@ -46,12 +45,12 @@ struct Pin {
 struct SavedPin {
   QString name;
   bool visible = true;
-  CheckpointConfig config;
+  RunRequest request;
 };
 QByteArray savedPinsJson(const std::vector<Pin>& pins);
 // The pins in `json`, each configuration `base` (the model's own) with the saved settings
 // applied; what cannot be read is left out (a settings file is outside input).
-std::vector<SavedPin> savedPinsFromJson(const QByteArray& json, const CheckpointConfig& base);
+std::vector<SavedPin> savedPinsFromJson(const QByteArray& json, const RunRequest& base);
 
 class PinList : public QObject {
   Q_OBJECT
@@ -62,7 +61,7 @@ class PinList : public QObject {
   const std::vector<Pin>& pins() const { return pins_; }
   const Pin* find(quint64 id) const;
   // The pin of this configuration, if there is one: pinning it twice would add nothing.
-  const Pin* findConfig(const CheckpointConfig& config) const;
+  const Pin* findRequest(const RunRequest& request) const;
   // Pins `snapshot` under `name`; returns the new pin's id.
   quint64 add(const RunSnapshot& snapshot, const QString& name);
   bool remove(quint64 id);

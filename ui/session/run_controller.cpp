@@ -5,7 +5,6 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 
-#include "engine/run/memory_guard.hpp"
 #include "engine/tensor/storage_pool.hpp"
 #include "ui/util/work_pool.hpp"
 
@@ -13,61 +12,46 @@ namespace ckpt::ui {
 
 namespace {
 
-// One run of `config` (dry or real, as config.dry_run says) and the views' data derived from it.
-std::shared_ptr<RunSnapshot> runAndDerive(const Runner& runner, const CheckpointConfig& config,
-                                          quint64 generation,
-                                          const std::shared_ptr<std::atomic<bool>>& cancel) {
-  const std::shared_ptr<const Model>& model = runner.model_ptr();
+// The views' data from one outcome of the engine's pipeline; null series when it was cancelled.
+std::shared_ptr<RunSnapshot> snapshotOf(const RunOutcome& outcome, const RunRequest& asked,
+                                        const std::shared_ptr<const Model>& model,
+                                        quint64 generation) {
   auto snap = std::make_shared<RunSnapshot>();
   snap->generation = generation;
-  snap->config = config;
-  snap->config.dry_run = false;  // the request's configuration; the result says which run
+  snap->request = asked;
   snap->model = model;
-  auto result = std::make_shared<RunResult>();
-  QElapsedTimer clock;
-  clock.start();
-  try {
-    *result = runner.run(config, cancel.get());
-  } catch (const std::exception& e) {
-    // The Runner reports failures in RunResult; anything thrown is still shown, never lost.
-    result->set_status(RunStatus::failed, e.what());
-  }
-  snap->result = result;
-  snap->runnerMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
-  if (!(cancel->load() && result->cancelled())) {
-    RunReport report = report_run(*model, config, *result);
-    snap->series = std::move(report.series);
-    snap->summary = std::move(report.summary);
-    snap->lessons = std::move(report.lessons);
-    snap->timeline = std::move(report.timeline);
-  }
-  snap->derivedMs = static_cast<double>(clock.nsecsElapsed()) / 1e6 - snap->runnerMs;
+  snap->result = outcome.result;
+  snap->series = outcome.report.series;
+  snap->summary = outcome.report.summary;
+  snap->lessons = outcome.report.lessons;
+  snap->timeline = outcome.report.timeline;
+  snap->runnerMs = outcome.run_ms;
+  snap->derivedMs = outcome.report_ms;
+  snap->realRunFollows = outcome.real_run_follows;
+  snap->notComputed = outcome.not_computed;
   return snap;
 }
 
-// The dry run first, handed to `preview` while the real run follows when it fits `limit`.
-RunSnapshotPtr runOnWorker(std::shared_ptr<SharedRunner> shared, CheckpointConfig config,
+// The request as the engine runs it: the app's memory limit is the guard's, unless the request
+// sets its own.
+RunRequest withLimit(RunRequest request, std::int64_t limit) {
+  if (request.settings.max_memory == 0) request.settings.max_memory = limit;
+  return request;
+}
+
+// The whole pipeline: the dry run handed to `preview` while the real run follows (when the
+// guard lets it), then the run shown.
+RunSnapshotPtr runOnWorker(std::shared_ptr<const RunTarget> target, RunRequest request,
                            quint64 generation, std::shared_ptr<std::atomic<bool>> cancel,
                            std::int64_t limit, std::function<void(RunSnapshotPtr)> preview) {
-  const Runner& runner = shared->get();
-  const std::shared_ptr<const Model>& model = runner.model_ptr();
-  const bool dryOnly = config.dry_run;
-  config.dry_run = true;
-  auto dry = runAndDerive(runner, config, generation, cancel);
-  if (dryOnly || !dry->series) return dry;
-  const GuardVerdict verdict = judge_memory(*model, *dry->result, limit);
-  if (!verdict.fits) {
-    dry->notComputed = verdict.message;
-    auto series = std::make_shared<MemorySeries>(*dry->series);
-    series->not_computed = verdict.message;
-    dry->series = std::move(series);
-    return dry;
-  }
-  dry->realRunFollows = true;
-  preview(dry);
-  if (cancel->load()) return dry;
-  config.dry_run = false;
-  return runAndDerive(runner, config, generation, cancel);
+  RequestOptions options;
+  options.baseline = true;
+  options.cancel = cancel.get();
+  options.on_dry_run = [&](const RunOutcome& dry) {
+    preview(snapshotOf(dry, request, target->model_ptr(), generation));
+  };
+  const RunOutcome outcome = execute(*target, withLimit(request, limit), options);
+  return snapshotOf(outcome, request, target->model_ptr(), generation);
 }
 
 // Kept results: a few, and at most about a million steps of traces (HeavyModel's are 200,000).
@@ -75,11 +59,6 @@ constexpr std::size_t kKeptRuns = 6;
 constexpr std::int64_t kKeptSteps = 1'000'000;
 
 }  // namespace
-
-const Runner& SharedRunner::get() {
-  std::call_once(compiled_, [this] { runner_.emplace(model_); });
-  return *runner_;
-}
 
 RunController::RunController(QObject* parent) : QObject(parent) {
   connect(&watcher_, &QFutureWatcher<RunSnapshotPtr>::finished, this,
@@ -103,14 +82,14 @@ void RunController::setModel(std::shared_ptr<const Model> model) {
   detachedCancel_ = std::make_shared<std::atomic<bool>>(false);
   kept_.clear();
   model_ = std::move(model);
-  runner_ = model_ ? std::make_shared<SharedRunner>(model_) : nullptr;
+  target_ = model_ ? std::make_shared<const RunTarget>(model_) : nullptr;
   // The storage pool keeps a step's blocks for the next one, up to the high-water mark of the
   // runs so far; another model's steps would find the old model's sizes instead.
   storage_pool::trim();
 }
 
-quint64 RunController::request(const CheckpointConfig& config) {
-  if (RunSnapshotPtr snap = kept(config)) {
+quint64 RunController::request(const RunRequest& request) {
+  if (RunSnapshotPtr snap = kept(request)) {
     // Whatever runs is stale now; the kept result is delivered from the event loop, as a run's
     // would be, so that the caller sees the same order of signals either way.
     pending_.reset();
@@ -133,7 +112,7 @@ quint64 RunController::request(const CheckpointConfig& config) {
   }
   auto job = std::make_unique<Job>();
   job->generation = ++latest_;
-  job->config = config;
+  job->request = request;
   job->cancel = std::make_shared<std::atomic<bool>>(false);
   job->clock.start();
   const quint64 id = job->generation;
@@ -147,15 +126,15 @@ quint64 RunController::request(const CheckpointConfig& config) {
   return id;
 }
 
-void RunController::computeDetached(const CheckpointConfig& config,
+void RunController::computeDetached(const RunRequest& request,
                                     std::function<void(RunSnapshotPtr)> done) {
   if (!model_) return;
   std::erase_if(previews_, [](const QFuture<void>& f) { return f.isFinished(); });
   ++detachedRunning_;
   previews_.push_back(
-      QtConcurrent::run(workPool(), [this, shared = runner_, config, limit = memoryLimit_,
+      QtConcurrent::run(workPool(), [this, target = target_, request, limit = memoryLimit_,
                                      cancel = detachedCancel_, done = std::move(done)] {
-        auto snap = runOnWorker(shared, config, 0, cancel, limit, [](const RunSnapshotPtr&) {});
+        auto snap = runOnWorker(target, request, 0, cancel, limit, [](const RunSnapshotPtr&) {});
         QMetaObject::invokeMethod(
             this,
             [this, snap, cancel, done] {
@@ -193,7 +172,7 @@ void RunController::start(std::unique_ptr<Job> job) {
     QMetaObject::invokeMethod(
         this, [this, snap] { onPreview(snap); }, Qt::QueuedConnection);
   };
-  running_->future = QtConcurrent::run(workPool(), runOnWorker, runner_, running_->config,
+  running_->future = QtConcurrent::run(workPool(), runOnWorker, target_, running_->request,
                                        running_->generation, running_->cancel, memoryLimit_,
                                        std::function<void(RunSnapshotPtr)>(preview));
   watcher_.setFuture(running_->future);
@@ -224,21 +203,21 @@ void RunController::setMemoryLimit(std::int64_t bytes) {
 }
 
 void RunController::startPreview(const Job& job) {
-  if (job.config.dry_run || !model_) return;
+  if (job.request.settings.dry_run || !model_) return;
   std::erase_if(previews_, [](const QFuture<void>& f) { return f.isFinished(); });
-  auto model = model_;
-  auto shared = runner_;
-  const CheckpointConfig config = job.config;
-  const quint64 generation = job.generation;
-  const std::int64_t limit = memoryLimit_;
-  auto cancel = job.cancel;
-  previews_.push_back(
-      QtConcurrent::run(workPool(), [this, model, shared, config, generation, limit, cancel] {
-        CheckpointConfig dry = config;
-        dry.dry_run = true;
-        auto snap = runAndDerive(shared->get(), dry, generation, cancel);
-        if (!snap->series) return;
-        snap->realRunFollows = judge_memory(*model, *snap->result, limit).fits;
+  previews_.push_back(QtConcurrent::run(
+      workPool(), [this, target = target_, request = job.request, generation = job.generation,
+                   limit = memoryLimit_, cancel = job.cancel] {
+        // The request's dry run alone, at once; whether its real run follows is the guard's say.
+        RunRequest dry = withLimit(request, limit);
+        dry.settings.dry_run = true;
+        RequestOptions options;
+        options.baseline = true;
+        options.cancel = cancel.get();
+        const RunOutcome outcome = execute(*target, dry, options);
+        if (!outcome.report.series) return;
+        auto snap = snapshotOf(outcome, request, target->model_ptr(), generation);
+        snap->realRunFollows = outcome.guard.fits;
         QMetaObject::invokeMethod(
             this, [this, snap] { onPreview(snap); }, Qt::QueuedConnection);
       }));
@@ -258,8 +237,9 @@ void RunController::onPreview(const RunSnapshotPtr& preview) {
 }
 
 void RunController::keep(const RunSnapshotPtr& snap) {
-  if (!snap->config.inputs.empty()) return;
-  std::erase_if(kept_, [&](const RunSnapshotPtr& k) { return k->config == snap->config; });
+  if (!snap->request.settings.inputs.empty()) return;
+  std::erase_if(kept_,
+                [&](const RunSnapshotPtr& k) { return same_run(k->request, snap->request); });
   kept_.push_front(snap);
   std::int64_t steps = 0;
   std::size_t n = 0;
@@ -271,9 +251,9 @@ void RunController::keep(const RunSnapshotPtr& snap) {
   kept_.resize(n);
 }
 
-RunSnapshotPtr RunController::kept(const CheckpointConfig& config) const {
+RunSnapshotPtr RunController::kept(const RunRequest& request) const {
   for (const auto& k : kept_)
-    if (k->model == model_ && k->config == config) return k;
+    if (k->model == model_ && same_run(k->request, request)) return k;
   return nullptr;
 }
 

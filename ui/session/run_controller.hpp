@@ -1,13 +1,15 @@
 #pragma once
 
-// Runs the Runner off the UI thread. Each request is first a dry run (the meta device: the
-// exact curve in a few percent of the time), delivered at once; then, when its predicted memory
-// fits the limit (the engine's memory guard), the real run, delivered when done and replacing
-// it. A configuration that would not fit is delivered as its dry run only, saying why.
+// Runs the engine's request pipeline (engine/request/execute.hpp) off the UI thread. Each
+// request's dry run (the meta device: the exact curve in a few percent of the time) is delivered
+// at once; then, when the engine's memory guard lets the real run start, the real run, delivered
+// when done and replacing it. A configuration that would not fit is delivered as its dry run
+// only, saying why. Every run carries the comparison with the same settings without checkpoints
+// (the engine runs and keeps that baseline once per settings).
 // At most one run is in flight; a newer request cancels it
 // (the Runner polls the flag between ops) and waits as the single pending one, so 200 rapid
 // toggles cost at most two runs and only the newest configuration's result is delivered.
-// Runs are deterministic (same model, config and seed give the same trace), so the last few
+// Runs are deterministic (same model, request and seed give the same trace), so the last few
 // results are kept: clicking a block off again, or undoing a variant change, answers from
 // there instead of running again.
 
@@ -18,26 +20,25 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
 
 #include "engine/report/run_report.hpp"
-#include "engine/run/runner.hpp"
+#include "engine/request/execute.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt::ui {
 
 // Everything the views need from one run, built on the worker thread.
 struct RunSnapshot {
   quint64 generation = 0;
-  CheckpointConfig config;
+  RunRequest request;  // as the session asked it (the result says whether it ran dry)
   std::shared_ptr<const Model> model;
   std::shared_ptr<const RunResult> result;
   MemorySeriesPtr series;
-  RunSummary summary;
+  RunSummary summary;  // with the comparison with the plain run (summary.baseline)
   std::vector<Lesson> lessons;
   std::shared_ptr<const StateTimeline> timeline;
   qint64 wallMs = 0;  // request to result, including superseded waiting
-  // On the worker: the Runner, then the series, summary, lessons and timeline derived from it.
+  // On the worker: the engine's run of the result shown, then its report.
   double runnerMs = 0;
   double derivedMs = 0;
   // A dry run's snapshot (exact bytes, estimated times, no values); `realRunFollows` while the
@@ -53,19 +54,6 @@ struct RunSnapshot {
 };
 using RunSnapshotPtr = std::shared_ptr<const RunSnapshot>;
 
-// The Runner of one model (its compiled form), built by the first worker that needs it and
-// shared by every later run of that model, dry or real: a click no longer compiles the model.
-class SharedRunner {
- public:
-  explicit SharedRunner(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
-  const Runner& get();
-
- private:
-  std::shared_ptr<const Model> model_;
-  std::once_flag compiled_;
-  std::optional<Runner> runner_;
-};
-
 class RunController : public QObject {
   Q_OBJECT
 
@@ -74,8 +62,8 @@ class RunController : public QObject {
   ~RunController() override;
 
   void setModel(std::shared_ptr<const Model> model);
-  // Starts (or queues behind the cancelled current run) a run of `config`; returns its id.
-  quint64 request(const CheckpointConfig& config);
+  // Starts (or queues behind the cancelled current run) a run of `request`; returns its id.
+  quint64 request(const RunRequest& request);
   void cancelAll();
   // The memory a real run may use (0: the engine's default share of available memory).
   void setMemoryLimit(std::int64_t bytes);
@@ -85,9 +73,9 @@ class RunController : public QObject {
   quint64 latestRequest() const { return latest_; }
   // Blocks until nothing runs (tests, shutdown).
   void waitForIdle();
-  // A run of `config` beside the requested ones (restoring a saved pin): it never becomes the
+  // A run of `request` beside the requested ones (restoring a saved pin): it never becomes the
   // current run; `done` gets it on this object's thread, or null when the model changed first.
-  void computeDetached(const CheckpointConfig& config, std::function<void(RunSnapshotPtr)> done);
+  void computeDetached(const RunRequest& request, std::function<void(RunSnapshotPtr)> done);
   int detachedRunning() const { return detachedRunning_; }
 
  signals:
@@ -100,7 +88,7 @@ class RunController : public QObject {
  private:
   struct Job {
     quint64 generation;
-    CheckpointConfig config;
+    RunRequest request;
     std::shared_ptr<std::atomic<bool>> cancel;
     QElapsedTimer clock;
     QFuture<RunSnapshotPtr> future;
@@ -112,10 +100,10 @@ class RunController : public QObject {
   // at its next op, which at a large batch can be a few hundred milliseconds away.
   void startPreview(const Job& job);
   void keep(const RunSnapshotPtr& snap);
-  RunSnapshotPtr kept(const CheckpointConfig& config) const;
+  RunSnapshotPtr kept(const RunRequest& request) const;
 
   std::shared_ptr<const Model> model_;
-  std::shared_ptr<SharedRunner> runner_;
+  std::shared_ptr<const RunTarget> target_;
   quint64 latest_ = 0;
   std::unique_ptr<Job> running_;
   std::unique_ptr<Job> pending_;

@@ -140,8 +140,8 @@ void Session::adopt(std::shared_ptr<const Model> model, const QString& source) {
   pins_->clear();
   graph_.reset();
   layout_.reset();
-  config_ = scenario_config(*model_);
-  configured_ = config_;
+  request_ = scenario_request(*model_);
+  configured_ = request_;
   undo_.clear();
   redo_.clear();
   emit historyChanged();
@@ -149,7 +149,7 @@ void Session::adopt(std::shared_ptr<const Model> model, const QString& source) {
   runs_->setModel(model_);
   // The first run starts before the views take in the new model (HeavyModel's module tree
   // takes tens of milliseconds), so that both proceed at once.
-  runs_->request(config_);
+  runs_->request(request_);
   pinsSource_ = source;
   restorePins();
   emit modelChanged();
@@ -180,11 +180,11 @@ void Session::savePins() {
 void Session::restorePins() {
   if (!pinsPersistent_ || !model_) return;
   const QByteArray json = QSettings().value(pinsKey(pinsSource_)).toByteArray();
-  for (SavedPin& saved : savedPinsFromJson(json, scenario_config(*model_))) {
+  for (SavedPin& saved : savedPinsFromJson(json, scenario_request(*model_))) {
     ++restoring_;
-    runs_->computeDetached(saved.config, [this, model = model_, saved](RunSnapshotPtr snap) {
+    runs_->computeDetached(saved.request, [this, model = model_, saved](RunSnapshotPtr snap) {
       --restoring_;
-      if (model == model_ && snap && snap->series && !pins_->findConfig(snap->config)) {
+      if (model == model_ && snap && snap->series && !pins_->findRequest(snap->request)) {
         const quint64 id = pins_->add(*snap, saved.name.isEmpty() ? runName(*snap) : saved.name);
         pins_->setVisible(id, saved.visible);
       }
@@ -194,24 +194,24 @@ void Session::restorePins() {
 }
 
 std::int64_t Session::effectiveBatch() const {
-  if (config_.batch > 0) return config_.batch;
+  if (request_.settings.batch > 0) return request_.settings.batch;
   return model_ ? model_->scenario.batch : 0;
 }
 
 // The run is requested before the views update for the new configuration: it starts on its
 // worker while they do, which is that much sooner to the updated plot.
 void Session::configure() {
-  if (config_ != configured_) {
+  if (!same_run(request_, configured_)) {
     undo_.push_back(configured_);
     redo_.clear();
-    configured_ = config_;
+    configured_ = request_;
     emit historyChanged();
   }
   reconfigure();
 }
 
 void Session::reconfigure() {
-  if (model_) runs_->request(config_);
+  if (model_) runs_->request(request_);
   emit configChanged();
 }
 
@@ -221,8 +221,8 @@ void Session::rerun() {
 
 void Session::undo() {
   if (undo_.empty()) return;
-  redo_.push_back(config_);
-  config_ = configured_ = undo_.back();
+  redo_.push_back(request_);
+  request_ = configured_ = undo_.back();
   undo_.pop_back();
   emit historyChanged();
   reconfigure();
@@ -230,8 +230,8 @@ void Session::undo() {
 
 void Session::redo() {
   if (redo_.empty()) return;
-  undo_.push_back(config_);
-  config_ = configured_ = redo_.back();
+  undo_.push_back(request_);
+  request_ = configured_ = redo_.back();
   redo_.pop_back();
   emit historyChanged();
   reconfigure();
@@ -245,59 +245,61 @@ bool Session::toggleModule(const QString& module) {
     emit message(tr("No module named '%1'").arg(module));
     return false;
   }
-  if (!config_.modules.count(path) && !m->checkpointable) {
+  if (!request_.plan.modules.count(path) && !m->checkpointable) {
     emit message(tr("%1 cannot be checkpointed: %2")
                      .arg(module, QString::fromStdString(m->not_checkpointable_reason)));
     return false;
   }
-  if (!config_.modules.erase(path)) config_.modules.insert(path);
+  if (!request_.plan.modules.erase(path)) request_.plan.modules.insert(path);
   configure();
   return true;
 }
 
 void Session::setModules(const std::set<std::string>& modules) {
-  if (modules == config_.modules) return;
-  config_.modules = modules;
+  if (modules == request_.plan.modules) return;
+  request_.plan.modules = modules;
   configure();
 }
 
 void Session::setPlan(const std::set<std::string>& modules,
                       const std::vector<std::pair<std::string, std::string>>& ranges) {
-  if (modules == config_.modules && ranges == config_.ranges && config_.segments == 0) return;
-  config_.modules = modules;
-  config_.ranges = ranges;
-  config_.segments = 0;
+  if (modules == request_.plan.modules && ranges == request_.plan.ranges &&
+      request_.plan.segments == 0)
+    return;
+  request_.plan.modules = modules;
+  request_.plan.ranges = ranges;
+  request_.plan.segments = 0;
   configure();
 }
 
-void Session::setConfig(const CheckpointConfig& config) {
-  if (config == config_) return;
-  config_ = config;
+void Session::setRequest(const RunRequest& request) {
+  if (same_run(request, request_)) return;
+  request_ = request;
   configure();
 }
 
 void Session::setReentrant(bool reentrant) {
-  if (config_.use_reentrant == reentrant) return;
-  config_.use_reentrant = reentrant;
+  if (request_.settings.use_reentrant == reentrant) return;
+  request_.settings.use_reentrant = reentrant;
   configure();
 }
 
 void Session::setPreserveRng(bool preserve) {
-  if (config_.preserve_rng_state == preserve) return;
-  config_.preserve_rng_state = preserve;
+  if (request_.settings.preserve_rng_state == preserve) return;
+  request_.settings.preserve_rng_state = preserve;
   configure();
 }
 
 void Session::setPolicy(SelectivePolicy policy) {
-  if (config_.policy == policy) return;
-  config_.policy = policy;
+  if (request_.plan.policy == policy) return;
+  request_.plan.policy = policy;
   configure();
 }
 
 void Session::setBatch(std::int64_t batch) {
   if (model_ && batch == model_->scenario.batch) batch = 0;
-  if (config_.batch == batch) return;
-  config_.batch = batch;
+  if (request_.settings.batch == batch) return;
+  request_.settings.batch = batch;
   configure();
 }
 
@@ -357,7 +359,7 @@ quint64 Session::pinCurrent() {
     emit message(tr("The run is still under way: pin it when it is done."));
     return 0;
   }
-  if (const Pin* same = pins_->findConfig(current_->config)) {
+  if (const Pin* same = pins_->findRequest(current_->request)) {
     emit message(tr("Already pinned as \"%1\".").arg(same->name));
     return same->id;
   }
@@ -371,9 +373,9 @@ void Session::onRunFinished(RunSnapshotPtr snapshot) {
 bool Session::adoptRun(RunSnapshotPtr snapshot) {
   if (!snapshot || snapshot->model != model_) return false;
   // A failed run is no baseline to compare against: the ghost stays the last complete curve.
-  if (current_ && current_->result->ok && current_->config != snapshot->config) {
+  if (current_ && current_->result->ok && !same_run(current_->request, snapshot->request)) {
     ghost_ = current_->series;
-    ghostLabel_ = QString::fromStdString(describe_config(current_->config));
+    ghostLabel_ = QString::fromStdString(describe_request(current_->request));
   }
   current_ = std::move(snapshot);
   return true;

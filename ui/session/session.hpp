@@ -35,13 +35,15 @@ class Session : public QObject {
   QString source() const { return source_; }
   QString displayName() const;
 
-  const CheckpointConfig& config() const { return config_; }
-  bool isCheckpointed(const std::string& module) const { return config_.modules.count(module) > 0; }
+  const RunRequest& request() const { return request_; }
+  bool isCheckpointed(const std::string& module) const {
+    return request_.plan.modules.count(module) > 0;
+  }
   // Returns false (and says why through message()) when the module cannot be checkpointed.
   bool toggleModule(const QString& module);
   void setModules(const std::set<std::string>& modules);
   // Several settings at once, in one run (a lesson step states them together).
-  void setConfig(const CheckpointConfig& config);
+  void setRequest(const RunRequest& request);
   // A plan from the Plan dock: its modules and ranges of siblings, as one change.
   void setPlan(const std::set<std::string>& modules,
                const std::vector<std::pair<std::string, std::string>>& ranges);
@@ -101,7 +103,7 @@ class Session : public QObject {
  private:
   void adopt(std::shared_ptr<const Model> model, const QString& source);
   void configure();
-  // Runs and shows config_ without recording it in the history (undo, redo).
+  // Runs and shows request_ without recording it in the history (undo, redo).
   void reconfigure();
   void relayout();
   void onRunFinished(RunSnapshotPtr snapshot);
@@ -110,11 +112,11 @@ class Session : public QObject {
 
   std::shared_ptr<const Model> model_;
   QString source_;
-  CheckpointConfig config_;
-  // What config_ was when it was last run: the state an undo returns to.
-  CheckpointConfig configured_;
-  std::vector<CheckpointConfig> undo_;
-  std::vector<CheckpointConfig> redo_;
+  RunRequest request_;
+  // What request_ was when it was last run: the state an undo returns to.
+  RunRequest configured_;
+  std::vector<RunRequest> undo_;
+  std::vector<RunRequest> redo_;
   std::set<std::string> expanded_;
   std::shared_ptr<const ModelGraph> graph_;
   std::shared_ptr<const ModelGraph> pendingGraph_;

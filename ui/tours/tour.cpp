@@ -1,5 +1,7 @@
 #include "ui/tours/tour.hpp"
 
+#include "engine/report/figures.hpp"
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -196,21 +198,22 @@ QStringList tourPlaceholders() {
           QStringLiteral("peak_at")};
 }
 
-QString fillCaption(const QString& caption, const RunSnapshot& run,
-                    std::optional<std::int64_t> baselinePeak) {
+QString fillCaption(const QString& caption, const RunSnapshot& run) {
   const RunSummary& s = run.summary;
   const auto at_end = [&](MemoryCategory c) {
     return bytes(s.end_of_forward[static_cast<std::size_t>(c)]);
   };
+  const std::optional<AgainstPlain> plain = s.ok ? against_plain(s) : std::nullopt;
   QString change = QStringLiteral("—");
-  if (baselinePeak && *baselinePeak > 0) {
-    const std::int64_t delta = s.peak.bytes - *baselinePeak;
-    const double pct = 100.0 * static_cast<double>(delta) / static_cast<double>(*baselinePeak);
-    const double ratio = static_cast<double>(s.peak.bytes) / static_cast<double>(*baselinePeak);
-    change = delta < 0     ? QStringLiteral("%1 less (%2 %)").arg(bytes(-delta)).arg(pct, 0, 'f', 1)
-             : ratio >= 10 ? QStringLiteral("%1 more (×%2)").arg(bytes(delta)).arg(ratio, 0, 'f', 0)
-             : delta > 0   ? QStringLiteral("%1 more (+%2 %)").arg(bytes(delta)).arg(pct, 0, 'f', 1)
-                           : QStringLiteral("no change");
+  if (plain && s.baseline->peak_bytes > 0) {
+    const PeakChange& c = plain->peak;
+    change = c.bytes < 0
+                 ? QStringLiteral("%1 less (%2 %)").arg(bytes(-c.bytes)).arg(c.percent, 0, 'f', 1)
+             : c.ratio >= 10
+                 ? QStringLiteral("%1 more (×%2)").arg(bytes(c.bytes)).arg(c.ratio, 0, 'f', 0)
+             : c.bytes > 0
+                 ? QStringLiteral("%1 more (+%2 %)").arg(bytes(c.bytes)).arg(c.percent, 0, 'f', 1)
+                 : QStringLiteral("no change");
   }
   QStringList messages;
   for (const TraceMessage& m : s.messages)
@@ -221,14 +224,15 @@ QString fillCaption(const QString& caption, const RunSnapshot& run,
                                     .arg(QString::fromStdString(s.error).toHtmlEscaped());
   const QList<std::pair<QString, QString>> values{
       {QStringLiteral("peak"), bytes(s.peak.bytes)},
-      {QStringLiteral("baseline_peak"), baselinePeak ? bytes(*baselinePeak) : QStringLiteral("—")},
+      {QStringLiteral("baseline_peak"),
+       s.baseline ? bytes(s.baseline->peak_bytes) : QStringLiteral("—")},
       {QStringLiteral("peak_change"), change},
       {QStringLiteral("recompute"), QString::number(s.executions.recompute)},
       {QStringLiteral("forward"), QString::number(s.executions.forward)},
       {QStringLiteral("backward"), QString::number(s.executions.backward)},
       {QStringLiteral("checkpoint_inputs"), at_end(MemoryCategory::checkpoint_input)},
       {QStringLiteral("rng"), at_end(MemoryCategory::rng_state)},
-      {QStringLiteral("saved"), at_end(MemoryCategory::activation)},
+      {QStringLiteral("saved"), bytes(saved_for_backward(s.end_of_forward))},
       {QStringLiteral("status"), status},
       {QStringLiteral("messages"),
        messages.isEmpty() ? QStringLiteral("none") : messages.join(QStringLiteral("<br>"))},

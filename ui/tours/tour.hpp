@@ -14,7 +14,7 @@
 #include <set>
 #include <string>
 
-#include "engine/run/runner.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt::ui {
 
@@ -49,10 +49,10 @@ const QList<Tour>& bundledTours();
 // {peak_change}, {recompute}, {forward}, {backward}, {checkpoint_inputs}, {rng},
 // {saved}, {status}, {messages}, {peak_at}.
 QStringList tourPlaceholders();
-// `baselinePeak`: the peak of the same settings without checkpoints, for {baseline_peak} and
-// {peak_change} ("—" without it).
-QString fillCaption(const QString& caption, const RunSnapshot& run,
-                    std::optional<std::int64_t> baselinePeak);
+// The caption with each {placeholder} replaced by the run's figure; {baseline_peak} and
+// {peak_change} compare with the same settings without checkpoints (RunSummary::baseline), "—"
+// where that run could not be made.
+QString fillCaption(const QString& caption, const RunSnapshot& run);
 // The step `cursor` names, in `run`'s trace; -1 for none.
 std::int64_t tourCursorStep(const QString& cursor, const RunSnapshot& run);
 

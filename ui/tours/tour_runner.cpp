@@ -62,105 +62,59 @@ void TourRunner::apply() {
   emit changed();
 }
 
-CheckpointConfig TourRunner::expectedConfig() const {
+RunRequest TourRunner::expectedRequest() const {
   if (!tour_ || !session_->model()) return {};
   const TourStep& step = tour_->steps[index_];
-  const CheckpointConfig defaults = scenario_config(*session_->model());
-  CheckpointConfig c = session_->config();
-  c.modules = step.modules.value_or(defaults.modules);
-  if (c.modules.erase("*")) {  // every top-level checkpointable module
+  const RunRequest defaults = scenario_request(*session_->model());
+  RunRequest c = session_->request();
+  c.plan.modules = step.modules.value_or(defaults.plan.modules);
+  if (c.plan.modules.erase("*")) {  // every top-level checkpointable module
     for (const auto& child : session_->model()->root.children)
-      if (child->checkpointable) c.modules.insert(child->path);
+      if (child->checkpointable) c.plan.modules.insert(child->path);
   }
-  c.ranges.clear();
-  c.segments = step.segments.value_or(defaults.segments);
-  c.batch = step.batch && *step.batch > 0 ? *step.batch : defaults.batch;
-  c.use_reentrant = step.reentrant.value_or(defaults.use_reentrant);
-  c.preserve_rng_state = step.preserveRng.value_or(defaults.preserve_rng_state);
-  c.policy = step.policy.value_or(SelectivePolicy::none);
+  c.plan.ranges.clear();
+  c.plan.segments = step.segments.value_or(defaults.plan.segments);
+  c.settings.batch = step.batch && *step.batch > 0 ? *step.batch : defaults.settings.batch;
+  c.settings.use_reentrant = step.reentrant.value_or(defaults.settings.use_reentrant);
+  c.settings.preserve_rng_state = step.preserveRng.value_or(defaults.settings.preserve_rng_state);
+  c.plan.policy = step.policy.value_or(SelectivePolicy::none);
   return c;
 }
 
 void TourRunner::configure() {
   if (!tour_ || !session_->model()) return;
-  session_->setConfig(expectedConfig());
+  session_->setRequest(expectedRequest());
   // The run may be shown already (a step that only moves the cursor, or a run kept from before).
   QMetaObject::invokeMethod(this, &TourRunner::onRunShown, Qt::QueuedConnection);
 }
 
-// What the step is compared against: the same settings without any checkpoint.
-CheckpointConfig TourRunner::baselineConfig() const {
-  CheckpointConfig c = expectedConfig();
-  c.modules.clear();
-  c.ranges.clear();
-  c.segments = 0;
-  c.policy = SelectivePolicy::none;
-  return c;
-}
-
+// The peak of the step's settings without checkpoints, as the engine ran it beside the step's
+// own run (every run the app shows carries that comparison); empty when it did not run.
 std::optional<std::int64_t> TourRunner::baselinePeak() const {
-  if (!tour_ || !session_->model()) return std::nullopt;
-  const auto it = baselines_.find(baselineKey(baselineConfig()));
-  return it == baselines_.end() ? std::nullopt : std::optional<std::int64_t>(it->second);
-}
-
-QString TourRunner::baselineKey(const CheckpointConfig& c) const {
-  return QStringLiteral("%1|%2|%3|%4")
-      .arg(session_->source())
-      .arg(c.batch)
-      .arg(c.use_reentrant)
-      .arg(c.preserve_rng_state);
-}
-
-// The step's caption quotes the run without checkpoints: that run, once per settings, beside the
-// step's own (the app's own summary compares with the previous configuration, not this one).
-bool TourRunner::needsBaseline() const {
-  const QString& caption = tour_->steps[index_].caption;
-  return (caption.contains(QStringLiteral("{baseline_peak}")) ||
-          caption.contains(QStringLiteral("{peak_change}"))) &&
-         !baselinePeak();
-}
-
-void TourRunner::requestBaseline() {
-  const CheckpointConfig base = baselineConfig();
-  const QString key = baselineKey(base);
-  if (baselineRequested_.contains(key)) return;
-  baselineRequested_.insert(key);
-  session_->runs()->computeDetached(base, [this, key](RunSnapshotPtr snap) {
-    baselineRequested_.remove(key);
-    if (!snap) return;  // the model changed meanwhile
-    // A baseline that could not run is quoted as "—" rather than waited for.
-    const bool ok = snap->result && snap->notComputed.empty() && snap->summary.ok;
-    baselines_[key] = ok ? snap->summary.peak.bytes : -1;
-    onRunShown();
-  });
+  if (!runMatches()) return std::nullopt;
+  const auto& baseline = session_->current()->summary.baseline;
+  return baseline ? std::optional<std::int64_t>(baseline->peak_bytes) : std::nullopt;
 }
 
 bool TourRunner::deviated() const {
-  return tour_ && !awaitingModel_ && session_->model() && session_->config() != expectedConfig();
+  return tour_ && !awaitingModel_ && session_->model() &&
+         !same_run(session_->request(), expectedRequest());
 }
 
 bool TourRunner::settled() const {
-  return placed_ && runMatches() && !needsBaseline();
+  return placed_ && runMatches();
 }
 
 bool TourRunner::runMatches() const {
   if (!tour_ || awaitingModel_ || !session_->model()) return false;
   const auto run = session_->current();
   return run && run->result && !run->dryRun() && !run->realRunFollows &&
-         run->config == session_->config() && session_->config() == expectedConfig();
+         same_run(run->request, session_->request()) &&
+         same_run(session_->request(), expectedRequest());
 }
 
 void TourRunner::onRunShown() {
   if (!runMatches()) return;
-  if (needsBaseline()) {
-    // The run without checkpoints may be this very run.
-    const auto run = session_->current();
-    if (run->config == baselineConfig() && run->summary.ok)
-      baselines_[baselineKey(baselineConfig())] = run->summary.peak.bytes;
-    else
-      requestBaseline();
-  }
   if (!placed_) {
     placed_ = true;
     const TourStep& step = tour_->steps[index_];
@@ -177,7 +131,7 @@ void TourRunner::onRunShown() {
 QString TourRunner::caption() const {
   if (!tour_) return {};
   const QString& text = tour_->steps[index_].caption;
-  if (settled()) return fillCaption(text, *session_->current(), baselinePeak());
+  if (settled()) return fillCaption(text, *session_->current());
   static const QRegularExpression placeholder(QStringLiteral("\\{[a-z_]+\\}"));
   return QString(text).replace(placeholder, QStringLiteral("…"));
 }

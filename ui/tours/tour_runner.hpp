@@ -6,9 +6,7 @@
 // panel asks this object what to show; it computes nothing itself.
 
 #include <QObject>
-#include <QSet>
 #include <QString>
-#include <map>
 #include <optional>
 
 #include "ui/tours/tour.hpp"
@@ -37,10 +35,10 @@ class TourRunner : public QObject {
   bool deviated() const;
   // The caption with its figures filled in; "…" for each while the run is under way.
   QString caption() const;
-  // The configuration the current step asks for (model defaults filled in).
-  CheckpointConfig expectedConfig() const;
-  // The step's settings without checkpoints, and that run's peak once it is done (-1: it failed).
-  CheckpointConfig baselineConfig() const;
+  // The request the current step makes (model defaults filled in).
+  RunRequest expectedRequest() const;
+  // The peak of the step's settings without checkpoints, once the step's run is shown (the
+  // engine runs it beside every run); empty when it could not run.
   std::optional<std::int64_t> baselinePeak() const;
 
  public slots:
@@ -57,9 +55,6 @@ class TourRunner : public QObject {
   void onRunShown();
   // The session shows the engine's run of the step's configuration.
   bool runMatches() const;
-  QString baselineKey(const CheckpointConfig& c) const;
-  bool needsBaseline() const;
-  void requestBaseline();
 
   Session* session_;
   Player* player_;
@@ -67,8 +62,6 @@ class TourRunner : public QObject {
   int index_ = 0;
   bool awaitingModel_ = false;
   bool placed_ = false;  // the current step's cursor and highlight are applied
-  std::map<QString, std::int64_t> baselines_;  // no-checkpoint peaks by baselineKey
-  QSet<QString> baselineRequested_;
 };
 
 }  // namespace ckpt::ui

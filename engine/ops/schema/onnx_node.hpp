@@ -42,6 +42,12 @@ class OnnxNode {
   // (named `output` when given, else a fresh name).
   virtual const OnnxValue& emit_op(const std::string& type, const std::vector<std::string>& inputs,
                                    Attributes attrs, const std::string& output = "") = 0;
+  // An engine op of several outputs, named `outputs` (a fresh name for an empty one), with
+  // their values in that order.
+  virtual std::vector<OnnxValue> emit_multi(const std::string& type,
+                                            const std::vector<std::string>& inputs,
+                                            Attributes attrs,
+                                            const std::vector<std::string>& outputs) = 0;
   // A graph value for input i: itself, or (a constant used as a tensor operand) a model constant.
   virtual std::string operand(std::size_t i) = 0;
   virtual void define(const std::string& onnx_name, OnnxValue v) = 0;
@@ -53,6 +59,28 @@ class OnnxNode {
 
   // "model.onnx: node 'conv1' (Conv): " + what.
   virtual std::string failure_message(const std::string& what) const = 0;
+
+  // What the loader knows about the values a rule reads, for rules that recognise how an
+  // exporter built an operand (PyTorch's LSTM weights, reordered by Slice and Concat).
+  // The engine op that made graph value `graph` at this load, or null: a model input, a
+  // parameter, a constant.
+  struct Producer {
+    std::string type;
+    std::vector<std::string> inputs;
+    Attributes attrs;
+  };
+  virtual const Producer* producer(const std::string& graph) const = 0;
+  // The load-time tensor of graph value `graph` (its shape; a constant's value), or null.
+  virtual const Tensor* probe(const std::string& graph) const = 0;
+  virtual bool is_parameter(const std::string& graph) const = 0;
+  virtual bool is_model_input(const std::string& graph) const = 0;
+  // The op that made `graph` (and those before it that only it used) is left out of the model
+  // if nothing else reads `graph` when the load ends: the rule that read it from its sources
+  // made it dead.
+  virtual void drop_if_unused(const std::string& graph) = 0;
+  // The int64 model input `graph` holds indices in [0, classes) (token ids an embedding looks
+  // up): a run without explicit inputs draws them there.
+  virtual void note_index_range(const std::string& graph, std::int64_t classes) = 0;
 
   // State one node leaves for a later one (a zero Pad for the AveragePool that consumes it).
   virtual void set_pending(const std::string& value, Attributes info) = 0;

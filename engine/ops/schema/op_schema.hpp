@@ -139,6 +139,7 @@ inline const Tensor& optional_input(const TensorList& xs, std::size_t i) {
   X(embedding)                 \
   X(inplace)                   \
   X(logical)                   \
+  X(recurrent)                 \
   X(onnx_constants)
 
 #define CKPTLAB_DECLARE_FAMILY(family) void register_##family##_ops(OpTable& table);

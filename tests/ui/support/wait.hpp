@@ -36,7 +36,7 @@ inline bool waitIdle(MainWindow& w) {
   return waitFor([&] {
     auto snap = w.session()->current();
     return w.isReady() && snap && !snap->realRunFollows && !w.session()->runs()->busy() &&
-           !w.session()->layingOut() && snap->config == w.session()->config();
+           !w.session()->layingOut() && same_run(snap->request, w.session()->request());
   });
 }
 
@@ -44,7 +44,7 @@ inline bool waitIdle(MainWindow& w) {
 inline bool waitRunOf(MainWindow& w, const std::set<std::string>& modules) {
   return waitFor([&] {
     auto snap = w.session()->current();
-    return snap && snap->config.modules == modules && !w.session()->runs()->busy();
+    return snap && snap->request.plan.modules == modules && !w.session()->runs()->busy();
   });
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 
 // The memory guard: no real run starts whose dry run says it would not fit. A dry run
-// (CheckpointConfig::dry_run) gives the exact peak of the ledger; the process needs more than
+// (RunSettings::dry_run) gives the exact peak of the ledger; the process needs more than
 // that (the model's own copy of its weights, the storage pool's rounding), so the guard adds
 // those before comparing with a limit: by default a share of the memory the machine has
 // available now, or what the user set (--max-memory in the CLI, the app's Memory limit).
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/run/runner.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt {
 
@@ -32,12 +32,9 @@ struct GuardVerdict {
   std::string message;         // why it does not fit, and what to do; empty when it fits
 };
 
-// Judges a dry run's result (RunResult::dry_run) of `model` against `limit` (0: the default).
+// Judges a dry run's result (RunResult::dry_run) of `model` against `limit` (0: the default). A
+// dry run that failed (an error the real run would hit too) fits: the real run reports that
+// error itself. Called by the request's pipeline (execute.hpp) and nowhere else.
 GuardVerdict judge_memory(const Model& model, const RunResult& dry, std::int64_t limit = 0);
-
-// Dry-runs `config` and judges it against `limit` (0: default_memory_limit()). A dry run that
-// fails (an error the real run would hit too) fits: the real run reports that error itself.
-GuardVerdict check_memory_guard(const Runner& runner, CheckpointConfig config,
-                                std::int64_t limit = 0);
 
 }  // namespace ckpt

@@ -1,4 +1,4 @@
-#include "engine/run/failure_advice.hpp"
+#include "engine/report/failure_advice.hpp"
 
 namespace ckpt {
 

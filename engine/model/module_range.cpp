@@ -1,4 +1,4 @@
-#include "engine/run/module_range.hpp"
+#include "engine/model/module_range.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "engine/run/runner.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/run/failure_advice.hpp"
-#include "engine/run/runner.hpp"
+#include "engine/report/failure_advice.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt {
 

@@ -1,9 +1,9 @@
-#include "engine/run/memory_guard.hpp"
+#include "engine/request/memory_guard.hpp"
 
 #include <fstream>
 #include <sstream>
 
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 
 namespace ckpt {
 
@@ -28,11 +28,6 @@ std::int64_t predicted_process_bytes(const Model& model, std::int64_t dry_peak) 
   // The storage pool rounds each block up to one of four classes per power of two: at most a
   // quarter more address space, a little more resident memory, which 1/8 covers in practice.
   return dry_peak + dry_peak / 8 + weights;
-}
-
-GuardVerdict check_memory_guard(const Runner& runner, CheckpointConfig config, std::int64_t limit) {
-  config.dry_run = true;
-  return judge_memory(runner.model(), runner.run(config), limit);
 }
 
 GuardVerdict judge_memory(const Model& model, const RunResult& dry, std::int64_t limit) {

@@ -1,10 +1,12 @@
-#include "engine/run/run_summary.hpp"
+#include "engine/report/run_summary.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "engine/report/figures.hpp"
 
 namespace ckpt {
 
@@ -32,16 +34,16 @@ nlohmann::json baseline_json(const RunSummary& s) {
         {"peak_bytes", b.peak_bytes},  {"executions", b.executions},    {"total_ms", b.total_ms},
         {"comparable", false},         {"memory_saved_bytes", nullptr}, {"peak_ratio", nullptr},
         {"extra_executions", nullptr}, {"execution_ratio", nullptr},    {"time_ratio", nullptr}};
-  return {
-      {"comparable", true},
-      {"peak_bytes", b.peak_bytes},
-      {"executions", b.executions},
-      {"total_ms", b.total_ms},
-      {"memory_saved_bytes", b.peak_bytes - s.peak.bytes},
-      {"peak_ratio", b.peak_bytes ? double(s.peak.bytes) / double(b.peak_bytes) : 0.0},
-      {"extra_executions", s.total_executions() - b.executions},
-      {"execution_ratio", b.executions ? double(s.total_executions()) / double(b.executions) : 0.0},
-      {"time_ratio", b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0.0}};
+  const AgainstPlain a = *against_plain(s);
+  return {{"comparable", true},
+          {"peak_bytes", b.peak_bytes},
+          {"executions", b.executions},
+          {"total_ms", b.total_ms},
+          {"memory_saved_bytes", a.peak.saving()},
+          {"peak_ratio", a.peak.ratio},
+          {"extra_executions", a.extra_executions},
+          {"execution_ratio", a.execution_ratio},
+          {"time_ratio", a.time_ratio}};
 }
 
 nlohmann::json to_json(const RunSummary& s) {
@@ -189,21 +191,19 @@ void baseline_text(std::ostream& os, const RunSummary& s) {
        << " op executions)\n";
   } else if (s.baseline) {
     const auto& b = *s.baseline;
+    const AgainstPlain a = *against_plain(s);
     os << "vs no checkpointing (same process)\n";
     os << "    peak           " << format_bytes(b.peak_bytes) << " -> "
        << format_bytes(s.peak.bytes)
-       << (b.peak_bytes >= s.peak.bytes
-               ? " (saves " + format_bytes(b.peak_bytes - s.peak.bytes)
-               : " (COSTS " + format_bytes(s.peak.bytes - b.peak_bytes) + " more")
-       << ", ratio " << fixed(b.peak_bytes ? double(s.peak.bytes) / double(b.peak_bytes) : 0, 3)
-       << ")\n";
-    const std::int64_t extra = s.total_executions() - b.executions;
+       << (a.peak.saving() >= 0 ? " (saves " + format_bytes(a.peak.saving())
+                                : " (COSTS " + format_bytes(a.peak.bytes) + " more")
+       << ", ratio " << fixed(a.peak.ratio, 3) << ")\n";
     os << "    op executions  " << b.executions << " -> " << s.total_executions() << " ("
-       << (extra >= 0 ? "+" : "") << extra << ", ratio "
-       << fixed(b.executions ? double(s.total_executions()) / double(b.executions) : 0, 3) << ")\n";
+       << (a.extra_executions >= 0 ? "+" : "") << a.extra_executions << ", ratio "
+       << fixed(a.execution_ratio, 3) << ")\n";
     os << (s.dry_run ? "    est. time      " : "    wall time      ") << fixed(b.total_ms, 2)
-       << " ms -> " << fixed(s.times.total_ms, 2) << " ms (ratio "
-       << fixed(b.total_ms > 0 ? s.times.total_ms / b.total_ms : 0, 2) << ")\n";
+       << " ms -> " << fixed(s.times.total_ms, 2) << " ms (ratio " << fixed(a.time_ratio, 2)
+       << ")\n";
   }
 }
 

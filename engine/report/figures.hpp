@@ -1,0 +1,45 @@
+#pragma once
+
+// The figures that compare runs, each defined once. The app's summary, pins, lessons and plot
+// labels, every CLI table and JSON, and the planner's evaluations read them from here, so that
+// "saved", "peak change" and "recompute overhead" mean the same thing wherever they are shown.
+
+#include <cstdint>
+#include <optional>
+
+#include "engine/trace/trace.hpp"
+
+namespace ckpt {
+
+struct RunSummary;
+
+// Bytes kept for the backward pass when the forward ends: activations saved for backward plus
+// the inputs checkpoints keep. Not the RNG state checkpoints stash (a category of its own), not
+// parameters, inputs or temporaries.
+std::int64_t saved_for_backward(const CategoryBytes& live_at_forward_end);
+
+// A peak against a reference peak (the plain run's, a pin's, the previous configuration's).
+struct PeakChange {
+  std::int64_t bytes = 0;  // peak - reference: negative when the peak is lower
+  double percent = 0;      // bytes over the reference, in percent (0 for a reference of 0)
+  double ratio = 0;        // peak over the reference (0 for a reference of 0)
+  // The memory the peak saves against the reference (negative: it costs more).
+  std::int64_t saving() const { return -bytes; }
+};
+PeakChange peak_change(std::int64_t peak, std::int64_t reference);
+
+// Recomputed op executions over the forward's, in percent (0 without forward executions).
+double recompute_overhead_percent(const PhaseCounts& executions);
+
+// A run against the same settings without any checkpoint (RunSummary::baseline).
+struct AgainstPlain {
+  PeakChange peak;
+  std::int64_t extra_executions = 0;  // op executions beyond the plain run's
+  double execution_ratio = 0;         // op executions over the plain run's (0 if it had none)
+  double time_ratio = 0;              // total time over the plain run's (0 if it took none)
+};
+// Empty when the summary has no baseline. A failed run's figures are the failure's, not a
+// saving: callers show them as not comparable (RunSummary::ok).
+std::optional<AgainstPlain> against_plain(const RunSummary& s);
+
+}  // namespace ckpt

@@ -1,0 +1,158 @@
+#pragma once
+
+// A run request, in three parts that change for different reasons: the CheckpointPlan says what
+// to checkpoint, the RunSettings how to run it (device, variant, RNG, batch, ...), the RunHooks
+// what a test wants to watch or break. The RunResult is what one run of the engine gives back.
+// Whether two requests run the same is one function, same_run(): the app's kept results, its
+// ghost and pins, and the planner's cache all ask it.
+//
+// CONTRACT shared by engine/, ui/ and app/cli: this is the one header of engine/run the app and
+// the UI include (the request's pipeline is engine/request/execute.hpp). Additions are fine;
+// changing or removing a member needs every user updated in the same change.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/model/model.hpp"
+#include "engine/trace/trace.hpp"
+
+namespace ckpt {
+
+// A per-op policy inside checkpointed regions: which op outputs a segment keeps instead of
+// recomputing them (PyTorch 2.4+'s selective activation checkpointing).
+enum class SelectivePolicy : std::uint8_t { none, save_matmul };
+
+// What to checkpoint.
+struct CheckpointPlan {
+  std::set<std::string> modules;  // module instance paths to checkpoint (nesting allowed)
+  // Contiguous ranges of siblings, each checkpointed as one segment (first, last): module paths,
+  // or ops that run directly in the common parent (see engine/model/module_range.hpp). A range
+  // may hold or sit inside checkpointed modules, never overlap one partly.
+  std::vector<std::pair<std::string, std::string>> ranges;
+  int segments = 0;  // > 0: checkpoint_sequential over the top-level modules
+  SelectivePolicy policy = SelectivePolicy::none;
+
+  // Checkpoints nothing (a policy alone changes nothing: it acts inside checkpointed regions).
+  bool empty() const { return modules.empty() && ranges.empty() && segments == 0; }
+  // A canonical text of the plan: equal for equal plans whatever the order of their ranges (the
+  // planner's cache key, and how tests compare plans).
+  std::string key() const;
+  // The plan that checkpoints nothing: the baseline every comparison figure is measured against.
+  CheckpointPlan without() const { return {}; }
+  // This plan without the module instance (or the range labelled) `path`.
+  CheckpointPlan without(const std::string& path) const;
+
+  bool operator==(const CheckpointPlan&) const = default;
+};
+
+// Explicit inputs compare by identity: two requests run the same when they hand the engine the
+// same tensors (comparing values would cost a pass over every input).
+struct ExplicitInputs : std::vector<Tensor> {
+  using std::vector<Tensor>::vector;
+  bool operator==(const ExplicitInputs& other) const;
+};
+
+// How to run it.
+struct RunSettings {
+  // Whose memory and kernels: cpu (this engine, PyTorch 1.13's CPU semantics). A dry run puts
+  // every tensor on the meta device standing in for this one.
+  Device device = Device::cpu;
+  bool use_reentrant = true;  // PyTorch 1.13's default
+  bool preserve_rng_state = true;
+  bool early_stop = false;
+  bool check_recompute = true;  // compare recomputed values with the forward's (checksums)
+  std::uint64_t seed = 0;
+  std::int64_t batch = 0;                   // 0: the scenario's
+  std::optional<bool> input_requires_grad;  // unset: each input's own setting
+  std::optional<LossKind> loss;             // unset: the scenario's
+  int threads = 0;                          // 0: leave as is
+  // The memory a real run may use: the memory guard's limit and the ledger's cap (0: the
+  // guard's default share of the memory available now, and no cap).
+  std::int64_t max_memory = 0;
+  ExplicitInputs inputs;  // explicit inputs (in model input order), or empty
+  bool backward = true;   // false: forward and loss only (inference)
+  // A dry run: the whole run on the meta device (engine/tensor/device.hpp). Every allocation
+  // and free is the real run's, byte for byte and in order, so its trace, peak and activation
+  // states are exact; no kernel computes, so there are no values (loss, outputs, gradients
+  // and the recompute check's value comparison are not available) and the step times are
+  // estimates (run/time_estimate.hpp). The ledger's cap does not apply. A request that is a dry
+  // run is answered by its dry run alone.
+  bool dry_run = false;
+
+  bool operator==(const RunSettings&) const = default;
+};
+
+// What a test wants to watch or break; the app and the CLI's users leave these alone.
+struct RunHooks {
+  // The ledger the run draws from; null: a fresh one. A test passes its own to count the run's
+  // allocations and to see that a failed run leaves nothing behind.
+  std::shared_ptr<MemoryLedger> ledger;
+  // Fault injection: the run's k-th allocation (1-based, counted from its first parameter's)
+  // fails with a named error, as MemoryLedger::fail_allocation_at says; 0 for none. Real runs
+  // only, like the cap: the memory guard's dry run before a real run must not trip it.
+  std::int64_t fail_allocation_at = 0;
+  // PyTorch's anomaly mode: a NaN or Inf in any forward, recomputed or backward op's output
+  // (or the loss) fails the run naming the op and phase (engine/autograd/anomaly.hpp). A dry
+  // run has no values to check.
+  bool detect_anomaly = false;
+
+  bool operator==(const RunHooks&) const = default;
+};
+
+struct RunRequest {
+  CheckpointPlan plan;
+  RunSettings settings;
+  RunHooks hooks;
+};
+
+// Whether two requests run the same: same plan, settings and hooks. What the app's kept results,
+// its ghost and pins are keyed by.
+bool same_run(const RunRequest& a, const RunRequest& b);
+
+// The request a sample opens with: its default checkpointed modules, variant, RNG setting,
+// segments, seed and batch.
+RunRequest scenario_request(const Model& model);
+
+struct PhaseTimes {
+  double forward_ms = 0;
+  double backward_ms = 0;  // includes recomputation
+  double recompute_ms = 0;
+  double total_ms = 0;
+};
+
+// How a run ended. A cancelled run (its cancel flag seen between ops) is not a failure to
+// report: its caller asked for it to stop.
+enum class RunStatus : std::uint8_t { ok, failed, cancelled };
+
+struct RunResult {
+  Trace trace;
+  RunStatus status = RunStatus::failed;
+  bool ok = false;    // status == RunStatus::ok (set together by set_status)
+  std::string error;  // the engine's message when the run failed (the trace goes up to it)
+  std::vector<Tensor> outputs;
+  Tensor loss;
+  std::map<std::string, Tensor> gradients;  // by parameter name (absent: no gradient)
+  std::map<std::string, Tensor> input_gradients;
+  // Buffers after the run (BatchNorm's running statistics, num_batches_tracked): a module
+  // checkpointed around a BatchNorm updates them twice, as PyTorch does.
+  std::map<std::string, Tensor> buffers;
+  PhaseTimes times;
+  // A dry run's result: exact bytes, estimated times, and tensors (outputs, loss, gradients)
+  // that have shapes and no values (on the meta device).
+  bool dry_run = false;
+
+  void set_status(RunStatus s, std::string message = {}) {
+    status = s;
+    ok = s == RunStatus::ok;
+    error = std::move(message);
+  }
+  bool cancelled() const { return status == RunStatus::cancelled; }
+};
+
+}  // namespace ckpt
