@@ -28,16 +28,21 @@ void notify_op_outputs(std::string_view fallback_name, const TensorList& outputs
     (*it)->on_outputs(name, outputs, saved);
 }
 
-Tensor replay_saved_output(std::string_view op) {
-  if (t_observers.empty()) return Tensor();
+TensorList replay_saved_outputs(std::string_view op) {
+  if (t_observers.empty()) return {};
   const auto observers = t_observers;
-  Tensor result;
+  TensorList result;
   // All are asked: a segment's forward observer notes that the next output is replayable.
   for (auto it = observers.rbegin(); it != observers.rend(); ++it) {
-    Tensor r = (*it)->replay_output(op);
-    if (!result.defined()) result = std::move(r);
+    TensorList r = (*it)->replay_outputs(op);
+    if (result.empty()) result = std::move(r);
   }
   return result;
+}
+
+Tensor replay_saved_output(std::string_view op) {
+  TensorList kept = replay_saved_outputs(op);
+  return kept.empty() ? Tensor() : kept[0];
 }
 
 }  // namespace ckpt

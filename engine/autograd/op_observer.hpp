@@ -19,10 +19,11 @@ class OpObserver {
   // batch_norm's batch statistics in eval mode).
   virtual void on_outputs(std::string_view op, const TensorList& outputs,
                           const TensorList& saved) = 0;
-  // Selective checkpointing: an output to return instead of computing the op again. Asked by
-  // the ops a policy may save (matmul's products, linear, conv2d) just before they compute;
-  // the op's next record() is then that output. Undefined: compute.
-  virtual Tensor replay_output(std::string_view /*op*/) { return Tensor(); }
+  // Selective checkpointing: the outputs to return instead of computing the op again (all the
+  // outputs of its next record(), in order). Asked by the ops a policy may save (matmul's
+  // products, linear, conv2d, attention) just before they compute; the op's next record() is
+  // then those outputs. Empty: compute.
+  virtual TensorList replay_outputs(std::string_view /*op*/) { return {}; }
 };
 
 class OpObserverScope {
@@ -37,9 +38,11 @@ class OpObserverScope {
 void notify_op_outputs(std::string_view fallback_name, const TensorList& outputs,
                        const TensorList& saved);
 
-// Asked by matmul's products, linear and conv2d before computing: a saved output to use
-// instead (every observer is asked, innermost first; the first defined answer wins), or an
-// undefined tensor.
+// Asked by matmul's products, linear, conv2d and attention before computing: the saved outputs
+// to use instead (every observer is asked, innermost first; the first answer wins), or an
+// empty list.
+TensorList replay_saved_outputs(std::string_view op);
+// The first of them (an op of one output), or an undefined tensor.
 Tensor replay_saved_output(std::string_view op);
 
 }  // namespace ckpt

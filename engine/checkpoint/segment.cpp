@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/kernels/kernels.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 #include "engine/tensor/device.hpp"
 #include "engine/tensor/generator.hpp"
 #include "engine/tensor/memory_semantics.hpp"
@@ -216,9 +217,9 @@ bool is_save_op(const SegmentRecord& r, std::string_view op) {
 }
 }  // namespace
 
-Tensor ForwardObserver::replay_output(std::string_view op) {
+TensorList ForwardObserver::replay_outputs(std::string_view op) {
   if (is_save_op(record_, op)) replayable_ = record_.ops;
-  return Tensor();
+  return {};
 }
 
 void ForwardObserver::on_outputs(std::string_view op, const TensorList& outputs,
@@ -227,22 +228,28 @@ void ForwardObserver::on_outputs(std::string_view op, const TensorList& outputs,
   if (record_.check) record_.checksums.push_back(checksum(op, outputs));
   if (index != replayable_ || outputs.empty() || !outputs[0].defined()) return;
   // Kept for backward instead of being recomputed: an activation, as any saved tensor.
-  const Tensor& out = outputs[0];
-  auto& ledger = out.storage()->ledger();
-  if (ledger.category_of(out.storage()->id()) == MemoryCategory::temporary)
-    ledger.recategorize(out.storage()->id(), MemoryCategory::activation);
-  record_.kept.push_back({index, out.detach(), out.version()});
+  for (const Tensor& out : outputs) {
+    if (!out.defined()) break;
+    auto& ledger = out.storage()->ledger();
+    if (ledger.category_of(out.storage()->id()) == MemoryCategory::temporary)
+      ledger.recategorize(out.storage()->id(), MemoryCategory::activation);
+    record_.kept.push_back({index, out.detach(), out.version()});
+  }
 }
 
-Tensor RecomputeObserver::replay_output(std::string_view op) {
+TensorList RecomputeObserver::replay_outputs(std::string_view op) {
   while (next_kept_ < record_.kept.size() && record_.kept[next_kept_].index < next_) ++next_kept_;
   if (next_kept_ >= record_.kept.size() || record_.kept[next_kept_].index != next_ ||
       !is_save_op(record_, op))
-    return Tensor();
-  const KeptOutput& k = record_.kept[next_kept_];
-  if (k.tensor.version() != k.version) return Tensor();  // changed in place since: recompute
+    return {};
+  TensorList out;
+  for (std::size_t i = next_kept_; i < record_.kept.size() && record_.kept[i].index == next_; ++i) {
+    const KeptOutput& k = record_.kept[i];
+    if (k.tensor.version() != k.version) return {};  // changed in place since: recompute
+    out.push_back(k.tensor.detach());
+  }
   ++replayed_;
-  return k.tensor.detach();
+  return out;
 }
 
 void RecomputeObserver::report() const {
@@ -257,13 +264,15 @@ void RecomputeObserver::on_outputs(std::string_view op, const TensorList& output
                                    const TensorList& saved) {
   const std::int64_t index = next_++;
   auto context = ExecutionContext::current();
-  // Training-mode batch_norm (it saves its batch statistics) updated its running statistics.
-  const bool updates_stats = op == "batch_norm" && saved.size() > 4 && saved[4].defined();
-  if (updates_stats && !batch_norm_noted_) {
+  // An op that updates buffers in place (training-mode batch_norm's running statistics) did it
+  // again.
+  const OpSchema* row = OpTable::instance().find(std::string(op));
+  const bool updated_buffers = row && row->updates_buffers && row->updates_buffers(saved);
+  if (updated_buffers && !batch_norm_noted_) {
     batch_norm_noted_ = true;
     context->message(Severity::warning,
-                     "checkpoint '" + record_.name +
-                         "': batch_norm ran again in the recompute, so its running statistics "
+                     "checkpoint '" + record_.name + "': " + std::string(op) +
+                         " ran again in the recompute, so its running statistics "
                          "were updated a second time in this step (PyTorch does the same: "
                          "num_batches_tracked grows by 2)");
   }

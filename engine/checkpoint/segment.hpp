@@ -82,7 +82,8 @@ bool same_values(const OpChecksum& a, const OpChecksum& b);
 // The checksum of `outputs` (op and node left to the caller).
 OpChecksum checksum_values(const TensorList& outputs);
 
-// An output a selective policy kept, by its position among the segment's op outputs.
+// An output a selective policy kept, by its position among the segment's op outputs (the
+// record() that made it; an op of several outputs keeps each, in order, under one index).
 struct KeptOutput {
   std::int64_t index = 0;
   Tensor tensor;
@@ -104,7 +105,7 @@ class ForwardObserver final : public OpObserver {
  public:
   explicit ForwardObserver(SegmentRecord& record) : record_(record) {}
   void on_outputs(std::string_view op, const TensorList& outputs, const TensorList& saved) override;
-  Tensor replay_output(std::string_view op) override;
+  TensorList replay_outputs(std::string_view op) override;
 
  private:
   SegmentRecord& record_;
@@ -118,7 +119,7 @@ class RecomputeObserver final : public OpObserver {
  public:
   explicit RecomputeObserver(const SegmentRecord& record) : record_(record) {}
   void on_outputs(std::string_view op, const TensorList& outputs, const TensorList& saved) override;
-  Tensor replay_output(std::string_view op) override;
+  TensorList replay_outputs(std::string_view op) override;
   // Says (as an info message) how many outputs were replayed, when the policy saved any.
   void report() const;
 

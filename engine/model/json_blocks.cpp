@@ -215,8 +215,8 @@ Values Builder::repeat(const json& j, const std::string& where, Scope& s, const 
   const std::string name = get_string(body, "name", bw, "");
   const bool shared = get_bool(j, "shared", where, true);
   const std::int64_t start = get_int(j, "start", where, 0);
-  const bool is_module = !name.empty() || (!simple_types().count(type) && type != "repeat" &&
-                                           !OpTable::instance().find_native_layer(type));
+  const NativeLayer* layer = OpTable::instance().find_native_layer(type).layer;
+  const bool is_module = !name.empty() || (type != "repeat" && !(layer && !layer->parameters));
   if (is_module && name.empty()) throw JsonError(bw, "a repeated module needs a \"name\"");
   if (is_module && !shared && count > 1 && name.find("{i}") == std::string::npos)
     throw JsonError(bw,

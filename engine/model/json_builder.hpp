@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/model/model.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 #include "engine/tensor/generator.hpp"
 
 namespace ckpt::json_model {
@@ -73,34 +74,12 @@ class Builder {
   Values run_layers(const json& layers, const std::string& where, Scope& s, Values cur);
   Values container(const json& j, const std::string& where, Scope& s, const Values& in,
                    const std::string& name, const Naming* naming, const std::string& kind);
-  Values param_layer(const std::string& type, const json& j, const std::string& where, Scope& s,
-                     const Values& in);
-  Values simple_op(const std::string& type, const json& j, const std::string& where, Scope& s,
-                   const Values& in, bool own_module);
+  // A layer that is one op, built by its op-table row (json_layers.cpp); `own_module`: the
+  // layer is a module of its own (else its op is inline in `s`, labelled by its type).
+  class LayerCall;
+  Values layer(const NativeLayerEntry& entry, const std::string& type, const json& j,
+               const std::string& where, Scope& s, const Values& in, bool own_module);
 
- public:
-  // One native layer kind that is one op (json_layers.cpp): the PyTorch module class it shows
-  // as, and how it reads its keys. The builder looks layers up here; it lists none itself.
-  struct LayerCall {
-    Builder& b;
-    const std::string& type;
-    const json& j;
-    const std::string& where;
-    Scope& s;
-    const Values& in;
-    std::string hint;  // the op's label when the layer is not a module of its own
-    Values one() const { return expect(in, 1, where, ""); }
-  };
-  struct LayerRule {
-    const char* module_class;  // nullptr: the type, capitalised
-    Values (*build)(const LayerCall& call);
-  };
-  using LayerRules = std::map<std::string, LayerRule, std::less<>>;
-  // Layers with parameters (always modules), and one-op layers without (inline unless named).
-  static const LayerRules& param_layer_rules();
-  static const LayerRules& simple_layer_rules();
-
- private:
   Values residual(const json& j, const std::string& where, Scope& s, const Values& in);
   Values dense_block(const json& j, const std::string& where, Scope& s, const Values& in);
   Values dense_layer(const json& j, const std::string& where, Scope& s, const Values& features,
@@ -134,8 +113,5 @@ class Builder {
   std::unordered_map<std::string, std::size_t> param_index_;
   Scope root_;
 };
-
-// The layer types that are one engine op without parameters ("relu", "add", "reshape", ...).
-const std::set<std::string>& simple_types();
 
 }  // namespace ckpt::json_model

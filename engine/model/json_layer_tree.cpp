@@ -21,18 +21,6 @@ const std::set<std::string>& block_types() {
                                        "attention"};
   return t;
 }
-// The type names of a table of layer rules.
-std::set<std::string> keys_of(const Builder::LayerRules& rules) {
-  std::set<std::string> keys;
-  for (const auto& [type, rule] : rules) keys.insert(type);
-  return keys;
-}
-
-const std::set<std::string>& param_types() {
-  static const std::set<std::string> t = keys_of(Builder::param_layer_rules());
-  return t;
-}
-
 // Display kinds, named like the PyTorch modules they stand for.
 std::string kind_of(const std::string& type) {
   static const std::map<std::string, std::string> k{
@@ -40,23 +28,19 @@ std::string kind_of(const std::string& type) {
       {"dense_block", "DenseBlock"}, {"transition", "Transition"}, {"lstm", "LSTM"},
       {"attention", "Attention"}};
   if (auto it = k.find(type); it != k.end()) return it->second;
-  for (const auto* rules : {&Builder::param_layer_rules(), &Builder::simple_layer_rules()})
-    if (auto it = rules->find(type); it != rules->end() && it->second.module_class)
-      return it->second.module_class;
-  if (const OpSchema* row = OpTable::instance().find_native_layer(type); row && row->module_class)
-    return row->module_class;
+  if (const NativeLayer* layer = OpTable::instance().find_native_layer(type).layer;
+      layer && layer->module_class)
+    return layer->module_class;
   std::string s = type;
   if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
   return s;
 }
 
 std::string known_types() {
-  std::vector<std::string> all;
-  for (const auto* set : {&container_types(), &block_types(), &param_types(), &simple_types()})
+  std::vector<std::string> all = OpTable::instance().native_layers();
+  for (const auto* set : {&container_types(), &block_types()})
     all.insert(all.end(), set->begin(), set->end());
   all.push_back("repeat");
-  for (const auto& type : OpTable::instance().types())
-    if (const char* layer = OpTable::instance().find(type)->native_layer) all.push_back(layer);
   std::sort(all.begin(), all.end());
   std::string s;
   for (const auto& t : all) s += (s.empty() ? "" : ", ") + t;
@@ -88,11 +72,6 @@ Attributes config_attrs(const json& j) {
 }
 
 }  // namespace
-
-const std::set<std::string>& simple_types() {
-  static const std::set<std::string> t = keys_of(Builder::simple_layer_rules());
-  return t;
-}
 
 Builder::Scope Builder::child(Scope& s, const std::string& name, const std::string& kind,
                               const json* layer, const std::string& where, const Naming* naming) {
@@ -229,14 +208,11 @@ Values Builder::expand(const json& j, const std::string& where, Scope& s, const 
     if (type == "lstm") return lstm(j, w, c, in);
     return attention(j, w, c, in);
   }
-  if (param_types().count(type)) {
+  if (const NativeLayerEntry entry = OpTable::instance().find_native_layer(type); entry.layer) {
+    // A layer with parameters is always a module; one without is inline unless named.
+    if (!entry.layer->parameters && given.empty()) return layer(entry, type, j, w, s, in, false);
     Scope c = child(s, name, kind_of(type), &j, w, naming);
-    return param_layer(type, j, w, c, in);
-  }
-  if (simple_types().count(type) || OpTable::instance().find_native_layer(type)) {
-    if (given.empty()) return simple_op(type, j, w, s, in, false);
-    Scope c = child(s, name, kind_of(type), &j, w, naming);
-    return simple_op(type, j, w, c, in, true);
+    return layer(entry, type, j, w, c, in, true);
   }
   throw JsonError(where, "unknown layer type \"" + type + "\" (known: " + known_types() + ")");
 }

@@ -34,6 +34,9 @@ struct OpNode {
   std::vector<std::string> outputs;  // value names
   Attributes attrs;
   std::string module;  // path of the innermost module instance it belongs to ("" for the root)
+  // The ONNX nodes this op stands for when a pattern rule fused them (GELU's Div, Erf, Add,
+  // Mul, Mul), in the graph's order; empty for an op translated from one node.
+  std::vector<std::string> fused;
 };
 
 struct ParameterInfo {

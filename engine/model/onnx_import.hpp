@@ -8,11 +8,14 @@
 #include <onnx/onnx_pb.h>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/model/model.hpp"
+#include "engine/ops/schema/onnx_pattern.hpp"
 #include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt::onnx_import {
@@ -43,6 +46,22 @@ class Importer {
   void read_initializers();
   void read_inputs();
   std::vector<const onnx::NodeProto*> topological_order() const;
+
+  // Pattern rules (onnx_fusion.cpp): a subgraph a row claims, and becomes one op at its root.
+  struct Claim {
+    const OpSchema* row = nullptr;
+    const OnnxPattern* pattern = nullptr;
+    OnnxMatch match;
+    std::vector<const onnx::NodeProto*> nodes;  // in translation order; the root last
+  };
+  // Offers every node, in `order`, to the patterns rooted at its op type; a node is claimed
+  // once.
+  void find_claims(const std::vector<const onnx::NodeProto*>& order);
+  // At the root's turn: emits the row's op in the subgraph's place, or returns false (a value
+  // known only now is not the pattern's) having emitted nothing.
+  bool fuse(const Claim& claim);
+  class GraphView;
+  friend class FusionView;
   // Looks the node's rule up in the op table and runs it (folding, or emitting engine ops).
   void translate(const onnx::NodeProto& n);
   void translate_with(const OnnxRule& rule, const onnx::NodeProto& n, const Inputs& in);
@@ -96,15 +115,23 @@ class Importer {
   std::unordered_map<std::string, std::int64_t> name_counts_;
   std::map<std::string, Module*> modules_;
   std::vector<std::string> buffers_;  // initializers used as BatchNorm running statistics
-  std::map<std::string, std::string> module_op_type_;  // module -> ONNX op of its single op
+  // module -> the torch.nn class its single op shows as ("" for none)
+  std::map<std::string, std::string> module_class_;
   std::map<std::string, std::int64_t> module_node_count_;
   // The emitted op that made each graph value, as rules see it, and its index in m_.ops.
   std::unordered_map<std::string, OnnxNode::Producer> producers_;
   std::unordered_map<std::string, std::size_t> producer_index_;
   std::vector<std::string> droppable_;
+  std::vector<Claim> claims_;
+  std::unordered_map<const onnx::NodeProto*, std::size_t> claim_of_;  // node -> claims_ index
+  const Claim* fusing_ = nullptr;  // the claim whose op emit_op is making
+  std::shared_ptr<const GraphView> graph_view_;
 };
 
 // A TensorProto as an engine tensor (FLOAT -> f32, DOUBLE -> f64, INT64/INT32/BOOL -> i64).
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where);
+
+// An ONNX attribute as the op table's attribute value (a TENSOR attribute is read separately).
+std::optional<AttrValue> attr_value(const onnx::AttributeProto& a);
 
 }  // namespace ckpt::onnx_import

@@ -284,15 +284,30 @@ void Importer::translate(const onnx::NodeProto& n) {
 
 void Importer::run() {
   const auto& g = proto_.graph();
-  for (const auto& n : g.node())
-    if (n.op_type() == "BatchNormalization")
-      for (int i = 3; i < std::min(5, n.input_size()); ++i) buffers_.push_back(n.input(i));
   read_opset();
+  for (const auto& n : g.node())
+    if (const OnnxRule* rule = OpTable::instance().onnx_rule(n.op_type(), opset_))
+      for (int i : rule->buffer_inputs)
+        if (i < n.input_size()) buffers_.push_back(n.input(i));
   read_initializers();
   read_inputs();
   Generator gen(0);  // dropout in the shape probes
   GeneratorScope generator(gen);
-  for (const onnx::NodeProto* n : topological_order()) translate(*n);
+  const auto order = topological_order();
+  find_claims(order);
+  for (const onnx::NodeProto* n : order) {
+    const auto claimed = claim_of_.find(n);
+    if (claimed == claim_of_.end()) {
+      translate(*n);
+      continue;
+    }
+    // A claimed node waits for its subgraph's root; there the subgraph becomes one op, or its
+    // nodes are translated as they are, in order.
+    const Claim& c = claims_[claimed->second];
+    if (c.nodes.back() != n) continue;
+    if (!fuse(c))
+      for (const onnx::NodeProto* part : c.nodes) translate(*part);
+  }
   for (const auto& o : g.output()) {
     auto it = values_.find(o.name());
     if (it == values_.end() && unavailable_.count(o.name()))
@@ -304,19 +319,11 @@ void Importer::run() {
       m_.outputs.push_back(it->second.graph);
   }
   drop_unused_ops();
-  // A module that is one ONNX node is named after that op's PyTorch layer.
-  static const std::map<std::string, std::string> kinds{
-      {"Conv", "Conv2d"},       {"BatchNormalization", "BatchNorm2d"},
-      {"Relu", "ReLU"},         {"Clip", "ReLU6"},
-      {"MaxPool", "MaxPool2d"}, {"AveragePool", "AvgPool2d"},
-      {"Gemm", "Linear"},       {"LayerNormalization", "LayerNorm"},
-      {"Dropout", "Dropout"},   {"GlobalAveragePool", "AdaptiveAvgPool2d"},
-      {"Softmax", "Softmax"},   {"Sigmoid", "Sigmoid"},
-      {"Tanh", "Tanh"}};
+  // A module that is one ONNX node (or one fused subgraph) is named after that op's PyTorch
+  // layer (its rule's or its pattern's).
   for (auto& [path, mod] : modules_) {
     if (!mod->children.empty() || module_node_count_[path] != 1) continue;
-    auto it = kinds.find(module_op_type_[path]);
-    if (it != kinds.end()) mod->kind = it->second;
+    if (!module_class_[path].empty()) mod->kind = module_class_[path];
   }
 }
 

@@ -8,9 +8,6 @@
 
 namespace ckpt::onnx_import {
 
-namespace {
-
-// ONNX attributes as the op table's attribute values; a TENSOR attribute is read separately.
 std::optional<AttrValue> attr_value(const onnx::AttributeProto& a) {
   using A = onnx::AttributeProto;
   switch (a.type()) {
@@ -42,8 +39,6 @@ std::optional<AttrValue> attr_value(const onnx::AttributeProto& a) {
       return std::nullopt;
   }
 }
-
-}  // namespace
 
 class NodeView final : public OnnxNode {
  public:
@@ -185,11 +180,19 @@ std::vector<std::string> Importer::emit_node(const onnx::NodeProto& n, const std
                                              const std::vector<std::string>& inputs,
                                              Attributes attrs, std::vector<std::string> outputs) {
   OpNode op;
-  op.name = op_name(n);
+  op.module = module_of(n);
+  if (fusing_) {
+    // One op in the subgraph's place, named after its module and kind, listing what it replaced.
+    std::string base = op.module.empty() ? type : op.module + "." + type;
+    std::int64_t& count = name_counts_[base];
+    op.name = count++ == 0 ? base : base + "_" + std::to_string(count);
+    for (const onnx::NodeProto* part : fusing_->nodes) op.fused.push_back(part->name());
+  } else {
+    op.name = op_name(n);
+  }
   op.op_type = type;
   op.inputs = inputs;
   op.attrs = std::move(attrs);
-  op.module = module_of(n);
   for (std::size_t k = 0; k < outputs.size(); ++k)
     if (outputs[k].empty()) outputs[k] = k == 0 ? op.name : op.name + ":" + std::to_string(k);
   op.outputs = outputs;
@@ -207,7 +210,11 @@ std::vector<std::string> Importer::emit_node(const onnx::NodeProto& n, const std
   if (counted_ != &n) {
     counted_ = &n;
     ++module_node_count_[op.module];
-    module_op_type_[op.module] = n.op_type();
+    const OnnxRule* rule = OpTable::instance().onnx_rule(n.op_type(), opset_);
+    const char* kind = fusing_ ? fusing_->pattern->module_class
+                       : rule  ? rule->module_class
+                               : nullptr;
+    module_class_[op.module] = kind ? kind : "";
   }
   for (const auto& out : outputs) {
     producers_[out] = OnnxNode::Producer{op.op_type, op.inputs, op.attrs};

@@ -2,6 +2,7 @@
 #include "engine/ops/conv.hpp"
 #include "engine/ops/schema/onnx_support.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
+#include "engine/tensor/init.hpp"
 
 namespace ckpt {
 
@@ -51,7 +52,7 @@ std::string module_conv2d(const OpCall& op, const std::vector<Shape>& params) {
 }
 
 void onnx_conv(OnnxNode& n) {
-  const auto w = onnx_rules::read_window(n, "Conv");
+  const auto w = onnx_rules::read_window(n, "Conv", onnx_rules::KernelShape::attribute_or_weight);
   n.define(n.y(), n.emit_op("conv2d", {n.input(0, "first").graph, n.operand(1), n.operand(2)},
                             {{"stride", w.strides},
                              {"padding", w.pads},
@@ -112,7 +113,8 @@ std::string python_conv_transpose2d(const OpCall& n, const std::vector<std::stri
 // ConvTranspose (opset 1 on; PyTorch exports ConvTranspose2d with explicit pads and
 // output_padding). An output_shape attribute is accepted when it is the shape those give.
 void onnx_conv_transpose(OnnxNode& n) {
-  const auto w = onnx_rules::read_window(n, "ConvTranspose");
+  const auto w =
+      onnx_rules::read_window(n, "ConvTranspose", onnx_rules::KernelShape::attribute_or_weight);
   onnx_rules::Ints output_padding = n.attr_ints("output_padding");
   if (output_padding.empty()) output_padding = {0, 0};
   if (output_padding.size() != 2)
@@ -136,6 +138,28 @@ void onnx_conv_transpose(OnnxNode& n) {
   n.define(n.y(), y);
 }
 
+// {"type": "conv2d", "in", "out", "kernel", "stride", "padding", "dilation", "groups", "bias"}.
+ValueNames layer_conv2d(NativeLayerCall& c) {
+  const std::int64_t nin = c.get_int("in"), nout = c.get_int("out");
+  const auto kernel = c.get_ints("kernel", 2, -1);
+  if (kernel[0] <= 0 || kernel[1] <= 0) c.fail("needs a positive \"kernel\"");
+  const std::int64_t groups = c.get_int("groups", 1);
+  if (nin <= 0 || nout <= 0 || groups <= 0 || nin % groups || nout % groups)
+    c.fail("\"in\" and \"out\" must be positive multiples of \"groups\"");
+  const std::int64_t fan_in = nin / groups * kernel[0] * kernel[1];
+  const Shape wshape{nout, nin / groups, kernel[0], kernel[1]};
+  Generator& gen = c.generator();
+  ValueNames args{c.one()[0],
+                  c.param("weight", wshape, [&] { return default_weight(wshape, fan_in, gen); })};
+  if (c.get_bool("bias", true))
+    args.push_back(c.param("bias", {nout}, [&] { return default_weight({nout}, fan_in, gen); }));
+  Attributes a{{"stride", c.get_ints("stride", 2, 1)},
+               {"padding", c.get_ints("padding", 2, 0)},
+               {"dilation", c.get_ints("dilation", 2, 1)},
+               {"groups", groups}};
+  return c.emit_op("conv2d", args, std::move(a));
+}
+
 }  // namespace
 
 void register_conv_ops(OpTable& t) {
@@ -147,7 +171,12 @@ void register_conv_ops(OpTable& t) {
          .cost = conv_cost,
          .python = python_conv2d,
          .python_module = module_conv2d,
-         .onnx = {{.op_type = "Conv", .translate = onnx_conv}}});
+         .onnx = {{.op_type = "Conv", .translate = onnx_conv, .module_class = "Conv2d"}},
+         .native_layers = {{.name = "conv2d",
+                            .module_class = "Conv2d",
+                            .parameters = true,
+                            .build = layer_conv2d}},
+         .parameter_names = {"weight", "bias"}});
   t.add({.type = "conv_transpose2d",
          .min_inputs = 2,
          .max_inputs = 3,

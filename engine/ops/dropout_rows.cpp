@@ -29,15 +29,24 @@ void onnx_dropout(OnnxNode& n) {
            n.emit_op("dropout", {x.graph}, {{"p", ratio}, {"training", std::int64_t{1}}}, n.y()));
 }
 
+// {"type": "dropout", "p"}: nn.Dropout in training mode.
+ValueNames layer_dropout(NativeLayerCall& c) {
+  const double p = c.get_double("p", 0.5);
+  if (p < 0 || p > 1) c.fail("dropout \"p\" must be in [0, 1]");
+  return c.emit_op("dropout", c.one(), {{"p", p}, {"training", std::int64_t{1}}});
+}
+
 }  // namespace
 
 void register_dropout_ops(OpTable& t) {
-  t.add({.type = "dropout",
-         .kernel = run_dropout,
-         .cost = rows::elementwise_cost,
-         .python = python_dropout,
-         .python_module = module_dropout,
-         .onnx = {{.op_type = "Dropout", .translate = onnx_dropout}}});
+  t.add(
+      {.type = "dropout",
+       .kernel = run_dropout,
+       .cost = rows::elementwise_cost,
+       .python = python_dropout,
+       .python_module = module_dropout,
+       .onnx = {{.op_type = "Dropout", .translate = onnx_dropout, .module_class = "Dropout"}},
+       .native_layers = {{.name = "dropout", .module_class = "Dropout", .build = layer_dropout}}});
 }
 
 }  // namespace ckpt

@@ -130,24 +130,39 @@ OnnxRule arithmetic_rule(const char* onnx_type) {
   return {.op_type = onnx_type, .translate = onnx_arithmetic<Op>, .fold = fold_arithmetic};
 }
 
+ValueNames layer_pow(NativeLayerCall& c) {
+  return c.emit_op("pow", c.one(), {{"exponent", c.get_double("exponent", 2.0)}});
+}
+
 OpSchema row(const char* type, int inputs, TensorList (*kernel)(const OpCall&, const TensorList&),
-             PythonExpression python, std::vector<OnnxRule> onnx = {}) {
+             PythonExpression python, std::vector<OnnxRule> onnx = {},
+             std::vector<NativeLayer> layers = {}) {
   return OpSchema{.type = type,
                   .min_inputs = inputs,
                   .max_inputs = inputs,
                   .kernel = kernel,
                   .cost = elementwise_cost,
                   .python = python,
-                  .onnx = std::move(onnx)};
+                  .onnx = std::move(onnx),
+                  .native_layers = std::move(layers)};
+}
+
+template <const char* Type>
+std::vector<NativeLayer> arithmetic_layer() {
+  return {{.name = Type, .build = rows::layer_arithmetic}};
 }
 
 }  // namespace
 
 void register_elementwise_ops(OpTable& t) {
-  t.add(row(kAdd, 2, binary<add_tt>, python_infix<kPlus>, {arithmetic_rule<kAdd>("Add")}));
-  t.add(row(kSub, 2, binary<sub_tt>, python_infix<kMinus>, {arithmetic_rule<kSub>("Sub")}));
-  t.add(row(kMul, 2, binary<mul_tt>, python_infix<kTimes>, {arithmetic_rule<kMul>("Mul")}));
-  t.add(row(kDiv, 2, binary<div_tt>, python_infix<kOver>, {arithmetic_rule<kDiv>("Div")}));
+  t.add(row(kAdd, 2, binary<add_tt>, python_infix<kPlus>, {arithmetic_rule<kAdd>("Add")},
+            arithmetic_layer<kAdd>()));
+  t.add(row(kSub, 2, binary<sub_tt>, python_infix<kMinus>, {arithmetic_rule<kSub>("Sub")},
+            arithmetic_layer<kSub>()));
+  t.add(row(kMul, 2, binary<mul_tt>, python_infix<kTimes>, {arithmetic_rule<kMul>("Mul")},
+            arithmetic_layer<kMul>()));
+  t.add(row(kDiv, 2, binary<div_tt>, python_infix<kOver>, {arithmetic_rule<kDiv>("Div")},
+            arithmetic_layer<kDiv>()));
   t.add(row("maximum", 2, binary<maximum>, nullptr,
             {{.op_type = "Max", .translate = onnx_extremum<true>}}));
   t.add(row("minimum", 2, binary<minimum>, nullptr,
@@ -157,9 +172,11 @@ void register_elementwise_ops(OpTable& t) {
   t.add(row("mul_scalar", 1, with_scalar<mul_ts>, python_scalar<kTimes>));
   t.add(row("div_scalar", 1, with_scalar<div_ts>, python_scalar<kOver>));
   t.add(row(kNeg, 1, unary<neg>, python_neg,
-            {{.op_type = "Neg", .translate = rows::onnx_unary<kNeg>, .fold = fold_neg}}));
+            {{.op_type = "Neg", .translate = rows::onnx_unary<kNeg>, .fold = fold_neg}},
+            {{.name = kNeg}}));
   t.add(row("pow", 1, run_pow, python_pow,
-            {{.op_type = "Pow", .translate = onnx_pow, .fold = fold_arithmetic}}));
+            {{.op_type = "Pow", .translate = onnx_pow, .fold = fold_arithmetic}},
+            {{.name = "pow", .build = layer_pow}}));
 }
 
 }  // namespace ckpt

@@ -3,6 +3,7 @@
 
 #include "engine/ops/matmul.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
+#include "engine/tensor/init.hpp"
 
 namespace ckpt {
 
@@ -37,6 +38,22 @@ std::string module_linear(const OpCall&, const std::vector<Shape>& params) {
          (has(2) ? "" : ", bias=False") + ")";
 }
 constexpr char kMatmul[] = " @ ";
+
+// {"type": "linear", "in", "out", "bias"}: nn.Linear, weight and bias drawn as PyTorch does.
+ValueNames layer_linear(NativeLayerCall& c) {
+  const std::int64_t nin = c.get_int("in"), nout = c.get_int("out");
+  if (nin <= 0 || nout <= 0) c.fail("\"in\" and \"out\" must be positive");
+  Generator& gen = c.generator();
+  ValueNames args{c.one()[0], c.param("weight", {nout, nin}, [&] {
+                    return default_weight({nout, nin}, nin, gen);
+                  })};
+  if (c.get_bool("bias", true))
+    args.push_back(c.param("bias", {nout}, [&] { return default_weight({nout}, nin, gen); }));
+  return c.emit_op("linear", args, {});
+}
+ValueNames layer_matmul(NativeLayerCall& c) {
+  return c.emit_op("matmul", c.expect(2, "a, b"), {});
+}
 
 // PyTorch's nn.Linear exports as Gemm(x, W, b) with transB=1; anything else is matmul and add.
 // Gemm's operands are matrices whose inner dimensions agree, and C broadcasts to the product
@@ -139,7 +156,12 @@ void register_matmul_ops(OpTable& t) {
          .cost = product_cost,
          .python = python_linear,
          .python_module = module_linear,
-         .onnx = {{.op_type = "Gemm", .translate = onnx_gemm}}});
+         .onnx = {{.op_type = "Gemm", .translate = onnx_gemm, .module_class = "Linear"}},
+         .native_layers = {{.name = "linear",
+                            .module_class = "Linear",
+                            .parameters = true,
+                            .build = layer_linear}},
+         .parameter_names = {"weight", "bias"}});
   t.add({.type = "matmul",
          .min_inputs = 2,
          .max_inputs = 2,
@@ -148,7 +170,8 @@ void register_matmul_ops(OpTable& t) {
          .cost = product_cost,
          .python = rows::python_infix<kMatmul>,
          .onnx = {{.op_type = "MatMul", .translate = onnx_matmul},
-                  {.op_type = "Einsum", .since = 12, .translate = onnx_einsum}}});
+                  {.op_type = "Einsum", .since = 12, .translate = onnx_einsum}},
+         .native_layers = {{.name = "matmul", .build = layer_matmul}}});
 }
 
 }  // namespace ckpt

@@ -1,4 +1,6 @@
 // Rows of batch_norm and layer_norm (norm.cpp).
+#include <algorithm>
+
 #include "engine/ops/norm.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
 
@@ -72,17 +74,120 @@ void onnx_layer_norm(OnnxNode& n) {
   n.unavailable(2, "the engine keeps LayerNorm's inverse std for backward only");
 }
 
+// {"type": "batchnorm2d", "features", "eps", "momentum"}: nn.BatchNorm2d in training mode, with
+// its running statistics and num_batches_tracked as buffers.
+ValueNames layer_batchnorm2d(NativeLayerCall& c) {
+  const std::int64_t n = c.get_int("features");
+  if (n <= 0) c.fail("\"features\" must be positive");
+  auto buffer = [&](const char* name, const Shape& shape, std::function<Tensor()> make) {
+    return c.param(name, shape, make, false, true);
+  };
+  ValueNames args{c.one()[0],
+                  c.param("weight", {n}, [&] { return Tensor::ones({n}); }),
+                  c.param("bias", {n}, [&] { return Tensor::zeros({n}); }),
+                  buffer("running_mean", {n}, [&] { return Tensor::zeros({n}); }),
+                  buffer("running_var", {n}, [&] { return Tensor::ones({n}); }),
+                  buffer("num_batches_tracked", {}, [] { return Tensor::zeros({}, DType::i64); })};
+  Attributes a{{"eps", c.get_double("eps", 1e-5)},
+               {"momentum", c.get_double("momentum", 0.1)},
+               {"training", std::int64_t{1}}};
+  return c.emit_op("batch_norm", args, std::move(a));
+}
+
+// The decomposition's axes (ReduceMean's attribute below opset 18), as trailing dims of x.
+bool emit_layer_norm(OnnxFusion& f) {
+  const OnnxValue* x = f.value("x");
+  const auto eps = f.scalar("eps");
+  if (!x || x->constant || !eps || f.attr_i("mean", "keepdims", 1) != 1 ||
+      f.attr_i("variance", "keepdims", 1) != 1)
+    return false;
+  const std::int64_t rank = x->probe.dim();
+  auto axes = f.attr_ints("mean", "axes");
+  auto var_axes = f.attr_ints("variance", "axes");
+  for (auto* list : {&axes, &var_axes}) {
+    for (auto& a : *list) a = a < 0 ? a + rank : a;
+    std::sort(list->begin(), list->end());
+  }
+  if (axes.empty() || axes != var_axes) return false;
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != rank - static_cast<std::int64_t>(axes.size() - i)) return false;
+  const Shape& s = x->probe.shape();
+  const Shape normalized(s.end() - static_cast<std::ptrdiff_t>(axes.size()), s.end());
+  std::vector<std::string> inputs{f.operand("x")};
+  for (const char* p : {"weight", "bias"}) {
+    const OnnxValue* v = f.value(p);
+    if (!v) break;
+    if (v->probe.shape() != normalized) return false;
+    inputs.push_back(f.operand(p));
+  }
+  f.emit_op("layer_norm", inputs, {{"normalized_shape", normalized}, {"eps", *eps}});
+  return true;
+}
+
+// {"type": "layernorm", "shape", "eps"}: nn.LayerNorm(shape).
+ValueNames layer_layernorm(NativeLayerCall& c) {
+  const Shape shape = c.get_int_list("shape");
+  ValueNames args{c.one()[0], c.param("weight", shape, [&] { return Tensor::ones(shape); }),
+                  c.param("bias", shape, [&] { return Tensor::zeros(shape); })};
+  Attributes a{{"normalized_shape", shape}, {"eps", c.get_double("eps", 1e-5)}};
+  return c.emit_op("layer_norm", args, std::move(a));
+}
+
+// LayerNorm below opset 17, as PyTorch exports it: (x - mean) / sqrt(mean((x - mean)^2) + eps),
+// then · weight, + bias (either may be absent). The two ReduceMeans are over the same trailing
+// axes, which are the normalized shape. From opset 17 the exporter writes LayerNormalization:
+// the same nodes there are a module's own arithmetic, which PyTorch runs decomposed.
+std::vector<OnnxPattern> layer_norm_patterns() {
+  using namespace pattern;
+  const P x = any("x");
+  const P d = as("centered", op("Sub", {x, as("mean", op("ReduceMean", {x}))}));
+  const P var = as("variance", op("ReduceMean", {op("Pow", {d, number(2)})}));
+  const P normed = op("Div", {d, op("Sqrt", {commutative("Add", var, constant("eps"))})});
+  const P scaled = commutative("Mul", normed, any("weight"));
+  return {{.name = "LayerNorm (decomposed)",
+           .root = commutative("Add", scaled, any("bias")),
+           .until = 16,
+           .module_class = "LayerNorm",
+           .fuse = emit_layer_norm},
+          {.name = "LayerNorm without bias (decomposed)",
+           .root = scaled,
+           .until = 16,
+           .module_class = "LayerNorm",
+           .fuse = emit_layer_norm},
+          {.name = "LayerNorm without affine (decomposed)",
+           .root = normed,
+           .until = 16,
+           .module_class = "LayerNorm",
+           .fuse = emit_layer_norm}};
+}
+
+// Training mode saves the batch statistics (saved[4], the batch mean): then the running ones
+// were updated.
+bool batch_norm_updated_buffers(const TensorList& saved) {
+  return saved.size() > 4 && saved[4].defined();
+}
+
 }  // namespace
 
 void register_norm_ops(OpTable& t) {
-  t.add({.type = "batch_norm",
-         .min_inputs = 1,
-         .max_inputs = 6,
-         .kernel = run_batch_norm,
-         .cost = rows::elementwise_cost,
-         .python = python_batch_norm,
-         .python_module = module_batch_norm,
-         .onnx = {{.op_type = "BatchNormalization", .translate = onnx_batch_norm}}});
+  t.add(
+      {.type = "batch_norm",
+       .min_inputs = 1,
+       .max_inputs = 6,
+       .kernel = run_batch_norm,
+       .cost = rows::elementwise_cost,
+       .python = python_batch_norm,
+       .python_module = module_batch_norm,
+       .onnx = {{.op_type = "BatchNormalization",
+                 .translate = onnx_batch_norm,
+                 .module_class = "BatchNorm2d",
+                 .buffer_inputs = {3, 4}}},
+       .native_layers = {{.name = "batchnorm2d",
+                          .module_class = "BatchNorm2d",
+                          .parameters = true,
+                          .build = layer_batchnorm2d}},
+       .parameter_names = {"weight", "bias", "running_mean", "running_var", "num_batches_tracked"},
+       .updates_buffers = batch_norm_updated_buffers});
   t.add({.type = "layer_norm",
          .min_inputs = 1,
          .max_inputs = 3,
@@ -90,7 +195,15 @@ void register_norm_ops(OpTable& t) {
          .cost = rows::elementwise_cost,
          .python = python_layer_norm,
          .python_module = module_layer_norm,
-         .onnx = {{.op_type = "LayerNormalization", .translate = onnx_layer_norm}}});
+         .onnx = {{.op_type = "LayerNormalization",
+                   .translate = onnx_layer_norm,
+                   .module_class = "LayerNorm"}},
+         .onnx_patterns = layer_norm_patterns(),
+         .native_layers = {{.name = "layernorm",
+                            .module_class = "LayerNorm",
+                            .parameters = true,
+                            .build = layer_layernorm}},
+         .parameter_names = {"weight", "bias"}});
 }
 
 }  // namespace ckpt

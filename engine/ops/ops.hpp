@@ -3,6 +3,8 @@
 // Every op of the engine, for callers that want them all.
 #include "engine/autograd/engine.hpp"
 #include "engine/autograd/grad_mode.hpp"
+#include "engine/ops/activation.hpp"
+#include "engine/ops/attention.hpp"
 #include "engine/ops/conv.hpp"
 #include "engine/ops/dropout.hpp"
 #include "engine/ops/elementwise.hpp"

@@ -95,19 +95,61 @@ void onnx_global_average_pool(OnnxNode& n) {
                             {{"output_size", Ints{1, 1}}}, n.y()));
 }
 
+// {"type": "maxpool2d" | "avgpool2d", "kernel", "stride" (= kernel), "padding", "ceil_mode"},
+// and "dilation" (max) or "count_include_pad" (average).
+Attributes pooling_window(NativeLayerCall& c) {
+  const auto kernel = c.get_ints("kernel", 2, -1);
+  if (kernel[0] <= 0 || kernel[1] <= 0) c.fail("needs a positive \"kernel\"");
+  Attributes a{{"kernel", kernel},
+               {"stride", c.get_ints("stride", 2, -1)},
+               {"padding", c.get_ints("padding", 2, 0)},
+               {"ceil_mode", std::int64_t{c.get_bool("ceil_mode", false) ? 1 : 0}}};
+  if (std::get<std::vector<std::int64_t>>(a["stride"])[0] < 0) a["stride"] = kernel;
+  return a;
+}
+ValueNames layer_maxpool2d(NativeLayerCall& c) {
+  Attributes a = pooling_window(c);
+  a["dilation"] = c.get_ints("dilation", 2, 1);
+  return c.emit_op("max_pool2d", c.one(), std::move(a));
+}
+ValueNames layer_avgpool2d(NativeLayerCall& c) {
+  Attributes a = pooling_window(c);
+  a["count_include_pad"] = std::int64_t{c.get_bool("count_include_pad", true) ? 1 : 0};
+  return c.emit_op("avg_pool2d", c.one(), std::move(a));
+}
+ValueNames layer_adaptive_avgpool2d(NativeLayerCall& c) {
+  return c.emit_op("adaptive_avg_pool2d", c.one(), {{"output_size", c.get_ints("output", 2, 1)}});
+}
+
+OpSchema with_layer(OpSchema row, NativeLayer layer) {
+  row.native_layers = {layer};
+  return row;
+}
+
 }  // namespace
 
 void register_pool_ops(OpTable& t) {
-  t.add(rows::one_pass_row("max_pool2d", run_max_pool2d, python_max_pool2d,
-                           {{.op_type = "MaxPool", .translate = onnx_max_pool}},
-                           module_max_pool2d));
-  t.add(rows::one_pass_row("avg_pool2d", run_avg_pool2d, python_avg_pool2d,
-                           {{.op_type = "AveragePool", .translate = onnx_average_pool}},
-                           module_avg_pool2d));
-  t.add(
+  t.add(with_layer(
+      rows::one_pass_row(
+          "max_pool2d", run_max_pool2d, python_max_pool2d,
+          {{.op_type = "MaxPool", .translate = onnx_max_pool, .module_class = "MaxPool2d"}},
+          module_max_pool2d),
+      {.name = "maxpool2d", .module_class = "MaxPool2d", .build = layer_maxpool2d}));
+  t.add(with_layer(
+      rows::one_pass_row(
+          "avg_pool2d", run_avg_pool2d, python_avg_pool2d,
+          {{.op_type = "AveragePool", .translate = onnx_average_pool, .module_class = "AvgPool2d"}},
+          module_avg_pool2d),
+      {.name = "avgpool2d", .module_class = "AvgPool2d", .build = layer_avgpool2d}));
+  t.add(with_layer(
       rows::one_pass_row("adaptive_avg_pool2d", run_adaptive_avg_pool2d, python_adaptive_avg_pool2d,
-                         {{.op_type = "GlobalAveragePool", .translate = onnx_global_average_pool}},
-                         module_adaptive_avg_pool2d));
+                         {{.op_type = "GlobalAveragePool",
+                           .translate = onnx_global_average_pool,
+                           .module_class = "AdaptiveAvgPool2d"}},
+                         module_adaptive_avg_pool2d),
+      {.name = "adaptive_avgpool2d",
+       .module_class = "AdaptiveAvgPool2d",
+       .build = layer_adaptive_avgpool2d}));
 }
 
 }  // namespace ckpt

@@ -67,8 +67,12 @@ OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorL
 }  // namespace
 
 void register_reduce_ops(OpTable& t) {
-  t.add(row(kSum, run_sum, rows::python_method<kSum>));
-  t.add(row(kMean, run_mean, rows::python_method<kMean>));
+  OpSchema sum = row(kSum, run_sum, rows::python_method<kSum>);
+  sum.native_layers = {{.name = kSum, .build = rows::layer_reduction}};
+  t.add(std::move(sum));
+  OpSchema mean = row(kMean, run_mean, rows::python_method<kMean>);
+  mean.native_layers = {{.name = kMean, .build = rows::layer_reduction}};
+  t.add(std::move(mean));
   t.add(row("sum_dims", run_sum_dims, python_dims<kSum>,
             {{.op_type = "ReduceSum", .translate = onnx_reduce<true>}}));
   t.add(row("amax", run_amax, nullptr,

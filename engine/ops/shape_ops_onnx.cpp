@@ -107,32 +107,38 @@ void translate_reshape(OnnxNode& n) {
   n.define(n.y(), n.emit_op("reshape", {n.input(0, "first").graph}, {{"shape", shape}}, n.y()));
 }
 
+namespace {
+bool fold_to_shape(OnnxNode& n, const Tensor& x, const Shape& s) {
+  if (shape_numel(s) != x.numel()) n.fail("cannot reshape " + x.str() + " to " + shape_str(s));
+  return n.fold_to(make(x.to_vector(), s, x.dtype()));
+}
+}  // namespace
+
 bool fold_reshape(OnnxNode& n) {
   if (!foldable(n)) return false;
   const Tensor& x = first(n);
-  const auto rank = static_cast<std::int64_t>(x.dim());
-  Shape s;
-  if (n.op_type() == "Flatten") {
-    const std::int64_t axis =
-        n.attr_i("axis", 1) < 0 ? n.attr_i("axis", 1) + rank : n.attr_i("axis", 1);
-    std::int64_t outer = 1;
-    for (std::int64_t d = 0; d < axis; ++d) outer *= x.shape()[static_cast<std::size_t>(d)];
-    s = {outer, x.numel() / std::max<std::int64_t>(outer, 1)};
-  } else {
-    s = n.constant_ints(1, "shape");
-    std::int64_t known = 1, infer = -1;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == 0 && i < x.shape().size()) s[i] = x.shape()[i];
-      if (s[i] == -1)
-        infer = static_cast<std::int64_t>(i);
-      else
-        known *= s[i];
-    }
-    if (infer >= 0)
-      s[static_cast<std::size_t>(infer)] = x.numel() / std::max<std::int64_t>(known, 1);
+  Shape s = n.constant_ints(1, "shape");
+  std::int64_t known = 1, infer = -1;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == 0 && i < x.shape().size()) s[i] = x.shape()[i];
+    if (s[i] == -1)
+      infer = static_cast<std::int64_t>(i);
+    else
+      known *= s[i];
   }
-  if (shape_numel(s) != x.numel()) n.fail("cannot reshape " + x.str() + " to " + shape_str(s));
-  return n.fold_to(make(x.to_vector(), s, x.dtype()));
+  if (infer >= 0) s[static_cast<std::size_t>(infer)] = x.numel() / std::max<std::int64_t>(known, 1);
+  return fold_to_shape(n, x, s);
+}
+
+bool fold_flatten(OnnxNode& n) {
+  if (!foldable(n)) return false;
+  const Tensor& x = first(n);
+  const auto rank = static_cast<std::int64_t>(x.dim());
+  const std::int64_t axis =
+      n.attr_i("axis", 1) < 0 ? n.attr_i("axis", 1) + rank : n.attr_i("axis", 1);
+  std::int64_t outer = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= x.shape()[static_cast<std::size_t>(d)];
+  return fold_to_shape(n, x, {outer, x.numel() / std::max<std::int64_t>(outer, 1)});
 }
 
 namespace {
@@ -174,8 +180,8 @@ bool fold_transpose(OnnxNode& n) {
   return n.fold_to(make(o, s, x.dtype()));
 }
 
-void translate_squeeze(OnnxNode& n) {
-  const bool unsqueeze = n.op_type() == "Unsqueeze";
+namespace {
+void translate_squeezing(OnnxNode& n, bool unsqueeze) {
   Ints axes = axes_input_or_attr(n, 1, 13);
   const std::int64_t rank = n.rank();
   if (unsqueeze) {
@@ -194,12 +200,12 @@ void translate_squeeze(OnnxNode& n) {
   emit_chain(n, unsqueeze ? "unsqueeze" : "squeeze", steps);
 }
 
-bool fold_squeeze(OnnxNode& n) {
+bool fold_squeezing(OnnxNode& n, bool unsqueeze) {
   if (!foldable(n)) return false;
   const Tensor& x = first(n);
   Ints axes = axes_input_or_attr(n, 1, 13);
   Shape s = x.shape();
-  if (n.op_type() == "Unsqueeze") {
+  if (unsqueeze) {
     const auto out_rank = static_cast<std::int64_t>(s.size() + axes.size());
     for (auto& a : axes) a = wrap_axis(a, out_rank, "Unsqueeze");
     std::sort(axes.begin(), axes.end());
@@ -212,6 +218,21 @@ bool fold_squeeze(OnnxNode& n) {
     for (auto a : axes) s.erase(s.begin() + a);
   }
   return n.fold_to(make(x.to_vector(), s, x.dtype()));
+}
+
+}  // namespace
+
+void translate_squeeze(OnnxNode& n) {
+  translate_squeezing(n, false);
+}
+bool fold_squeeze(OnnxNode& n) {
+  return fold_squeezing(n, false);
+}
+void translate_unsqueeze(OnnxNode& n) {
+  translate_squeezing(n, true);
+}
+bool fold_unsqueeze(OnnxNode& n) {
+  return fold_squeezing(n, true);
 }
 
 }  // namespace ckpt::shape_onnx

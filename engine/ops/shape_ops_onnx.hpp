@@ -13,11 +13,14 @@ void translate_cast(OnnxNode& n);
 bool fold_cast(OnnxNode& n);
 void translate_flatten(OnnxNode& n);
 void translate_reshape(OnnxNode& n);
-bool fold_reshape(OnnxNode& n);  // Reshape and Flatten
+bool fold_reshape(OnnxNode& n);
+bool fold_flatten(OnnxNode& n);
 void translate_transpose(OnnxNode& n);
 bool fold_transpose(OnnxNode& n);
-void translate_squeeze(OnnxNode& n);  // Squeeze and Unsqueeze
+void translate_squeeze(OnnxNode& n);
 bool fold_squeeze(OnnxNode& n);
+void translate_unsqueeze(OnnxNode& n);
+bool fold_unsqueeze(OnnxNode& n);
 void translate_concat(OnnxNode& n);
 bool fold_concat(OnnxNode& n);
 void translate_gather(OnnxNode& n);

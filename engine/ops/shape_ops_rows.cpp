@@ -208,61 +208,118 @@ constexpr char kView[] = "view", kReshape[] = "reshape", kUnsqueeze[] = "unsquee
                kSqueeze[] = "squeeze", kClone[] = "clone", kContiguous[] = "contiguous",
                kIdentityModule[] = "Identity";
 
+// The native layers of the shape ops (samples/README.md): keys named like the attributes.
+ValueNames layer_flatten(NativeLayerCall& c) {
+  return c.emit_op(
+      "flatten", c.one(),
+      {{"start_dim", c.get_int("start_dim", 1)}, {"end_dim", c.get_int("end_dim", -1)}});
+}
+ValueNames layer_expand(NativeLayerCall& c) {
+  return c.emit_op("expand", c.one(), {{"shape", c.get_int_list("shape")}});
+}
+ValueNames layer_transpose(NativeLayerCall& c) {
+  return c.emit_op("transpose", c.one(),
+                   {{"dim0", c.get_int("dim0")}, {"dim1", c.get_int("dim1")}});
+}
+ValueNames layer_permute(NativeLayerCall& c) {
+  return c.emit_op("permute", c.one(), {{"dims", c.get_int_list("dims")}});
+}
+ValueNames layer_select(NativeLayerCall& c) {
+  return c.emit_op("select", c.one(), {{"dim", c.get_int("dim")}, {"index", c.get_int("index")}});
+}
+ValueNames layer_slice(NativeLayerCall& c) {
+  return c.emit_op("slice", c.one(),
+                   {{"dim", c.get_int("dim")},
+                    {"start", c.get_int("start", 0)},
+                    {"end", c.get_int("end", INT64_MAX)},
+                    {"step", c.get_int("step", 1)}});
+}
+ValueNames layer_cat(NativeLayerCall& c) {
+  if (c.inputs().empty()) c.fail("cat needs at least one input");
+  return c.emit_op("cat", c.inputs(), {{"dim", c.get_int("dim", 1)}});
+}
+
+OpSchema with_layer(OpSchema row, NativeLayer layer) {
+  row.native_layers = {layer};
+  return row;
+}
+
 }  // namespace
 
 void register_shape_ops_ops(OpTable& t) {
   using namespace shape_onnx;
-  t.add(rows::one_pass_row(kView, run_view, python_reshape<kView>));
-  t.add(rows::one_pass_row(
-      kReshape, run_reshape, python_reshape<kReshape>,
-      {{.op_type = "Reshape", .translate = translate_reshape, .fold = fold_reshape}}));
-  t.add(rows::one_pass_row(
-      "flatten", run_flatten, python_flatten,
-      {{.op_type = "Flatten", .translate = translate_flatten, .fold = fold_reshape}},
-      module_flatten));
-  t.add(rows::one_pass_row("transpose", run_transpose, python_transpose));
-  t.add(rows::one_pass_row(
-      "permute", run_permute, python_permute,
-      {{.op_type = "Transpose", .translate = translate_transpose, .fold = fold_transpose}}));
-  t.add(rows::one_pass_row("slice", run_slice, python_slice,
-                           {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice},
-                            {.op_type = "Split", .translate = translate_split}}));
-  t.add(rows::one_pass_row(
-      "select", run_select, python_select,
-      {{.op_type = "Gather", .translate = translate_gather, .fold = fold_gather}}));
-  t.add(rows::one_pass_row(
-      kUnsqueeze, run_unsqueeze, python_dim<kUnsqueeze>,
-      {{.op_type = "Unsqueeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
-  t.add(rows::one_pass_row(
-      kSqueeze, run_squeeze, python_dim<kSqueeze>,
-      {{.op_type = "Squeeze", .translate = translate_squeeze, .fold = fold_squeeze}}));
-  t.add(rows::one_pass_row(
-      "expand", run_expand, python_expand,
-      {{.op_type = "Expand", .since = 8, .translate = translate_expand, .fold = fold_expand}}));
+  t.add(with_layer(rows::one_pass_row(kView, run_view, python_reshape<kView>),
+                   {.name = kView, .build = rows::layer_with_shape}));
+  t.add(with_layer(
+      rows::one_pass_row(
+          kReshape, run_reshape, python_reshape<kReshape>,
+          {{.op_type = "Reshape", .translate = translate_reshape, .fold = fold_reshape}}),
+      {.name = kReshape, .build = rows::layer_with_shape}));
+  t.add(
+      with_layer(rows::one_pass_row(
+                     "flatten", run_flatten, python_flatten,
+                     {{.op_type = "Flatten", .translate = translate_flatten, .fold = fold_flatten}},
+                     module_flatten),
+                 {.name = "flatten", .module_class = "Flatten", .build = layer_flatten}));
+  t.add(with_layer(rows::one_pass_row("transpose", run_transpose, python_transpose),
+                   {.name = "transpose", .build = layer_transpose}));
+  t.add(with_layer(
+      rows::one_pass_row(
+          "permute", run_permute, python_permute,
+          {{.op_type = "Transpose", .translate = translate_transpose, .fold = fold_transpose}}),
+      {.name = "permute", .build = layer_permute}));
+  t.add(with_layer(
+      rows::one_pass_row("slice", run_slice, python_slice,
+                         {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice},
+                          {.op_type = "Split", .translate = translate_split}}),
+      {.name = "slice", .build = layer_slice}));
+  t.add(with_layer(rows::one_pass_row(
+                       "select", run_select, python_select,
+                       {{.op_type = "Gather", .translate = translate_gather, .fold = fold_gather}}),
+                   {.name = "select", .build = layer_select}));
+  t.add(with_layer(
+      rows::one_pass_row(
+          kUnsqueeze, run_unsqueeze, python_dim<kUnsqueeze>,
+          {{.op_type = "Unsqueeze", .translate = translate_unsqueeze, .fold = fold_unsqueeze}}),
+      {.name = kUnsqueeze, .build = rows::layer_with_dim}));
+  t.add(with_layer(
+      rows::one_pass_row(
+          kSqueeze, run_squeeze, python_dim<kSqueeze>,
+          {{.op_type = "Squeeze", .translate = translate_squeeze, .fold = fold_squeeze}}),
+      {.name = kSqueeze, .build = rows::layer_with_dim}));
+  t.add(with_layer(
+      rows::one_pass_row(
+          "expand", run_expand, python_expand,
+          {{.op_type = "Expand", .since = 8, .translate = translate_expand, .fold = fold_expand}}),
+      {.name = "expand", .build = layer_expand}));
   t.add(
       {.type = "repeat",
        .kernel = run_repeat,
        .cost = rows::elementwise_cost,
        .python = python_repeat,
        .onnx = {{.op_type = "Tile", .since = 6, .translate = translate_tile, .fold = fold_tile}}});
-  t.add(rows::one_pass_row(kClone, unary<clone>, rows::python_method<kClone>));
+  t.add(with_layer(rows::one_pass_row(kClone, unary<clone>, rows::python_method<kClone>),
+                   {.name = kClone}));
   t.add(rows::one_pass_row(kContiguous, unary<contiguous>, rows::python_method<kContiguous>));
   t.add({.type = "cat",
          .max_inputs = -1,
          .kernel = run_cat,
          .cost = rows::elementwise_cost,
          .python = python_cat,
-         .onnx = {{.op_type = "Concat", .translate = translate_concat, .fold = fold_concat}}});
+         .onnx = {{.op_type = "Concat", .translate = translate_concat, .fold = fold_concat}},
+         .native_layers = {{.name = "cat", .build = layer_cat}}});
   t.add({.type = "constant_pad",
          .kernel = run_constant_pad,
          .cost = rows::elementwise_cost,
          .python = python_constant_pad,
          .onnx = {{.op_type = "Pad", .translate = translate_pad}}});
-  t.add(rows::one_pass_row(
-      "identity", run_identity, python_identity,
-      {{.op_type = "Identity", .translate = translate_identity, .fold = fold_identity},
-       {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}},
-      rows::python_nn<kIdentityModule>));
+  t.add(with_layer(
+      rows::one_pass_row(
+          "identity", run_identity, python_identity,
+          {{.op_type = "Identity", .translate = translate_identity, .fold = fold_identity},
+           {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}},
+          rows::python_nn<kIdentityModule>),
+      {.name = "identity", .module_class = kIdentityModule}));
 }
 
 }  // namespace ckpt

@@ -54,13 +54,20 @@ void register_softmax_ops(OpTable& t) {
          .cost = rows::elementwise_cost,
          .python = python_softmax<kSoftmax>,
          .python_module = module_softmax<kSoftmaxModule>,
-         .onnx = {{.op_type = "Softmax", .translate = onnx_softmax<kSoftmax>}}});
+         .onnx = {{.op_type = "Softmax",
+                   .translate = onnx_softmax<kSoftmax>,
+                   .module_class = kSoftmaxModule}},
+         .native_layers = {
+             {.name = kSoftmax, .module_class = kSoftmaxModule, .build = rows::layer_with_dim}}});
   t.add({.type = kLogSoftmax,
          .kernel = run_log_softmax,
          .cost = rows::elementwise_cost,
          .python = python_softmax<kLogSoftmax>,
          .python_module = module_softmax<kLogSoftmaxModule>,
-         .onnx = {{.op_type = "LogSoftmax", .translate = onnx_softmax<kLogSoftmax>}}});
+         .onnx = {{.op_type = "LogSoftmax", .translate = onnx_softmax<kLogSoftmax>}},
+         .native_layers = {{.name = kLogSoftmax,
+                            .module_class = kLogSoftmaxModule,
+                            .build = rows::layer_with_dim}}});
 }
 
 }  // namespace ckpt

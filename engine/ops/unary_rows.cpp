@@ -1,6 +1,8 @@
 // Rows of the unary ops (unary.cpp).
 #include <cmath>
 
+#include "engine/ops/activation.hpp"
+#include "engine/ops/activation_patterns.hpp"
 #include "engine/ops/schema/onnx_support.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
 #include "engine/ops/unary.hpp"
@@ -23,7 +25,8 @@ constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[
                kHardswish[] = "hardswish", kSoftplus[] = "softplus", kAbs[] = "abs",
                kSign[] = "sign", kGelu[] = "gelu";
 constexpr char kReLUModule[] = "ReLU", kGELUModule[] = "GELU", kSigmoidModule[] = "Sigmoid",
-               kTanhModule[] = "Tanh";
+               kTanhModule[] = "Tanh", kHardswishModule[] = "Hardswish",
+               kHardsigmoidModule[] = "Hardsigmoid", kSoftplusModule[] = "Softplus";
 
 TensorList run_clamp(const OpCall& n, const TensorList& x) {
   std::optional<double> lo, hi;
@@ -87,6 +90,24 @@ std::string python_clamp(const OpCall& op, const std::vector<std::string>& a, co
          (has_attr(op, "max") ? "max=" + number(attr_double(op, "max")) : "") + ")";
 }
 
+// F.gelu, exact (Erf) or approximate='tanh'.
+TensorList run_gelu(const OpCall& n, const TensorList& x) {
+  const std::string approximate = attr_string(n, "approximate", "none");
+  if (approximate == "tanh") return {gelu_tanh(x[0])};
+  if (approximate != "none")
+    attr_error(n, "approximate", "must be 'none' or 'tanh', got '" + approximate + "'");
+  return {gelu(x[0])};
+}
+std::string python_gelu(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  return attr_string(n, "approximate", "none") == "tanh"
+             ? "F.gelu(" + arg(a, 0) + ", approximate='tanh')"
+             : "F.gelu(" + arg(a, 0) + ")";
+}
+std::string module_gelu(const OpCall& n, const std::vector<Shape>&) {
+  return attr_string(n, "approximate", "none") == "tanh" ? "nn.GELU(approximate='tanh')"
+                                                         : "nn.GELU()";
+}
+
 std::string python_hardswish(const OpCall&, const std::vector<std::string>& a, const Shape&) {
   return "F.hardswish(" + a[0] + ")";
 }
@@ -100,7 +121,7 @@ bool fold_sqrt(OnnxNode& n) {
       onnx_rules::fold_unary(n.input(0, "first").probe, [](double v) { return std::sqrt(v); }));
 }
 
-// ReLU6 and Hardtanh export as Clip with both bounds.
+// Clip with both bounds is hardtanh, with one clamp.
 void onnx_clip(OnnxNode& n) {
   Attributes a;
   if (n.has_input(1)) a["min"] = n.constant_input(1, "min").item();
@@ -110,21 +131,39 @@ void onnx_clip(OnnxNode& n) {
   n.define(n.y(), n.emit_op(a.size() == 2 ? "hardtanh" : "clamp", {x.graph}, std::move(a), n.y()));
 }
 
+// The native layers relu6 ({"type": "relu6"}), hardtanh ("min", "max") and clamp ("min"
+// and/or "max").
+ValueNames layer_relu6(NativeLayerCall& c) {
+  return c.emit_op("hardtanh", c.one(), {{"min", 0.0}, {"max", 6.0}});
+}
+ValueNames layer_hardtanh(NativeLayerCall& c) {
+  return c.emit_op("hardtanh", c.one(),
+                   {{"min", c.get_double("min", -1.0)}, {"max", c.get_double("max", 1.0)}});
+}
+ValueNames layer_clamp(NativeLayerCall& c) {
+  Attributes a;
+  if (c.has("min")) a["min"] = c.get_double("min", 0);
+  if (c.has("max")) a["max"] = c.get_double("max", 0);
+  if (a.empty()) c.fail("clamp needs \"min\" or \"max\"");
+  return c.emit_op("clamp", c.one(), std::move(a));
+}
+
 OpSchema simple(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
                 std::vector<OnnxRule> onnx = {}, PythonExpression python = nullptr,
-                PythonModule python_module = nullptr) {
+                PythonModule python_module = nullptr, const char* module_class = nullptr) {
   return OpSchema{.type = type,
                   .kernel = kernel,
                   .cost = elementwise_cost,
                   .python = python,
                   .python_module = python_module,
-                  .onnx = onnx};
+                  .onnx = onnx,
+                  .native_layers = {{.name = type, .module_class = module_class}}};
 }
 
 // torch.exp(x) and the like: the same name in torch and in the engine.
 template <const char* Type>
 OpSchema torch_unary(TensorList (*kernel)(const OpCall&, const TensorList&), OnnxRule onnx) {
-  return simple(Type, kernel, {onnx}, python_function<kTorch, Type>);
+  return simple(Type, kernel, {std::move(onnx)}, python_function<kTorch, Type>);
 }
 void add_torch_unary(OpTable& t) {
   t.add(torch_unary<kExp>(unary<exp>, {.op_type = "Exp", .translate = rows::onnx_unary<kExp>}));
@@ -139,31 +178,40 @@ void add_torch_unary(OpTable& t) {
 }  // namespace
 
 void register_unary_ops(OpTable& t) {
-  t.add(simple(kRelu, unary<relu>, {{.op_type = "Relu", .translate = rows::onnx_unary<kRelu>}},
-               python_function<kF, kRelu>, python_nn<kReLUModule>));
-  t.add(simple(kSigmoid, unary<sigmoid>,
-               {{.op_type = "Sigmoid", .translate = rows::onnx_unary<kSigmoid>}},
-               python_function<kTorch, kSigmoid>, python_nn<kSigmoidModule>));
-  t.add(simple(kTanh, unary<tanh>, {{.op_type = "Tanh", .translate = rows::onnx_unary<kTanh>}},
-               python_function<kTorch, kTanh>, python_nn<kTanhModule>));
+  t.add(simple(kRelu, unary<relu>,
+               {{.op_type = "Relu", .translate = rows::onnx_unary<kRelu>, .module_class = "ReLU"}},
+               python_function<kF, kRelu>, python_nn<kReLUModule>, kReLUModule));
+  t.add(simple(
+      kSigmoid, unary<sigmoid>,
+      {{.op_type = "Sigmoid", .translate = rows::onnx_unary<kSigmoid>, .module_class = "Sigmoid"}},
+      python_function<kTorch, kSigmoid>, python_nn<kSigmoidModule>, kSigmoidModule));
+  t.add(simple(kTanh, unary<tanh>,
+               {{.op_type = "Tanh", .translate = rows::onnx_unary<kTanh>, .module_class = "Tanh"}},
+               python_function<kTorch, kTanh>, python_nn<kTanhModule>, kTanhModule));
   add_torch_unary(t);
-  // ONNX exports gelu decomposed through Erf
-  t.add(simple(kGelu, unary<gelu>, {}, python_function<kF, kGelu>, python_nn<kGELUModule>));
-  t.add(simple("clamp", run_clamp, {}, python_clamp));
+  // ONNX has no Gelu op before opset 20: the exporter writes it through Erf (or Tanh), which
+  // the importer fuses back.
+  OpSchema gelu_row = simple(kGelu, run_gelu, {}, python_gelu, module_gelu, kGELUModule);
+  gelu_row.onnx_patterns = activation_patterns::gelu();
+  t.add(std::move(gelu_row));
+  OpSchema clamp_row = simple("clamp", run_clamp, {}, python_clamp);
+  clamp_row.native_layers = {{.name = "clamp", .build = layer_clamp}};
+  t.add(std::move(clamp_row));
   t.add({.type = kHardswish,
          .kernel = unary<hardswish>,
          .cost = elementwise_cost,
          .python = python_hardswish,
+         .python_module = python_nn<kHardswishModule>,
          .onnx = {{.op_type = "HardSwish", .since = 14, .translate = rows::onnx_unary<kHardswish>}},
-         .native_layer = "hardswish",
-         .module_class = "Hardswish"});
+         .onnx_patterns = activation_patterns::hardswish(),
+         .native_layers = {{.name = "hardswish", .module_class = kHardswishModule}}});
   t.add({.type = "hardsigmoid",
          .kernel = unary<hardsigmoid>,
          .cost = elementwise_cost,
          .python = python_hardsigmoid,
+         .python_module = python_nn<kHardsigmoidModule>,
          .onnx = {{.op_type = "HardSigmoid", .since = 6, .translate = onnx_hardsigmoid}},
-         .native_layer = "hardsigmoid",
-         .module_class = "Hardsigmoid"});
+         .native_layers = {{.name = "hardsigmoid", .module_class = kHardsigmoidModule}}});
   t.add({.type = "leaky_relu",
          .kernel = run_leaky_relu,
          .cost = elementwise_cost,
@@ -180,18 +228,27 @@ void register_unary_ops(OpTable& t) {
          .kernel = unary<softplus>,
          .cost = elementwise_cost,
          .python = python_softplus,
+         .python_module = python_nn<kSoftplusModule>,
          .onnx = {{.op_type = "Softplus", .translate = rows::onnx_unary<kSoftplus>}},
-         .native_layer = "softplus",
-         .module_class = "Softplus"});
+         .native_layers = {{.name = "softplus", .module_class = kSoftplusModule}}});
   t.add({.type = kAbs,
          .kernel = unary<abs>,
          .cost = elementwise_cost,
          .python = python_abs,
          .onnx = {{.op_type = "Abs", .since = 6, .translate = rows::onnx_unary<kAbs>}}});
-  t.add(simple(kSign, unary<sign>,
-               {{.op_type = "Sign", .since = 9, .translate = rows::onnx_unary<kSign>}}));
-  t.add(simple("hardtanh", run_hardtanh, {{.op_type = "Clip", .translate = onnx_clip}},
-               python_hardtanh, module_hardtanh));
+  t.add({.type = kSign,
+         .kernel = unary<sign>,
+         .cost = elementwise_cost,
+         .onnx = {{.op_type = "Sign", .since = 9, .translate = rows::onnx_unary<kSign>}}});
+  // ReLU6 and Hardtanh export as Clip with both bounds.
+  OpSchema hardtanh_row =
+      simple("hardtanh", run_hardtanh,
+             {{.op_type = "Clip", .translate = onnx_clip, .module_class = "ReLU6"}},
+             python_hardtanh, module_hardtanh);
+  hardtanh_row.native_layers = {
+      {.name = "relu6", .module_class = "ReLU6", .build = layer_relu6},
+      {.name = "hardtanh", .module_class = "Hardtanh", .build = layer_hardtanh}};
+  t.add(std::move(hardtanh_row));
 }
 
 }  // namespace ckpt

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/model/module_range.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
 
@@ -31,7 +32,8 @@ void add_costs(const PlanEvaluator& ev, const Model& model, Candidate& c,
     if (auto it = ev.op_cost_ns().find(op.name); it != ev.op_cost_ns().end())
       c.recompute_ns += it->second * steps;
     c.recompute_ops += steps;
-    if (op.op_type.find("batch_norm") != std::string::npos) c.batchnorm = true;
+    if (const OpSchema* row = OpTable::instance().find(op.op_type); row && row->updates_buffers)
+      c.batchnorm = true;
   }
   for (const auto& v : inputs)
     if (auto it = ev.value_bytes().find(v); it != ev.value_bytes().end())

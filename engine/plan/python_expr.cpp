@@ -91,12 +91,8 @@ std::string op_expression(const OpNode& op, const std::vector<std::string>& a, c
 }
 
 std::string leaf_module(const OpNode& op, const std::vector<Shape>& params) {
-  if (const OpSchema* row = OpTable::instance().find(op.op_type)) {
-    if (row->python_module) return row->python_module(op_call(op), params);
-    if (row->module_class && row->native_layer)
-      return std::string("nn.") + row->module_class + "()";
-  }
-  return "";
+  const OpSchema* row = OpTable::instance().find(op.op_type);
+  return row && row->python_module ? row->python_module(op_call(op), params) : "";
 }
 
 }  // namespace ckpt::py

@@ -2,6 +2,7 @@
 #include <map>
 #include <set>
 
+#include "engine/ops/schema/op_schema.hpp"
 #include "engine/plan/pytorch_code_detail.hpp"
 
 // What a module is made of, as the writer sees it: its own ops and its children's calls, whether
@@ -23,11 +24,10 @@ std::string NativeWriter::leaf(const Module& m) const {
   if (!m.children.empty() || m.end_op - m.first_op != 1 || m.path.empty()) return "";
   const OpNode& op = m_.ops[static_cast<std::size_t>(m.first_op)];
   if (op.module != m.path) return "";
-  static const std::map<std::string, std::vector<std::string>> names{
-      {"linear", {"", "weight", "bias"}},
-      {"conv2d", {"", "weight", "bias"}},
-      {"layer_norm", {"", "weight", "bias"}},
-      {"batch_norm", {"", "weight", "bias", "running_mean", "running_var", "num_batches_tracked"}}};
+  // Its parameters are named as the torch.nn layer's (the row's parameter_names, from input 1).
+  const OpSchema* row = OpTable::instance().find(op.op_type);
+  const std::vector<const char*> none;
+  const std::vector<const char*>& names = row ? row->parameter_names : none;
   std::vector<Shape> shapes(op.inputs.size());
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     const auto it = params_.find(op.inputs[i]);
@@ -35,10 +35,7 @@ std::string NativeWriter::leaf(const Module& m) const {
       if (i > 0 && !op.inputs[i].empty()) return "";
       continue;
     }
-    auto expected = names.find(op.op_type);
-    if (i == 0 || expected == names.end() || i >= expected->second.size() ||
-        op.inputs[i] != m.definition + "." + expected->second[i])
-      return "";
+    if (i == 0 || i > names.size() || op.inputs[i] != m.definition + "." + names[i - 1]) return "";
     shapes[i] = it->second->initial.shape();
     if (shapes[i].empty()) shapes[i] = {1};
   }

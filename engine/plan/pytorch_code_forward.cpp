@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/schema/op_schema.hpp"
 #include "engine/plan/pytorch_code_detail.hpp"
 
 // The body of each forward(): one statement per op or child call, checkpoint(...) around the
@@ -50,8 +51,8 @@ std::string NativeWriter::short_name(const Module& m, const std::string& v) cons
 
 // A function that hands all its inputs, in order, to one call takes *inputs (the dense
 // layers: each gets one more feature map than the last).
-// A single input qualifies when it goes to a cat or to a call that is itself variadic, so
-// that the first dense layer shares its class with the others.
+// A single input qualifies when it goes to an op of any number of inputs (cat) or to a call that
+// is itself variadic, so that the first dense layer shares its class with the others.
 bool NativeWriter::takes_variadic_inputs(const std::vector<std::string>& inputs,
                                          const std::vector<Unit>& units,
                                          std::map<std::string, int>& uses) const {
@@ -61,8 +62,11 @@ bool NativeWriter::takes_variadic_inputs(const std::vector<std::string>& inputs,
       std::all_of(inputs.begin(), inputs.end(), [&](const auto& v) { return uses[v] == 1; })) {
     for (const auto& u : units) {
       if (u.inputs != inputs) continue;
-      const bool gathers = u.child ? variadic_.count(u.child->definition) > 0
-                                   : m_.ops[static_cast<std::size_t>(u.op)].op_type == "cat";
+      const OpSchema* row =
+          u.child ? nullptr
+                  : OpTable::instance().find(m_.ops[static_cast<std::size_t>(u.op)].op_type);
+      const bool gathers =
+          u.child ? variadic_.count(u.child->definition) > 0 : row && row->max_inputs < 0;
       if (inputs.size() >= 2 || gathers) variadic = true;
     }
   }

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "engine/ops/schema/op_schema.hpp"
 #include "engine/report/failure_advice.hpp"
 #include "engine/report/run_summary.hpp"
 
@@ -127,7 +128,8 @@ void add_batch_norm_twice_lessons(
     if (!m) continue;
     for (std::int64_t i = m->first_op; i < m->end_op; ++i) {
       const OpNode& op = model.ops[static_cast<std::size_t>(i)];
-      if (op.op_type.find("batch_norm") == std::string::npos) continue;
+      const OpSchema* row = OpTable::instance().find(op.op_type);
+      if (!row || !row->updates_buffers) continue;
       out.push_back(
           {span->begin_step, span->end_step, Severity::warning,
            "BatchNorm " + op.name + " runs twice: its running statistics are updated twice",

@@ -77,6 +77,9 @@ class TestGradcheck : public QObject {
     row("sqrt", [](const TensorList& x) { return sqrt(x[0]); }, {L({3, 4}, 16, 0.5, 2)});
     row("relu", [](const TensorList& x) { return relu(x[0]); }, {L({3, 4}, 17)});
     row("gelu", [](const TensorList& x) { return gelu(x[0]); }, {L({3, 4}, 18)});
+    row("gelu tanh", [](const TensorList& x) { return gelu_tanh(x[0]); }, {L({3, 4}, 18, -3, 3)});
+    row("silu", [](const TensorList& x) { return silu(x[0]); }, {L({3, 4}, 36, -4, 4)});
+    row("mish", [](const TensorList& x) { return mish(x[0]); }, {L({3, 4}, 37, -4, 4)});
     row("tanh", [](const TensorList& x) { return tanh(x[0]); }, {L({3, 4}, 19)});
     row("sigmoid", [](const TensorList& x) { return sigmoid(x[0]); }, {L({3, 4}, 20)});
     row("sin", [](const TensorList& x) { return sin(x[0]); }, {L({3, 4}, 21)});

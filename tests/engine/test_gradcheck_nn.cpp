@@ -288,6 +288,46 @@ class TestGradcheckNn : public QObject {
         },
         {L({3}, 81)});
 
+    // scaled_dot_product_attention, both kernels: the math one's decomposed ops and the
+    // efficient one's own backward (probabilities recomputed from the log-sum-exp); the scale
+    // where the graph had it, masks added (with a gradient) or filled, dropout from a fresh
+    // generator per call.
+    const auto attention = [](AttentionOptions o, AttentionKernel k, bool drop) {
+      return [o, k, drop](const TensorList& x) {
+        Generator g(11);
+        GeneratorScope scope(g);
+        AttentionOptions opts = o;
+        if (drop) opts.dropout = 0.3;
+        Tensor mask;
+        if (o.mask == AttentionMask::add) mask = x[3];
+        if (o.mask == AttentionMask::fill)
+          mask = Tensor::from_vector(
+              std::vector<std::int64_t>{0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0}, {3, 5});
+        return scaled_dot_product_attention(x[0], x[1], x[2], mask, opts, k);
+      };
+    };
+    AttentionOptions on_query, on_scores_masked, both_filled;
+    on_query.query = {AttentionScale::Op::div, 2.0};
+    on_scores_masked.scores = {AttentionScale::Op::mul, 0.5};
+    on_scores_masked.mask = AttentionMask::add;
+    both_filled.query = both_filled.key = {AttentionScale::Op::mul, 0.7};
+    both_filled.mask = AttentionMask::fill;
+    const TensorList qkv{L({2, 3, 4}, 84), L({2, 4, 5}, 85), L({2, 5, 3}, 86)};
+    TensorList qkv_mask = qkv;
+    qkv_mask.push_back(L({3, 5}, 87));
+    row("scaled_dot_product_attention math", attention(on_query, AttentionKernel::math, false),
+        qkv);
+    row("scaled_dot_product_attention math masked",
+        attention(on_scores_masked, AttentionKernel::math, false), qkv_mask);
+    row("scaled_dot_product_attention math dropout",
+        attention(both_filled, AttentionKernel::math, true), qkv);
+    row("scaled_dot_product_attention efficient",
+        attention(on_query, AttentionKernel::efficient, false), qkv);
+    row("scaled_dot_product_attention efficient masked",
+        attention(on_scores_masked, AttentionKernel::efficient, false), qkv_mask);
+    row("scaled_dot_product_attention efficient filled dropout",
+        attention(both_filled, AttentionKernel::efficient, true), qkv);
+
     // embedding (repeated indices accumulate)
     row("embedding",
         [](const TensorList& x) {

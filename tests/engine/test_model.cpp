@@ -129,9 +129,9 @@ class TestModel : public QObject {
     b->path = b->name = b->definition = "b";
     m.root.children.push_back(std::move(a));
     m.root.children.push_back(std::move(b));
-    m.ops.push_back(OpNode{"a.sin", "sin", {"x"}, {"y1"}, {}, "a"});
-    m.ops.push_back(OpNode{"b.cos", "cos", {"y1"}, {"y2"}, {}, "b"});
-    m.ops.push_back(OpNode{"a.exp", "exp", {"y2"}, {"y3"}, {}, "a"});
+    m.ops.push_back(OpNode{"a.sin", "sin", {"x"}, {"y1"}, {}, "a", {}});
+    m.ops.push_back(OpNode{"b.cos", "cos", {"y1"}, {"y2"}, {}, "b", {}});
+    m.ops.push_back(OpNode{"a.exp", "exp", {"y2"}, {"y3"}, {}, "a", {}});
     m.outputs = {"y3"};
     finalize_model(m);
     const Module* ma = m.find_module("a");

@@ -70,12 +70,12 @@ const std::map<std::string, std::string> kGradcheckElsewhere{
     {"matmul", "row \"linear\" and gradcheck_nn's matmul rows"},
 };
 const std::set<std::string> kOracleGaps{
-    "add",       "add_scalar", "clone",     "contiguous", "cos",        "div",       "div_scalar",
-    "exp",       "expand",     "flatten",   "gelu",       "hardtanh",   "identity",  "linear",
-    "log",       "mean",       "mean_dims", "mul",        "mul_scalar", "neg",       "permute",
-    "pow",       "relu",       "reshape",   "select",     "sigmoid",    "sin",       "slice",
-    "sqrt",      "squeeze",    "sub",       "sub_scalar", "sum",        "sum_dims",  "tanh",
-    "transpose", "unsqueeze",  "view",      "cat",        "max_pool2d", "avg_pool2d"};
+    "add",       "add_scalar", "clone",      "contiguous", "cos",       "div",     "div_scalar",
+    "exp",       "expand",     "flatten",    "hardtanh",   "identity",  "linear",  "log",
+    "mean",      "mean_dims",  "mul",        "mul_scalar", "neg",       "permute", "pow",
+    "relu",      "reshape",    "select",     "sigmoid",    "sin",       "slice",   "sqrt",
+    "squeeze",   "sub",        "sub_scalar", "sum",        "sum_dims",  "tanh",    "transpose",
+    "unsqueeze", "view",       "cat",        "max_pool2d", "avg_pool2d"};
 
 }  // namespace
 
@@ -140,10 +140,12 @@ class TestOpTable : public QObject {
 
   void samplesReadmeListsTheTablesNativeLayers() {
     const std::string doc = read("samples/README.md");
-    for (const auto& type : OpTable::instance().types())
-      if (const char* layer = OpTable::instance().find(type)->native_layer)
-        QVERIFY2(doc.find(std::string("`") + layer + "`") != std::string::npos,
-                 qPrintable(QString("native layer '%1' is not in samples/README.md").arg(layer)));
+    const auto layers = OpTable::instance().native_layers();
+    QVERIFY(layers.size() > 40);
+    for (const auto& layer : layers)
+      QVERIFY2(doc.find("`" + layer + "`") != std::string::npos,
+               qPrintable(QString("native layer '%1' is not in samples/README.md")
+                              .arg(QString::fromStdString(layer))));
   }
 
   void onnxRulesAreFoundByOpset() {

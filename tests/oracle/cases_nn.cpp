@@ -103,6 +103,32 @@ CKPTLAB_ORACLE_CASE(constant_pad) {
   return {mul(sigmoid(y), y)};
 }
 
+CKPTLAB_ORACLE_CASE(silu) {
+  return {silu(c.input("x"))};
+}
+
+CKPTLAB_ORACLE_CASE(mish) {
+  return {mish(c.input("x"))};
+}
+
+CKPTLAB_ORACLE_CASE(gelu) {
+  return {c.attr_string("approximate") == "tanh" ? gelu_tanh(c.input("x")) : gelu(c.input("x"))};
+}
+
+CKPTLAB_ORACLE_CASE(scaled_dot_product_attention) {
+  const bool masked = c.attr_string("form") == "scores_masked";
+  AttentionOptions o;
+  if (masked) {
+    o.scores = {AttentionScale::Op::mul, 0.5};
+    o.mask = AttentionMask::add;
+  } else {
+    o.query = {AttentionScale::Op::div, 2.0};
+  }
+  return {scaled_dot_product_attention(c.input("q"), transpose(c.input("k"), -2, -1), c.input("v"),
+                                       masked ? c.input("mask") : Tensor(), o,
+                                       AttentionKernel::math)};
+}
+
 CKPTLAB_ORACLE_CASE(leaky_relu) {
   return {leaky_relu(c.input("x"), c.attr_double("slope"))};
 }

@@ -220,6 +220,49 @@ def hardsigmoid_case(c):
     return F.hardsigmoid(c.input("x", [4, 5], scale=4.0))
 
 
+# The activations the ONNX importer recovers from the exporter's chains (issue 27): each saves
+# its input.
+@case("silu")
+def silu_case(c):
+    return F.silu(c.input("x", [4, 5], scale=4.0))
+
+
+@case("mish")
+def mish_case(c):
+    return F.mish(c.input("x", [4, 5], scale=4.0))
+
+
+@case("gelu@none")
+def gelu_none_case(c):
+    c.attr("approximate", "none")
+    return F.gelu(c.input("x", [4, 5], scale=3.0))
+
+
+@case("gelu@tanh")
+def gelu_tanh_case(c):
+    c.attr("approximate", "tanh")
+    return F.gelu(c.input("x", [4, 5], scale=3.0), approximate="tanh")
+
+
+# Attention as PyTorch 1.13 runs it on the CPU (nn.MultiheadAttention's _scaled_dot_product_
+# attention, and attention written out by hand): the engine's math kernel keeps what these ops
+# keep, to the byte.
+@case("scaled_dot_product_attention@query")
+def attention_query_case(c):
+    c.attr("form", "query")
+    q, k, v = (c.input(n, [2, 3, 5, 4]) for n in ("q", "k", "v"))
+    return torch.softmax((q / 2.0) @ k.transpose(-2, -1), dim=-1) @ v
+
+
+@case("scaled_dot_product_attention@scores_masked")
+def attention_scores_masked_case(c):
+    c.attr("form", "scores_masked")
+    q, k, v = (c.input(n, [2, 3, 5, 4]) for n in ("q", "k", "v"))
+    mask = c.const("mask", torch.zeros(5, 5).masked_fill(torch.ones(5, 5).triu(1).bool(),
+                                                         float("-inf")))
+    return torch.softmax((q @ k.transpose(-2, -1)) * 0.5 + mask, dim=-1) @ v
+
+
 @case("leaky_relu")
 def leaky_relu_case(c):
     c.attr("slope", 0.2)

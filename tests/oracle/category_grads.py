@@ -15,6 +15,10 @@ folding off, as samples/export_onnx.py does:
     the parameters (those whose gradient is not 0 but for rounding);
   - float32 at each --f32-opsets: tests/bench/f32_accuracy.py's rule, per parameter
     |g_engine32 - g_torch64| / |g_torch32 - g_torch64| (L2 norms), the worst; goal <= 10.
+With --saved, instead, the bytes saved for backward (issue 27), float32 at each --opsets: the
+eager module's (PyTorch 1.13, the storages saved_tensors_hooks sees, parameters, buffers and
+inputs excluded) against the engine's (`ckptlab-cli run --dry-run`: activations at the end of
+the forward), and --cli-before's too when given (an engine from before a change).
 Each model runs in a child process under --timeout seconds. Results are appended to
 CACHE/results.jsonl (a model and opset already there is not run again; exports are kept in
 CACHE too); --table prints the Markdown table of what CACHE holds. A report: exit status 0.
@@ -196,6 +200,8 @@ TRANSFORMERS = {
     "decoder_seqfirst": (lambda: Decoder(False), [seq(False, 5), seq(False, 6)]),
     "transformer": (lambda: Seq2Seq(True), [seq(True, 6), seq(True, 5)]),
     "transformer_seqfirst": (lambda: Seq2Seq(False), [seq(False, 6), seq(False, 5)]),
+    # nanoGPT's block (masked_fill, its own tanh GELU): fusion_oracle.py's.
+    "gpt_block": (lambda: __import__("fusion_oracle").GptBlock(), [seq(True, 6)]),
 }
 
 
@@ -399,6 +405,64 @@ def run_one(name, args, done):
     return results
 
 
+def eager_saved_bytes(model, inputs):
+    """What the eager module keeps for backward: distinct storages, parameters, buffers and the
+    inputs excluded (the engine counts inputs apart)."""
+    inputs = [x.clone() for x in inputs]
+    skip = {t.storage().data_ptr() for t in list(model.parameters()) + list(model.buffers())}
+    skip |= {x.storage().data_ptr() for x in inputs}
+    packed = {}
+
+    def pack(t):
+        key = t.storage().data_ptr()
+        if key not in skip:
+            packed.setdefault(key, t.storage().nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(*inputs)
+    return sum(packed.values())
+
+
+def engine_saved_bytes(cli, path, timeout):
+    """The engine's activations at the end of the forward: what its ops keep for backward."""
+    r = subprocess.run([cli, "run", path, "--dry-run", "--json", "--no-baseline"],
+                       capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        lines = (r.stderr.strip() or r.stdout.strip() or f"exit {r.returncode}").splitlines()
+        raise RuntimeError(lines[-1].replace(path, os.path.basename(path))[:300])
+    return json.loads(r.stdout)["end_of_forward"]["by_category"]["activation"]
+
+
+def run_saved(name, args, done):
+    model, shapes = build(name)
+    torch.manual_seed(1)
+    xs = [torch.randn(*s) for s in shapes]
+    model = model.float()
+    state = saved_state(model)
+    eager = eager_saved_bytes(model, xs)
+    model.load_state_dict(state)
+    safe = name.replace(".", "_")
+    results = []
+    for opset in args.opsets:
+        if (name, opset, "saved") in done:
+            continue
+        row = {"model": name, "opset": opset, "kind": "saved", "eager": eager,
+               "input": " + ".join("x".join(map(str, s)) for s in shapes)}
+        path = os.path.join(args.cache, f"{safe}_o{opset}_f32.onnx")
+        try:
+            export(model, xs, path, opset)
+            row["engine"] = engine_saved_bytes(args.cli, path, args.timeout)
+            if args.cli_before:
+                row["engine_before"] = engine_saved_bytes(args.cli_before, path, args.timeout)
+            row["result"] = "ok"
+        except Exception as e:  # noqa: BLE001 - the report names any failure
+            row.update(result="fails", why=str(e).splitlines()[0][:300])
+        results.append(row)
+        print(json.dumps(row), flush=True)
+    return results
+
+
 def load_done(cache):
     done = {}
     path = os.path.join(cache, "results.jsonl")
@@ -420,15 +484,15 @@ def table(caches):
     for (model, opset, kind), r in done.items():
         by_model.setdefault(model, {})[(opset, kind)] = r
     print("| model | input | loads (opsets) | float64: max rel. grad diff, opset 13 / 17 "
-          "| float32 worst ratio (opset) |")
-    print("|---|---|---|---|---|")
+          "| float32 worst ratio (opset) | saved for backward, engine / eager, opset 13 / 17 |")
+    print("|---|---|---|---|---|---|")
     order = {n: i for i, n in enumerate(all_models())}
     for model in sorted(set(by_model) | set(order), key=lambda m: order.get(m, 1e9)):
         if model in TOO_BIG and model not in by_model:
-            print(f"| {model} | — | not tried: {TOO_BIG[model]} | | |")
+            print(f"| {model} | — | not tried: {TOO_BIG[model]} | | | |")
             continue
         if model not in by_model:
-            print(f"| {model} | — | not run yet (no result in the caches) | | |")
+            print(f"| {model} | — | not run yet (no result in the caches) | | | |")
             continue
         rs = by_model[model]
         first = next(iter(rs.values()))
@@ -454,13 +518,29 @@ def table(caches):
         f32 = ", ".join(ratio(o, r) for (o, k), r in sorted(rs.items())
                         if k == "f32" and r["result"] == "ok")
         print(f"| {model} | {first['input']} | {', '.join(loads) or 'no'}"
-              f"{'; ' + why if why else ''} | {f64} | {f32 or '—'} |")
+              f"{'; ' + why if why else ''} | {f64} | {f32 or '—'} | {saved_cell(rs)} |")
+
+
+def saved_cell(rs):
+    """engine / eager at opsets 13 and 17, and before the change when measured: "1.000 / 1.000
+    (was 1.80 / 1.28)"."""
+    def at(o, key):
+        r = rs.get((o, "saved"), {})
+        return f"{r[key] / r['eager']:.3f}" if r.get("result") == "ok" and key in r else "—"
+    now = f"{at(13, 'engine')} / {at(17, 'engine')}"
+    if now == "— / —":
+        return "not measured"
+    before = f"{at(13, 'engine_before')} / {at(17, 'engine_before')}"
+    return now if before == "— / —" or before == now else f"{now} (was {before})"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cli")
+    ap.add_argument("--cli-before", help="with --saved: an engine from before a change, too")
+    ap.add_argument("--saved", action="store_true",
+                    help="measure the bytes saved for backward instead of the gradients")
     ap.add_argument("--models", nargs="+")
     ap.add_argument("--opsets", type=int, nargs="*", default=[13, 17])
     ap.add_argument("--f32-opsets", type=int, nargs="*", default=[13])
@@ -482,7 +562,7 @@ def main():
     torch.set_num_threads(1)
     done = load_done(args.cache)
     if args.one:
-        rows = run_one(args.one, args, done)
+        rows = (run_saved if args.saved else run_one)(args.one, args, done)
         with open(os.path.join(args.cache, "results.jsonl"), "a") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
@@ -493,14 +573,17 @@ def main():
         if name in TOO_BIG:
             print(json.dumps({"model": name, "result": "not tried", "why": TOO_BIG[name]}))
             continue
-        want = [(name, o, "f64") for o in args.opsets] + [(name, o, "f32")
-                                                          for o in f32_opsets(name, args)]
+        want = ([(name, o, "saved") for o in args.opsets] if args.saved else
+                [(name, o, "f64") for o in args.opsets] + [(name, o, "f32")
+                                                           for o in f32_opsets(name, args)])
         if all(w in done for w in want):
             continue
         cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--cli", args.cli,
                "--cache", args.cache, "--timeout", str(args.timeout),
                "--size", str(args.size), "--batch", str(args.batch),
                "--opsets", *map(str, args.opsets), "--f32-opsets", *map(str, args.f32_opsets)]
+        if args.saved:
+            cmd += ["--saved"] + (["--cli-before", args.cli_before] if args.cli_before else [])
         try:
             r = subprocess.run(cmd, timeout=4 * args.timeout, capture_output=True, text=True)
             sys.stdout.write(r.stdout)

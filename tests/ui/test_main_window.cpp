@@ -16,6 +16,7 @@
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/graph/graph_view.hpp"
+#include "ui/panels/inspector.hpp"
 #include "ui/panels/module_tree.hpp"
 #include "ui/player/player.hpp"
 #include "ui/plot/memory_plot.hpp"
@@ -75,6 +76,31 @@ class TestMainWindow : public QObject {
 
  private slots:
   void initTestCase() { test::isolateSettings(home_, QStringLiteral("test_ui_main_window")); }
+
+  // An op the ONNX importer fused (issue 27) lists the exported nodes it stands for; the
+  // Inspector shows the model's list as it is.
+  void inspectorListsTheNodesOfAFusedOp() {
+    auto model = std::make_shared<Model>();
+    OpNode op;
+    op.name = "mlp.1.gelu";
+    op.op_type = "gelu";
+    op.module = "mlp.1";
+    op.inputs = {"h"};
+    op.outputs = {"y"};
+    op.fused = {"/mlp/mlp.1/Div", "/mlp/mlp.1/Erf", "/mlp/mlp.1/Add", "/mlp/mlp.1/Mul",
+                "/mlp/mlp.1/Mul_1"};
+    model->ops.push_back(op);
+    Inspector inspector;
+    inspector.setModel(model);
+    inspector.showOp(0);
+    const QString text = inspector.toPlainText();
+    QVERIFY2(text.contains(QStringLiteral("fused from 5 ONNX nodes")), qPrintable(text));
+    for (const auto& n : op.fused) QVERIFY2(text.contains(QString::fromStdString(n)), n.c_str());
+    model->ops[0].fused.clear();
+    inspector.setModel(model);
+    inspector.showOp(0);
+    QVERIFY(!inspector.toPlainText().contains(QStringLiteral("fused from")));
+  }
 
   void clickingAClusterRerunsAndLeavesAGhost_data() {
     QTest::addColumn<QString>("path");

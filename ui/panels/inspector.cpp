@@ -146,8 +146,15 @@ QString Inspector::opHtml(std::int64_t index) const {
   QStringList inputs;
   for (const auto& in : op.inputs)
     if (!in.empty()) inputs << esc(in);
-  out += QStringLiteral("<table>") + row(tr("inputs"), inputs.join(QStringLiteral(", "))) +
-         QStringLiteral("</table>");
+  out += QStringLiteral("<table>") + row(tr("inputs"), inputs.join(QStringLiteral(", ")));
+  // An op a pattern rule fused from several ONNX nodes lists them (the model keeps the list).
+  if (!op.fused.empty()) {
+    QStringList parts;
+    for (const auto& n : op.fused) parts << esc(n);
+    out += row(tr("fused from %1 ONNX nodes").arg(op.fused.size()),
+               parts.join(QStringLiteral("<br>")));
+  }
+  out += QStringLiteral("</table>");
   for (const auto& v : op.outputs) out += tensorHtml(v);
   return out;
 }

@@ -102,12 +102,12 @@ bool is_scalar(const OnnxValue* v) {
   return v && v->constant && v->probe.numel() == 1;
 }
 
-Window read_window(const OnnxNode& n, const char* what) {
+Window read_window(const OnnxNode& n, const char* what, KernelShape kernel_shape) {
   const std::string auto_pad = n.attr_s("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID")
     n.fail("auto_pad=" + auto_pad + " is not supported (give explicit pads)");
   Ints kernel = n.attr_ints("kernel_shape");
-  if (std::string(what).rfind("Conv", 0) == 0 && kernel.empty()) {  // Conv, ConvTranspose
+  if (kernel_shape == KernelShape::attribute_or_weight && kernel.empty()) {
     const Shape& w = n.input(1, "weight").probe.shape();
     if (w.size() > 2) kernel.assign(w.begin() + 2, w.end());
   }

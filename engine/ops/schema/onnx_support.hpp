@@ -39,7 +39,11 @@ bool is_scalar(const OnnxValue* v);
 struct Window {
   Ints kernel, strides, pads, dilations;
 };
-Window read_window(const OnnxNode& n, const char* what);
+// `what` names the op in messages. A convolution's kernel_shape may be left out: then it is the
+// weight's (input 1) spatial shape.
+enum class KernelShape : std::uint8_t { attribute, attribute_or_weight };
+Window read_window(const OnnxNode& n, const char* what,
+                   KernelShape kernel = KernelShape::attribute);
 
 // The axes of Squeeze/Unsqueeze/ReduceSum: an attribute, or from opset 13 an input.
 Ints axes_input_or_attr(const OnnxNode& n, std::size_t input, std::int64_t from_opset);

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "engine/ops/schema/attributes.hpp"
+#include "engine/ops/schema/native_layer.hpp"
 #include "engine/ops/schema/onnx_node.hpp"
+#include "engine/ops/schema/onnx_pattern.hpp"
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt {
@@ -27,6 +29,10 @@ struct OnnxRule {
   // Every input known at load time: define the outputs as constants and return true, or
   // return false to translate instead. Rules with no engine op (Shape, Constant) only fold.
   bool (*fold)(OnnxNode&) = nullptr;
+  // A module that is exactly one node of this type shows as this torch.nn class ("Conv2d").
+  const char* module_class = nullptr;
+  // Inputs that are the module's buffers (BatchNorm's running statistics), not parameters.
+  std::vector<int> buffer_inputs;
 };
 
 // FLOPs and bytes moved by one forward execution (backward is estimated from them).
@@ -54,11 +60,25 @@ struct OpSchema {
   PythonExpression python = nullptr;
   PythonModule python_module = nullptr;
   std::vector<OnnxRule> onnx;
-  // An op of one input and no attributes is also a layer of the native JSON format, named
-  // `native_layer` ({"type": "hardswish"}), standing for the torch.nn module `module_class`
-  // ("Hardswish": its display kind and, in the code export, nn.Hardswish()).
-  const char* native_layer = nullptr;
-  const char* module_class = nullptr;
+  // Subgraphs of an imported ONNX graph this op stands for (GELU's Erf form, LayerNorm's
+  // decomposition, the attention core): the importer fuses them into this one op.
+  std::vector<OnnxPattern> onnx_patterns;
+  // The layers of the native JSON format this op is ({"type": "relu6"} is hardtanh).
+  std::vector<NativeLayer> native_layers;
+  // The names torch.nn gives the parameters and buffers among the inputs, from input 1
+  // ("weight", "bias", ...): a module whose one op this is, with its parameters so named, is
+  // that torch.nn layer in the code export.
+  std::vector<const char*> parameter_names;
+  // A training-mode execution updates buffers in place (BatchNorm's running statistics), so a
+  // recompute updates them again: whether this execution did, known by what it saved. Null for
+  // ops that never do.
+  bool (*updates_buffers)(const TensorList& saved) = nullptr;
+};
+
+// A native layer and the row that builds it.
+struct NativeLayerEntry {
+  const OpSchema* row = nullptr;
+  const NativeLayer* layer = nullptr;
 };
 
 class OpTable {
@@ -70,14 +90,20 @@ class OpTable {
   // The rule for an ONNX op type at `opset`, or null.
   const OnnxRule* onnx_rule(const std::string& onnx_type, std::int64_t opset) const;
   std::vector<std::string> onnx_types() const;  // sorted, every opset
-  // The row whose native_layer is `layer`, or null.
-  const OpSchema* find_native_layer(const std::string& layer) const;
+  // The pattern rules rooted at an `onnx_type` node at `opset`, each with its row.
+  std::vector<std::pair<const OpSchema*, const OnnxPattern*>> onnx_patterns(
+      const std::string& onnx_type, std::int64_t opset) const;
+  // The native layer named `layer` and its row, or nulls.
+  NativeLayerEntry find_native_layer(const std::string& layer) const;
+  std::vector<std::string> native_layers() const;  // sorted
 
   void add(OpSchema row);  // for the family registration functions only
 
  private:
   std::map<std::string, OpSchema> rows_;
   std::multimap<std::string, OnnxRule> onnx_;
+  std::map<std::string, std::pair<std::string, std::size_t>> layers_;         // -> row, index
+  std::multimap<std::string, std::pair<std::string, std::size_t>> patterns_;  // root -> row, i
 };
 
 // Runs `row` on `inputs`; an engine error comes back naming the node, its op and its input
@@ -98,6 +124,8 @@ inline const Tensor& optional_input(const TensorList& xs, std::size_t i) {
 #define CKPTLAB_OP_FAMILIES(X) \
   X(elementwise)               \
   X(unary)                     \
+  X(activation)                \
+  X(attention)                 \
   X(matmul)                    \
   X(reduce)                    \
   X(shape_ops)                 \

@@ -26,6 +26,12 @@ void OpTable::add(OpSchema row) {
                                " has two rules for overlapping opsets (rows '" + type + "')");
     onnx_.emplace(rule.op_type, rule);
   }
+  for (std::size_t i = 0; i < row.onnx_patterns.size(); ++i)
+    patterns_.emplace(pattern_root_type(row.onnx_patterns[i]), std::pair(type, i));
+  for (std::size_t i = 0; i < row.native_layers.size(); ++i)
+    if (!layers_.emplace(row.native_layers[i].name, std::pair(type, i)).second)
+      throw std::logic_error(std::string("op table: two rows build the native layer '") +
+                             row.native_layers[i].name + "' (row '" + type + "')");
   if (!rows_.emplace(type, std::move(row)).second)
     throw std::logic_error("op table: two rows for op kind '" + type + "'");
 }
@@ -50,6 +56,18 @@ const OnnxRule* OpTable::onnx_rule(const std::string& onnx_type, std::int64_t op
   return nullptr;
 }
 
+std::vector<std::pair<const OpSchema*, const OnnxPattern*>> OpTable::onnx_patterns(
+    const std::string& onnx_type, std::int64_t opset) const {
+  std::vector<std::pair<const OpSchema*, const OnnxPattern*>> out;
+  const auto [first, last] = patterns_.equal_range(onnx_type);
+  for (auto it = first; it != last; ++it) {
+    const OpSchema& row = rows_.at(it->second.first);
+    const OnnxPattern& p = row.onnx_patterns[it->second.second];
+    if (p.since <= opset && opset <= p.until) out.emplace_back(&row, &p);
+  }
+  return out;
+}
+
 std::vector<std::string> OpTable::onnx_types() const {
   std::vector<std::string> out;
   for (const auto& [type, rule] : onnx_)
@@ -57,10 +75,17 @@ std::vector<std::string> OpTable::onnx_types() const {
   return out;
 }
 
-const OpSchema* OpTable::find_native_layer(const std::string& layer) const {
-  for (const auto& [type, row] : rows_)
-    if (row.native_layer && layer == row.native_layer) return &row;
-  return nullptr;
+NativeLayerEntry OpTable::find_native_layer(const std::string& layer) const {
+  const auto it = layers_.find(layer);
+  if (it == layers_.end()) return {};
+  const OpSchema& row = rows_.at(it->second.first);
+  return {&row, &row.native_layers[it->second.second]};
+}
+
+std::vector<std::string> OpTable::native_layers() const {
+  std::vector<std::string> out;
+  for (const auto& [layer, where] : layers_) out.push_back(layer);
+  return out;
 }
 
 std::string describe_tensors(const TensorList& ts) {

@@ -28,6 +28,33 @@ OpSchema one_pass_row(const char* type, TensorList (*kernel)(const OpCall&, cons
           .onnx = std::move(onnx)};
 }
 
+ValueNames layer_with_dim(NativeLayerCall& c) {
+  return c.emit_op(c.type(), c.one(), {{"dim", c.get_int("dim")}});
+}
+
+ValueNames layer_with_shape(NativeLayerCall& c) {
+  return c.emit_op(c.type(), c.one(), {{"shape", c.get_int_list("shape")}});
+}
+
+ValueNames layer_reduction(NativeLayerCall& c) {
+  if (!c.has("dims")) return c.emit_op(c.type(), c.one(), {});
+  return c.emit_op(c.type() + "_dims", c.one(),
+                   {{"dims", c.get_int_list("dims")},
+                    {"keepdim", std::int64_t{c.get_bool("keepdim", false) ? 1 : 0}}});
+}
+
+ValueNames layer_arithmetic(NativeLayerCall& c) {
+  if (c.inputs().size() == 2) return c.emit_op(c.type(), c.inputs(), {});
+  const ValueNames x = c.one();
+  if (c.has("param"))
+    return c.emit_op(c.type(), {x[0], c.lookup_param(c.get_string("param", ""))}, {});
+  if (c.has("other")) return c.emit_op(c.type(), {x[0], c.lookup(c.get_string("other", ""))}, {});
+  if (c.has("scalar"))
+    return c.emit_op(c.type() + "_scalar", x, {{"value", c.get_double("scalar", 0)}});
+  c.fail(c.type() +
+         " takes two inputs, or one input and a \"param\", an \"other\" value or a \"scalar\"");
+}
+
 std::string python_call(const char* callee, const std::vector<std::string>& args) {
   std::string s = std::string(callee) + "(";
   bool first = true;

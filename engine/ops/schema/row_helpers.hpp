@@ -38,6 +38,16 @@ OpSchema one_pass_row(const char* type, TensorList (*kernel)(const OpCall&, cons
                       PythonExpression python, std::vector<OnnxRule> onnx = {},
                       PythonModule python_module = nullptr);
 
+// Native layers shared by many rows (NativeLayer::build): the op of the layer's own type on one
+// input with the "dim" key as its attribute (softmax, squeeze), with the "shape" key (reshape,
+// view); a reduction over all elements or over "dims" (`<type>_dims`, with "keepdim"); and the
+// arithmetic of two inputs or of one input and a "param", an "other" value or a "scalar"
+// (`<type>_scalar`).
+ValueNames layer_with_dim(NativeLayerCall& c);
+ValueNames layer_with_shape(NativeLayerCall& c);
+ValueNames layer_reduction(NativeLayerCall& c);
+ValueNames layer_arithmetic(NativeLayerCall& c);
+
 // Spellings shared by many rows.
 std::string python_call(const char* callee, const std::vector<std::string>& args);
 

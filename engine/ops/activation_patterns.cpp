@@ -1,0 +1,99 @@
+#include "engine/ops/activation_patterns.hpp"
+
+#include <cmath>
+#include <numbers>
+
+namespace ckpt::activation_patterns {
+
+namespace {
+
+using namespace pattern;
+
+// The exporter writes its constants in the model's float type: 1/sqrt(2) is 0.70710677 in
+// float32.
+P near(double v) {
+  return number(v, 1e-6);
+}
+
+bool emit_gelu(OnnxFusion& f) {
+  f.emit_op("gelu", {f.operand("x")}, {});
+  return true;
+}
+bool emit_gelu_tanh(OnnxFusion& f) {
+  f.emit_op("gelu", {f.operand("x")}, {{"approximate", std::string("tanh")}});
+  return true;
+}
+template <const char* Type>
+bool emit_unary(OnnxFusion& f) {
+  f.emit_op(Type, {f.operand("x")}, {});
+  return true;
+}
+constexpr char kSilu[] = "silu", kMish[] = "mish", kHardswish[] = "hardswish";
+
+// HardSigmoid with PyTorch's alpha 1/6 and beta 1/2 (the exporter's Hardswish below opset 14).
+bool emit_hardswish_of_hardsigmoid(OnnxFusion& f) {
+  const AttrValue* alpha = f.attr("hardsigmoid", "alpha");
+  const AttrValue* beta = f.attr("hardsigmoid", "beta");
+  const double a = alpha && std::holds_alternative<double>(*alpha) ? std::get<double>(*alpha) : 0.2;
+  const double b = beta && std::holds_alternative<double>(*beta) ? std::get<double>(*beta) : 0.5;
+  if (std::abs(a - 1.0 / 6) > 1e-6 || std::abs(b - 0.5) > 1e-6) return false;
+  return emit_unary<kHardswish>(f);
+}
+
+}  // namespace
+
+// Only the exporter's own spellings (torch.onnx's symbolic functions, opsets 9 to 19), in
+// either operand order: a module that writes the same arithmetic in other groupings (nanoGPT's
+// new_gelu, x * F.relu6(x + 3) / 6) runs it decomposed in PyTorch too, and keeps for backward
+// what the decomposed graph keeps.
+std::vector<OnnxPattern> gelu() {
+  const P x = any("x");
+  // (x · (erf(x / sqrt(2)) + 1)) · 0.5
+  const P erf_form = commutative(
+      "Mul",
+      commutative(
+          "Mul", x,
+          commutative("Add", op("Erf", {op("Div", {x, near(std::numbers::sqrt2)})}), number(1))),
+      number(0.5));
+  // 0.5 · (x · (1 + tanh(sqrt(2/pi) · (x + 0.044715 · (x · (x · x)))))), approximate='tanh'
+  const P cube = commutative("Mul", x, commutative("Mul", x, x));
+  const P inner = commutative("Mul", near(std::numbers::sqrt2 * std::numbers::inv_sqrtpi),
+                              commutative("Add", x, commutative("Mul", near(0.044715), cube)));
+  const P tanh_form =
+      commutative("Mul", number(0.5),
+                  commutative("Mul", x, commutative("Add", number(1), op("Tanh", {inner}))));
+  return {{.name = "GELU (Erf form)", .root = erf_form, .module_class = "GELU", .fuse = emit_gelu},
+          {.name = "GELU (Tanh form)",
+           .root = tanh_form,
+           .module_class = "GELU",
+           .fuse = emit_gelu_tanh}};
+}
+
+std::vector<OnnxPattern> silu() {
+  const P x = any("x");
+  return {{.name = "SiLU (x * Sigmoid(x))",
+           .root = commutative("Mul", x, op("Sigmoid", {x})),
+           .module_class = "SiLU",
+           .fuse = emit_unary<kSilu>}};
+}
+
+std::vector<OnnxPattern> mish() {
+  const P x = any("x");
+  return {{.name = "Mish (x * Tanh(Softplus(x)))",
+           .root = commutative("Mul", x, op("Tanh", {op("Softplus", {x})})),
+           .module_class = "Mish",
+           .fuse = emit_unary<kMish>}};
+}
+
+// Hardswish below opset 14 (from 14 it is an ONNX op). Hardsigmoid is an ONNX op at every
+// opset the importer reads: its row translates it, no pattern needed.
+std::vector<OnnxPattern> hardswish() {
+  const P x = any("x");
+  return {{.name = "Hardswish (x * HardSigmoid(x))",
+           .root = commutative("Mul", x, as("hardsigmoid", op("HardSigmoid", {x}))),
+           .until = 13,
+           .module_class = "Hardswish",
+           .fuse = emit_hardswish_of_hardsigmoid}};
+}
+
+}  // namespace ckpt::activation_patterns

@@ -1,0 +1,64 @@
+#pragma once
+
+// Scaled dot-product attention, softmax(scale · q kᵀ + mask) v, as one op: the ONNX importer
+// recovers it from the MatMul → scale → [mask] → Softmax → [Dropout] → MatMul chain PyTorch's
+// exporter writes (issue 27), in the form the graph had it, so that the arithmetic is the same.
+//
+// What it keeps for backward depends on the kernel PyTorch would run:
+//  - math (the CPU, and float64 anywhere): PyTorch 1.13's nn.MultiheadAttention, i.e. the
+//    decomposed ops themselves, each saving what its PyTorch op saves (the scaled query and
+//    key, the attention weights, dropout's mask, the value);
+//  - efficient (CUDA, float32): PyTorch 2.x's memory-efficient kernel
+//    (ScaledDotProductEfficientAttentionBackward0): query, key, value, output and the
+//    log-sum-exp of each query row, [..., ceil(L / 32) · 32]; dropout's mask is drawn again in
+//    backward from the generator's state, never stored. Only the forms PyTorch 2.x runs through
+//    that kernel: F.scaled_dot_product_attention's and nn.MultiheadAttention's exports, which
+//    scale the query (or query and key); attention written out by hand (the scale on the
+//    product, nanoGPT's) runs as its ops on every device, and keeps what they keep.
+
+#include <cstdint>
+#include <limits>
+
+#include "engine/tensor/tensor.hpp"
+
+namespace ckpt {
+
+// One scaling step as the exported graph writes it: x · value, x / value, or none.
+struct AttentionScale {
+  enum class Op : std::uint8_t { none, mul, div };
+  Op op = Op::none;
+  double value = 1;
+  double factor() const { return op == Op::div ? 1.0 / value : op == Op::mul ? value : 1.0; }
+};
+
+enum class AttentionMask : std::uint8_t {
+  none,
+  add,   // scores + mask (a float mask, -inf where a position is hidden)
+  fill,  // where(mask, fill, scores): masked_fill, the mask true where a position is hidden
+};
+
+struct AttentionOptions {
+  AttentionScale query, key, scores;  // on q, on kᵀ, on the product: the graph's own places
+  AttentionMask mask = AttentionMask::none;
+  double fill = -std::numeric_limits<double>::infinity();
+  double dropout = 0;  // on the attention weights (training mode)
+};
+
+enum class AttentionKernel : std::uint8_t { math, efficient };
+
+// The kernel PyTorch picks: efficient for float32 on the CUDA device when the attention is
+// F.scaled_dot_product_attention's (no scaling of the product), else math.
+AttentionKernel attention_kernel_for(const Tensor& query, const AttentionOptions& options);
+
+// query [..., L, E], key_t [..., E, S] (the key transposed, as the graph holds it), value
+// [..., S, Ev]; mask (undefined for none) broadcasts to [..., L, S]. Returns [..., L, Ev].
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key_t, const Tensor& value,
+                                    const Tensor& mask, const AttentionOptions& options,
+                                    AttentionKernel kernel);
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key_t, const Tensor& value,
+                                    const Tensor& mask, const AttentionOptions& options);
+
+// The efficient kernel's log-sum-exp rows: ceil(L / 32) · 32 (PyTorch's kAlignLSE).
+std::int64_t attention_lse_length(std::int64_t query_length);
+
+}  // namespace ckpt

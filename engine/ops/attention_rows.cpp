@@ -1,0 +1,95 @@
+// The row of scaled_dot_product_attention (attention.cpp): no ONNX op of the default domain is
+// attention at opsets up to 17, so the importer recovers it from the chain PyTorch's exporter
+// writes — MatMul → scale → [mask] → Softmax → [Dropout] → MatMul — with the scale where the
+// graph has it: on the query (nn.MultiheadAttention), on the product (hand-written attention),
+// or on query and key each by the fourth root of d (F.scaled_dot_product_attention's export).
+#include <cmath>
+
+#include "engine/ops/attention.hpp"
+#include "engine/ops/schema/row_helpers.hpp"
+
+namespace ckpt {
+
+namespace {
+
+constexpr char kOp[] = "scaled_dot_product_attention";
+
+AttentionScale read_scale(const OpCall& n, const std::string& where) {
+  const std::string op = attr_string(n, where + "_scale_op", "none");
+  AttentionScale s;
+  if (op == "none") return s;
+  if (op != "mul" && op != "div")
+    attr_error(n, where + "_scale_op", "must be 'none', 'mul' or 'div', got '" + op + "'");
+  s.op = op == "mul" ? AttentionScale::Op::mul : AttentionScale::Op::div;
+  s.value = attr_double(n, where + "_scale");
+  return s;
+}
+
+AttentionOptions options_of(const OpCall& n) {
+  AttentionOptions o;
+  o.query = read_scale(n, "query");
+  o.key = read_scale(n, "key");
+  o.scores = read_scale(n, "scores");
+  const std::string mask = attr_string(n, "mask", "none");
+  if (mask != "none" && mask != "add" && mask != "fill")
+    attr_error(n, "mask", "must be 'none', 'add' or 'fill', got '" + mask + "'");
+  o.mask = mask == "add"    ? AttentionMask::add
+           : mask == "fill" ? AttentionMask::fill
+                            : AttentionMask::none;
+  o.fill = attr_double(n, "fill", o.fill);
+  o.dropout = attr_double(n, "dropout", 0.0);
+  return o;
+}
+
+TensorList run_attention(const OpCall& n, const TensorList& x) {
+  return {scaled_dot_product_attention(x[0], x[1], x[2], optional_input(x, 3), options_of(n))};
+}
+
+// Two products of L × S × E (scores) and L × S × Ev (output), a few passes over the scores.
+OpCost attention_cost(const OpCall& op, const TensorList& in, const TensorList& out) {
+  OpCost c = rows::elementwise_cost(op, in, out);
+  const double scores =
+      static_cast<double>(out[0].numel() / std::max<std::int64_t>(out[0].shape().back(), 1)) *
+      static_cast<double>(in[1].shape().back());
+  c.flops = 2 * scores * static_cast<double>(in[0].shape().back()) +
+            2 * scores * static_cast<double>(out[0].shape().back()) + 5 * scores;
+  c.bytes += 2 * scores * static_cast<double>(dtype_size(out[0].dtype()));
+  return c;
+}
+
+std::string scaled(const std::string& x, const AttentionScale& s) {
+  if (s.op == AttentionScale::Op::none) return x;
+  return x + (s.op == AttentionScale::Op::mul ? " * " : " / ") + rows::number(s.value);
+}
+
+// The math as PyTorch 1.13 runs it (it has no F.scaled_dot_product_attention): the code export
+// saves what the engine's math kernel saves.
+std::string python_attention(const OpCall& op, const std::vector<std::string>& a, const Shape&) {
+  const AttentionOptions o = options_of(op);
+  std::string s = scaled("torch.matmul(" + scaled(rows::arg(a, 0), o.query) + ", " +
+                             scaled(rows::arg(a, 1), o.key) + ")",
+                         o.scores);
+  if (o.mask == AttentionMask::add) s = "(" + s + ") + " + rows::arg(a, 3);
+  if (o.mask == AttentionMask::fill)
+    s = "(" + s + ").masked_fill(" + rows::arg(a, 3) + ".bool(), " + rows::number(o.fill) + ")";
+  s = "torch.softmax(" + s + ", dim=-1)";
+  if (o.dropout > 0) s = "F.dropout(" + s + ", p=" + rows::number(o.dropout) + ")";
+  return "torch.matmul(" + s + ", " + rows::arg(a, 2) + ")";
+}
+
+}  // namespace
+
+std::vector<OnnxPattern> attention_patterns();  // attention_patterns.cpp
+
+void register_attention_ops(OpTable& t) {
+  t.add({.type = kOp,
+         .min_inputs = 3,
+         .max_inputs = 4,
+         .kernel = run_attention,
+         .compute_heavy = true,
+         .cost = attention_cost,
+         .python = python_attention,
+         .onnx_patterns = attention_patterns()});
+}
+
+}  // namespace ckpt
