@@ -98,10 +98,11 @@ const char* const kCudnnWorkspaces =
     "NHWC transforms of input, output and filter (+16 B), the oracle's most frequent size, and "
     "the weight-gradient plans take split-K workspaces up to 3.4 times that (at this peak, and "
     "in the segments of 10 MiB and more they make the allocator reserve)";
-const char* const kUnfusedChains =
-    "the ONNX export writes this model's SiLU/GELU/LayerNorm/attention as chains of elementary "
-    "ops, each keeping its own tensors; PyTorch runs the fused op (issue 27 recovers them at "
-    "import)";
+const char* const kAfterFusion =
+    "with the importer's fused ops (issue 27) the forward's activations agree (end of forward "
+    "within 1 %); the rest is in the backward's temporaries and the segments they make the "
+    "allocator reserve, around this model's depthwise and 7x7 convolutions (cuDNN's plans and "
+    "workspaces, not yet broken down by snapshot)";
 
 const char* const kReservedOrder =
     "every block checkpointed: the step frees and reallocates blocks of up to 1.6 GB, and the "
@@ -113,9 +114,9 @@ const ExpectedDeviation kExpected[] = {
     {"gpt2_small__depth2", Metric::reserved, 0.8568, kReservedOrder},
     {"tv_resnet34__plain", Metric::reserved, 0.8967, kCudnnWorkspaces},
     {"tv_regnet_y_400mf__plain", Metric::reserved, 0.8762, kCudnnWorkspaces},
-    {"tv_efficientnet_b0__plain", Metric::reserved, 1.1614, kUnfusedChains},
-    {"tv_convnext_tiny__plain", Metric::reserved, 1.4210, kUnfusedChains},
-    {"tv_swin_t__plain", Metric::reserved, 1.5016, kUnfusedChains},
+    {"tv_convnext_tiny__plain", Metric::reserved, 0.8448, kAfterFusion},
+    {"tv_efficientnet_b0__plain", Metric::peak, 0.9792, kAfterFusion},
+    {"tv_efficientnet_b0__plain", Metric::peak_less_residue, 0.9779, kAfterFusion},
     {"resnet__plain", Metric::peak_less_residue, 0.9530, kCudnnWorkspaces},
     {"resnet__depth2", Metric::peak_less_residue, 0.9724, kCudnnWorkspaces},
     {"densenet_block__depth2", Metric::peak, 0.9888, kCudnnWorkspaces},
@@ -124,15 +125,6 @@ const ExpectedDeviation kExpected[] = {
     {"tv_resnet34__plain", Metric::peak_less_residue, 0.9601, kCudnnWorkspaces},
     {"tv_regnet_y_400mf__plain", Metric::peak, 0.9737, kCudnnWorkspaces},
     {"tv_regnet_y_400mf__plain", Metric::peak_less_residue, 0.9691, kCudnnWorkspaces},
-    {"tv_efficientnet_b0__plain", Metric::peak, 1.2208, kUnfusedChains},
-    {"tv_efficientnet_b0__plain", Metric::peak_less_residue, 1.2419, kUnfusedChains},
-    {"tv_efficientnet_b0__plain", Metric::end_fwd, 1.2605, kUnfusedChains},
-    {"tv_convnext_tiny__plain", Metric::peak, 1.7458, kUnfusedChains},
-    {"tv_convnext_tiny__plain", Metric::peak_less_residue, 1.7969, kUnfusedChains},
-    {"tv_convnext_tiny__plain", Metric::end_fwd, 1.8380, kUnfusedChains},
-    {"tv_swin_t__plain", Metric::peak, 1.6508, kUnfusedChains},
-    {"tv_swin_t__plain", Metric::peak_less_residue, 1.6963, kUnfusedChains},
-    {"tv_swin_t__plain", Metric::end_fwd, 1.7364, kUnfusedChains},
 };
 
 const ExpectedDeviation* expected(const std::string& name, Metric m) {
