@@ -97,8 +97,12 @@ Tensor SavedVariable::unpack(const Node& owner) const {
 }
 
 void SavedVariable::release() {
+  // The hooks go too, as PyTorch's SavedVariable::reset_data() does: a non-reentrant
+  // checkpoint's hooks hold its segment (inputs, RNG stash), which must die with the segment's
+  // last saved variable, not with the whole graph at the end of the backward.
   data_ = Tensor();
   packed_.reset();
+  hooks_.reset();
   released_ = true;
 }
 
