@@ -6,22 +6,25 @@
 // under 1 s once the model is loaded, at most 1.5 x the memory of one dry run; the 1,000-block
 // chain's optimal plan in under 1 s.
 //
-//   ckptlab_plan_bench [--models a,b,...] [--onnx-dir DIR]
+//   ckptlab_plan_bench [--models a,b,...] [--onnx-dir DIR] [--model-error]
+// (each row runs in a child process of its own, `--row NAME`, so that its RSS is its own)
 // models: chain1000, heavy_model_sin, gpt2_small, resnet18, resnet50, densenet121, vit_b_16
 // (torchvision models at batch 8, 224x224, exported at bench time by samples/export_onnx.py,
 // or taken from DIR/<name>.onnx when it exists there).
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/model/loader.hpp"
 #include "engine/plan/planner.hpp"
@@ -90,6 +93,8 @@ void header() {
 }
 
 // One row: load, one dry run (time, RSS), then the planning a user asks for.
+bool model_error = false;  // --model-error
+
 void row(const std::string& label, const std::function<std::shared_ptr<Model>()>& load,
          const CandidateOptions& options, bool frontier) {
   auto t = Clock::now();
@@ -103,6 +108,7 @@ void row(const std::string& label, const std::function<std::shared_ptr<Model>()>
   const double load_ms = ms_since(t);
   reset_rss_peak();
   RunRequest dry = scenario_request(*model);
+  dry.settings.use_reentrant = false;
   dry.settings.dry_run = true;
   dry.settings.threads = 1;
   RunTarget target(model);
@@ -116,7 +122,9 @@ void row(const std::string& label, const std::function<std::shared_ptr<Model>()>
   const std::int64_t dry_rss = rss_peak();
   reset_rss_peak();
   t = Clock::now();
-  PlanEvaluator ev(model, scenario_request(*model).settings);
+  RunSettings settings = scenario_request(*model).settings;
+  settings.use_reentrant = false;  // as issue 28's user ran them: --variant non-reentrant
+  PlanEvaluator ev(model, settings);
   Planner planner(ev, options);
   const std::int64_t plain = ev.baseline().peak_bytes;
   std::string at50, at70;
@@ -138,6 +146,21 @@ void row(const std::string& label, const std::function<std::shared_ptr<Model>()>
       static_cast<long long>(runs), plan_ms, mib(plan_rss).c_str(),
       static_cast<double>(plan_rss) / static_cast<double>(std::max<std::int64_t>(1, dry_rss)),
       at50.c_str(), at70.c_str());
+  if (model_error) {
+    // How far the peak model was from the dry runs that verified what it proposed.
+    const PeakModel& pm = planner.peak_model();
+    double worst = 0, total = 0;
+    for (const auto& p : planner.evaluated()) {
+      const double e = static_cast<double>(pm.predict(p.chosen) - p.eval.peak_bytes) /
+                       static_cast<double>(p.eval.peak_bytes);
+      worst = std::abs(e) > std::abs(worst) ? e : worst;
+      total += std::abs(e);
+    }
+    std::printf("    peak model against %zu dry runs: mean |error| %.1f %%, worst %+.1f %%\n",
+                planner.evaluated().size(),
+                100 * total / std::max<double>(1, static_cast<double>(planner.evaluated().size())),
+                100 * worst);
+  }
   std::fflush(stdout);
 }
 
@@ -154,49 +177,83 @@ std::string exported(const QString& dir, const char* name) {
   return path.toStdString();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::set<std::string> only;
-  QString onnx_dir;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--models") {
-      std::stringstream s(argv[i + 1]);
-      for (std::string m; std::getline(s, m, ',');) only.insert(m);
-    } else if (a == "--onnx-dir") {
-      onnx_dir = argv[i + 1];
-    }
-  }
-  auto wanted = [&](const std::string& m) { return only.empty() || only.count(m); };
-  QTemporaryDir tmp;
-  if (onnx_dir.isEmpty()) onnx_dir = tmp.path();
+// One row in this process (`--row NAME`): the RSS high-water mark is then the row's own.
+int run_row(const std::string& name, const QString& onnx_dir) {
   const std::string samples = std::string(CKPTLAB_BENCH_DIR) + "/../../samples/";
-  std::printf(
-      "Checkpoint Lab planning benchmark (wall clock, this machine; every point verified by a dry\n"
-      "run; 'plan ms': the optimal plan at 50%% and the whole frontier, as `ckptlab-cli plan\n"
-      "--budget 50%%`, evaluator set-up included; 'x dry': the planning's RSS high-water mark "
-      "over\n"
-      "one dry run's, the model loaded in both)\n\n");
-  header();
-  // The 1,000-block chain: its optimal plan alone (the frontier is not the goal there).
-  if (wanted("chain1000"))
+  // The 1,000-block chains: their optimal plan alone (the frontier is not the goal there).
+  if (name == "chain1000")
     row(
         "chain1000 (optimal only)",
         [] { return load_model_json_text(chain_json(1000), "chain1000.json"); },
-        CandidateOptions{0, false, 0}, false);
-  if (wanted("heavy_model_sin"))
+        CandidateOptions{0, true}, false);
+  else if (name == "heavy_model_sin")
     row(
         "heavy_model_sin (optimal)", [&] { return load_model(samples + "heavy_model_sin.json"); },
-        CandidateOptions{0, false, 0}, false);
-  if (wanted("gpt2_small"))
+        CandidateOptions{0, true}, false);
+  else if (name == "gpt2_small")
     row(
         "GPT-2 small b32x1024", [&] { return load_model(samples + "gpt2_small.json"); },
         CandidateOptions{}, true);
-  for (const char* name : {"resnet18", "resnet50", "densenet121", "vit_b_16"})
-    if (wanted(name))
-      row(
-          std::string(name) + " 224 b8", [&] { return load_model(exported(onnx_dir, name)); },
-          CandidateOptions{}, true);
+  else
+    row(
+        name + " 224 b8", [&] { return load_model(exported(onnx_dir, name.c_str())); },
+        CandidateOptions{}, true);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QCoreApplication app(argc, argv);
+  std::vector<std::string> models = {"chain1000", "heavy_model_sin", "gpt2_small", "resnet18",
+                                     "resnet50",  "densenet121",     "vit_b_16"};
+  QString onnx_dir;
+  std::string single;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--model-error") {
+      model_error = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
+    ++i;
+    if (a == "--models") {
+      models.clear();
+      std::stringstream s(argv[i]);
+      for (std::string m; std::getline(s, m, ',');) models.push_back(m);
+    } else if (a == "--onnx-dir") {
+      onnx_dir = argv[i];
+    } else if (a == "--row") {
+      single = argv[i];
+    }
+  }
+  if (!single.empty()) return run_row(single, onnx_dir);
+  QTemporaryDir tmp;
+  if (onnx_dir.isEmpty()) onnx_dir = tmp.path();
+  std::printf(
+      "Checkpoint Lab planning benchmark (wall clock, this machine; every point verified by a dry\n"
+      "run; 'plan ms': the optimal plan at 50%% and the whole frontier, as `ckptlab-cli plan\n"
+      "--budget 50%%`, evaluator set-up included; 'x dry': the planning's RSS high-water mark\n"
+      "over one dry run's, the model loaded in both; each row in a process of its own)\n\n");
+  header();
+  std::fflush(stdout);
+  for (const std::string& m : models) {
+    if (m != "chain1000" && m != "heavy_model_sin" && m != "gpt2_small") {
+      try {
+        exported(onnx_dir, m.c_str());  // here, so that the row's process only loads it
+      } catch (const std::exception& e) {
+        std::printf("%-26s %s\n", m.c_str(), e.what());
+        continue;
+      }
+    }
+    QStringList args{"--row", QString::fromStdString(m), "--onnx-dir", onnx_dir};
+    if (model_error) args << "--model-error";
+    QProcess child;
+    child.setProcessChannelMode(QProcess::ForwardedChannels);
+    child.start(QCoreApplication::applicationFilePath(), args);
+    if (!child.waitForFinished(3600000) || child.exitCode() != 0)
+      std::printf("%-26s failed (exit %d)\n", m.c_str(), child.exitCode());
+    std::fflush(stdout);
+  }
   return 0;
 }
