@@ -183,20 +183,38 @@ std::vector<PlanPoint> Planner::sweep(std::int64_t budget, int steps) {
   for (int k = 1; k < steps && !cancelled(); ++k) {
     const auto b = top - (top - low) * k / steps;
     budgets.push_back(b);
-    optimal(b);
+    optimal(b);  // its evaluations help the budgets after it
   }
   for (Strategy s : {Strategy::greedy, Strategy::knapsack}) add(plan(s, budget));
-  // Optimal last, each budget's answer the cheapest of every plan evaluated by then: a larger
-  // budget never gets a costlier plan than a smaller one.
-  add(plan(Strategy::optimal, budget));
+  // Optimal last: every budget's search first, then each answer the cheapest of every plan
+  // evaluated by then (no dry run after that point), so that no plan shown beats one marked
+  // optimal at its budget, and a larger budget never gets a costlier plan.
+  budgets.insert(budgets.begin(), budget);
+  std::vector<PlanPoint> answers;
+  for (std::int64_t b : budgets) answers.push_back(optimal(b));
+  for (std::size_t i = 0; i < budgets.size(); ++i) {
+    PlanPoint& p = answers[i];
+    if (const PlanPoint* known = cheapest_evaluated(budgets[i]);
+        known && (!p.fits || known->eval.recompute_ns < p.eval.recompute_ns)) {
+      const std::string detail = p.detail;
+      p = *known;
+      p.detail = detail;
+      p.fits = true;
+      p.exact = false;
+      p.repaired = false;
+      p.strategy = Strategy::optimal;
+    }
+    if (i > 0)
+      p.detail =
+          "budget " + std::to_string(100 * budgets[i] / std::max<std::int64_t>(1, top)) + "%";
+  }
+  add(answers.front());
   add(lowest());
   std::set<std::string> shown;
   for (const auto& p : points) shown.insert(p.plan.key());
-  for (std::int64_t b : budgets) {
-    PlanPoint p = optimal(b);
-    p.detail = "budget " + std::to_string(100 * b / std::max<std::int64_t>(1, top)) + "%";
-    if (p.fits && shown.insert(p.plan.key()).second) add(std::move(p));  // a plan once
-  }
+  for (std::size_t i = 1; i < answers.size(); ++i)
+    if (answers[i].fits && shown.insert(answers[i].plan.key()).second)  // a plan once
+      add(std::move(answers[i]));
   return points;
 }
 

@@ -49,7 +49,11 @@ PlanPoint Planner::point(Strategy s, std::vector<int> chosen, std::int64_t budge
   p.plan.policy = ev_.policy();
   p.eval = ev_.evaluate(p.plan);
   p.fits = p.eval.ok && p.eval.peak_bytes <= budget;
-  if (p.eval.ok && (!lowest_ || p.eval.peak_bytes < lowest_->eval.peak_bytes)) lowest_ = p;
+  // The lowest peak, the cheapest of equal ones.
+  if (p.eval.ok && (!lowest_ || p.eval.peak_bytes < lowest_->eval.peak_bytes ||
+                    (p.eval.peak_bytes == lowest_->eval.peak_bytes &&
+                     p.eval.recompute_ns < lowest_->eval.recompute_ns)))
+    lowest_ = p;
   if (p.eval.ok) evaluated_.push_back(p);
   return p;
 }
