@@ -22,7 +22,8 @@ namespace {
 const char* kPlanHelp = R"(usage: ckptlab-cli plan MODEL --budget B [options]
 
 Chooses what to checkpoint so that the run's peak memory fits the budget, with the least
-recompute. Every plan is judged by a run of the engine (one thread), never by a cost model alone.
+recompute. A model of the peak built from the plain run proposes; every plan shown or chosen is
+judged by a dry run of the engine (one thread), never by the model alone.
 
   --budget B          bytes (2GiB, 300MiB, 1.5GB, 123456) or a share of the unplanned peak (60%)
   --strategy S        none | all | every-k | sqrt | uniform-n | greedy | knapsack | optimal
@@ -31,6 +32,9 @@ recompute. Every plan is judged by a run of the engine (one thread), never by a 
   --n N               uniform-n: chunks of N blocks (default 2)
   --depth D           candidates D levels below the blocks (default 1; 0: blocks and ranges)
   --no-ranges         no ranges of consecutive blocks among the candidates
+  --measure-times     recompute costs from three real runs of the unplanned model (default: the
+                      dry run's estimates from each op's FLOPs and bytes; real runs take seconds
+                      and a real run's memory on a real-sized model)
   --json              one JSON object: the plan, the candidates, every point and the frontier
   --plot FILE.svg     the frontier: peak against recompute, points coloured by strategy
   --code FILE.py      the plan as PyTorch code (apply_plan(model) for an ONNX model's module)
@@ -41,6 +45,7 @@ exit codes: 0 a plan fits, 2 usage, 3 the model could not be loaded, 4 no plan f
 struct PlanArgs {
   std::string budget, strategy = "optimal", plot, code;
   bool json = false;
+  bool measure_times = false;
   StrategyParams params;
   CandidateOptions candidates;
   std::vector<std::string> rest;
@@ -83,6 +88,8 @@ PlanArgs parse(const std::vector<std::string>& args) {
       p.candidates.depth = number(0);
     else if (a == "--no-ranges")
       p.candidates.ranges = false;
+    else if (a == "--measure-times")
+      p.measure_times = true;
     else
       p.rest.push_back(a);
   }
@@ -118,9 +125,12 @@ nlohmann::json point_json(const PlanPoint& p) {
 void print_table(const std::vector<PlanPoint>& points, const std::vector<PlanPoint>& front) {
   std::cout << "\nfrontier: peak against recompute (* = on the frontier, not beaten in both)\n"
             << "    strategy    detail                         peak   recompute ms    ops  plan\n";
+  // The very point, not another one of the same plan: a strategy that found a frontier plan
+  // too is not starred twice.
   auto on_front = [&](const PlanPoint& p) {
     for (const auto& f : front)
-      if (f.plan.key() == p.plan.key()) return true;
+      if (f.plan.key() == p.plan.key() && f.strategy == p.strategy && f.detail == p.detail)
+        return true;
     return false;
   };
   auto sorted = points;
@@ -199,8 +209,9 @@ void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
             << "peak        " << format_bytes(chosen.eval.peak_bytes)
             << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n"
             << "recompute   " << std::fixed << std::setprecision(3) << chosen.eval.recompute_ms()
-            << " ms (forward times measured per op), " << chosen.eval.recompute_ops
-            << " op executions\n"
+            << (r.ev.times_measured() ? " ms (forward times measured per op), "
+                                      : " ms (forward times estimated per op), ")
+            << chosen.eval.recompute_ops << " op executions\n"
             << "evaluated   " << r.ev.runs() << " runs in " << std::setprecision(2) << r.seconds
             << " s\n";
   if (!chosen.note.empty()) std::cout << "note        " << chosen.note << "\n";
@@ -236,7 +247,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   RunOptions plain = o;
   const auto t0 = std::chrono::steady_clock::now();
   const RunRequest asked = make_request(*model, plain);
-  PlanEvaluator ev(model, asked.settings, asked.plan.policy);
+  PlanEvaluator ev(model, asked.settings, asked.plan.policy, nullptr, pa.measure_times);
   std::int64_t budget = 0;
   try {
     budget = parse_budget(pa.budget, ev.baseline().peak_bytes);
@@ -244,8 +255,9 @@ int cmd_plan(const std::vector<std::string>& args) {
     throw UsageError(std::string("--budget: ") + e.what());
   }
   Planner planner(ev, pa.candidates, pa.params);
-  const PlanPoint chosen = planner.plan(strategy, budget);
+  // The frontier first: the plan is then never worse than a point it shows that fits.
   const auto points = planner.sweep(budget);
+  const PlanPoint chosen = planner.plan(strategy, budget);
   const auto front = pareto_frontier(points);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

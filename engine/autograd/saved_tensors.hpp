@@ -36,4 +36,16 @@ std::vector<SavedStorage> saved_tensor_storages(const Tensor& root,
                                                 const SavedStorageOptions& options = {});
 std::int64_t saved_tensor_bytes(const TensorList& roots, const SavedStorageOptions& options = {});
 
+// The same storages, each with every node that saves it (a tensor one op saves and another op
+// saves again is one storage with two users): what the planner's peak model needs to know
+// which checkpoint frees it.
+struct SavedStorageUsers {
+  std::shared_ptr<Storage> storage;
+  std::int64_t bytes = 0;
+  MemoryCategory category = MemoryCategory::activation;
+  std::vector<const Node*> users;
+};
+std::vector<SavedStorageUsers> saved_tensor_users(const TensorList& roots,
+                                                  const SavedStorageOptions& options = {});
+
 }  // namespace ckpt

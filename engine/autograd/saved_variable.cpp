@@ -98,12 +98,14 @@ Tensor SavedVariable::unpack(const Node& owner) const {
 }
 
 void SavedVariable::release() {
+  // The hooks go too, as PyTorch's SavedVariable::reset_data() does: a non-reentrant
+  // checkpoint's hooks hold its segment (inputs, RNG stash), which must die with the segment's
+  // last saved variable, not with the whole graph at the end of the backward.
   data_ = Tensor();
   packed_.reset();
   // PyTorch drops the hooks with the data (SavedVariable::reset_data), and with them what a
-  // non-reentrant checkpoint's hooks hold (its inputs); the engine's CPU figures keep them
-  // until the graph goes (MemorySemantics::saved_hooks_released_with_data).
-  if (current_memory_semantics().saved_hooks_released_with_data) hooks_.reset();
+  // non-reentrant checkpoint's hooks hold (its inputs and RNG stash), on every device.
+  hooks_.reset();
   released_ = true;
 }
 

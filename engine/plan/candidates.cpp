@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <unordered_map>
+
 #include "engine/model/module_range.hpp"
 #include "engine/ops/schema/op_schema.hpp"
 
@@ -21,6 +23,22 @@ const Module* chain_parent(const Model& model) {
   }
 }
 
+// The model's own inputs are kept whatever the plan: a checkpoint keeping one costs nothing.
+void add_inputs(const PlanEvaluator& ev, const Model& model, Candidate& c,
+                const std::vector<std::string>& inputs) {
+  bool any_grad = false;
+  for (const auto& v : inputs) any_grad = any_grad || ev.requires_grad(v);
+  c.cuts_gradients = ev.settings().use_reentrant && !any_grad;
+  for (const auto& v : inputs) {
+    bool model_input = false;
+    for (const auto& in : model.inputs) model_input = model_input || in.name == v;
+    if (model_input) continue;
+    c.inputs.push_back(v);
+    if (auto it = ev.value_bytes().find(v); it != ev.value_bytes().end())
+      c.input_bytes += it->second;
+  }
+}
+
 void add_costs(const PlanEvaluator& ev, const Model& model, Candidate& c,
                const std::vector<std::string>& inputs) {
   const std::int64_t rng = 5056;  // torch.get_rng_state(): what each checkpoint stashes
@@ -35,9 +53,7 @@ void add_costs(const PlanEvaluator& ev, const Model& model, Candidate& c,
     if (const OpSchema* row = OpTable::instance().find(op.op_type); row && row->updates_buffers)
       c.batchnorm = true;
   }
-  for (const auto& v : inputs)
-    if (auto it = ev.value_bytes().find(v); it != ev.value_bytes().end())
-      c.input_bytes += it->second;
+  add_inputs(ev, model, c, inputs);
   c.rng_bytes = ev.settings().preserve_rng_state ? rng : 0;
 }
 
@@ -48,6 +64,9 @@ Candidate module_candidate(const PlanEvaluator& ev, const Module& m, int level) 
   c.end_op = m.end_op;
   c.level = level;
   add_costs(ev, ev.model(), c, m.inputs);
+  for (const auto& v : m.outputs)
+    if (auto it = ev.value_bytes().find(v); it != ev.value_bytes().end())
+      c.output_bytes += it->second;
   return c;
 }
 
@@ -57,6 +76,70 @@ void add_descendants(const PlanEvaluator& ev, const Module& m, int level, int de
   for (const auto& child : m.children) {
     if (child->checkpointable) set.items.push_back(module_candidate(ev, *child, level));
     add_descendants(ev, *child, level + 1, depth, set);
+  }
+}
+
+// Ranges of consecutive blocks, shortest first: all of them when there are at most `limit`;
+// otherwise lengths 2, 3, 4, 6, 8, 12, 16, ... (each a third to a half longer than the last),
+// each from every stride(L) = ceil(L / 4)-th block, until `limit`: a 1,000-block chain gets
+// segments of every scale in some thousands of candidates instead of half a million. A range's
+// costs are its blocks' (no op of the parent lies between them), its inputs those of its blocks
+// that no earlier block of it makes.
+void add_ranges(const PlanEvaluator& ev, const Module& parent,
+                const std::vector<const Module*>& blocks, int limit, CandidateSet& set) {
+  const std::size_t n = blocks.size();
+  if (n < 2) return;
+  std::unordered_map<std::string, std::size_t> maker;  // value -> the block whose op makes it
+  const Model& model = ev.model();
+  for (std::size_t k = 0; k < n; ++k)
+    for (auto op = blocks[k]->first_op; op < blocks[k]->end_op; ++op)
+      for (const auto& v : model.ops[static_cast<std::size_t>(op)].outputs) maker.emplace(v, k);
+  std::vector<std::size_t> lengths;
+  for (std::size_t len = 2; len <= n; len = std::max(len + 1, len * 3 / 2)) lengths.push_back(len);
+  const bool all = n * (n - 1) / 2 <= static_cast<std::size_t>(std::max(0, limit));
+  if (all) {
+    lengths.clear();
+    for (std::size_t len = 2; len <= n; ++len) lengths.push_back(len);
+  }
+  int made = 0;
+  for (std::size_t len : lengths) {
+    const std::size_t stride = all ? 1 : (len + 3) / 4;
+    for (std::size_t i = 0; i + len <= n && made < limit; i += stride) {
+      const Module* a = blocks[i];
+      const Module* b = blocks[i + len - 1];
+      if (a->first_op == parent.first_op && b->end_op == parent.end_op && !parent.path.empty())
+        continue;  // the parent itself
+      // Only blocks, no op of the parent between them: such a range is the blocks' chain, which
+      // PyTorch code can wrap by module name (an op between them has no name to wrap).
+      std::int64_t own = 0;
+      for (std::size_t x = i; x < i + len; ++x) own += blocks[x]->end_op - blocks[x]->first_op;
+      if (own != b->end_op - a->first_op) continue;
+      Candidate c;
+      c.label = range_label(a->path, b->path);
+      c.is_range = true;
+      c.first = a->path;
+      c.last = b->path;
+      c.first_op = a->first_op;
+      c.end_op = b->end_op;
+      std::vector<std::string> inputs;
+      for (std::size_t x = i; x < i + len; ++x) {
+        const Candidate& block = set.items[static_cast<std::size_t>(set.blocks[x])];
+        c.kept_bytes += block.kept_bytes;
+        c.recompute_ns += block.recompute_ns;
+        c.recompute_ops += block.recompute_ops;
+        c.batchnorm = c.batchnorm || block.batchnorm;
+        for (const auto& v : blocks[x]->inputs) {
+          const auto it = maker.find(v);
+          if (it != maker.end() && it->second >= i && it->second < x) continue;  // made inside
+          if (std::find(inputs.begin(), inputs.end(), v) == inputs.end()) inputs.push_back(v);
+        }
+      }
+      add_inputs(ev, model, c, inputs);
+      c.rng_bytes = set.items[static_cast<std::size_t>(set.blocks[i])].rng_bytes;
+      c.output_bytes = set.items[static_cast<std::size_t>(set.blocks[i + len - 1])].output_bytes;
+      set.items.push_back(std::move(c));
+      ++made;
+    }
   }
 }
 
@@ -86,37 +169,7 @@ CandidateSet find_candidates(const PlanEvaluator& ev, const CandidateOptions& op
     set.items.back().is_block = true;
     add_descendants(ev, *b, 1, options.depth, set);
   }
-  if (!options.ranges) return set;
-  int made = 0;
-  const auto n = blocks.size();
-  for (std::size_t len = 2; len <= n; ++len)
-    for (std::size_t i = 0; i + len <= n && made < options.max_ranges; ++i) {
-      const Module* a = blocks[i];
-      const Module* b = blocks[i + len - 1];
-      if (a->first_op == parent->first_op && b->end_op == parent->end_op && !parent->path.empty())
-        continue;  // the parent itself
-      // Only blocks, no op of the parent between them: such a range is the blocks' chain, which
-      // PyTorch code can wrap by module name (an op between them has no name to wrap).
-      std::int64_t own = 0;
-      for (std::size_t x = i; x < i + len; ++x) own += blocks[x]->end_op - blocks[x]->first_op;
-      if (own != b->end_op - a->first_op) continue;
-      Module r;
-      try {
-        r = make_range(model, a->path, b->path);
-      } catch (const std::invalid_argument&) {
-        continue;  // ops of another module between them: no function of its own
-      }
-      Candidate c;
-      c.label = r.path;
-      c.is_range = true;
-      c.first = a->path;
-      c.last = b->path;
-      c.first_op = r.first_op;
-      c.end_op = r.end_op;
-      add_costs(ev, model, c, r.inputs);
-      set.items.push_back(std::move(c));
-      ++made;
-    }
+  if (options.ranges) add_ranges(ev, *parent, blocks, options.max_ranges, set);
   return set;
 }
 

@@ -19,20 +19,27 @@ struct Candidate {
   bool is_block = false;  // one of the block chain (what all/every-k/sqrt/uniform pick from)
   int level = 0;          // 0: a block or a range of blocks, 1: a block's child, ...
   // Costs (from the baseline trace; recompute time measured per op, or estimated by a dry run).
-  std::int64_t kept_bytes = 0;    // bytes its ops save for backward when it is not checkpointed
-  std::int64_t input_bytes = 0;   // bytes of its inputs, kept when it is
-  std::int64_t rng_bytes = 0;     // the RNG state its checkpoint stashes
-  std::int64_t recompute_ns = 0;  // its forward time: what recomputing it costs
+  std::int64_t kept_bytes = 0;      // bytes its ops save for backward when it is not checkpointed
+  std::int64_t input_bytes = 0;     // bytes of its inputs, kept when it is
+  std::vector<std::string> inputs;  // those inputs (values the model's inputs are not among)
+  std::int64_t output_bytes = 0;    // bytes of its outputs (a reentrant backward holds their grads)
+  std::int64_t rng_bytes = 0;       // the RNG state its checkpoint stashes
+  std::int64_t recompute_ns = 0;    // its forward time: what recomputing it costs
   std::int64_t recompute_ops = 0;
   bool batchnorm = false;  // it holds a BatchNorm: its running statistics update twice
+  // A reentrant checkpoint of it would cut its parameters off their gradients: none of its
+  // inputs requires grad (PyTorch issue #147449). The planner proposes it never.
+  bool cuts_gradients = false;
   // Bytes a checkpoint of it alone frees (kept - inputs, never negative).
   std::int64_t saving() const { return kept_bytes > input_bytes ? kept_bytes - input_bytes : 0; }
 };
 
 struct CandidateOptions {
-  int depth = 1;        // levels below the blocks to offer (0: blocks and ranges only)
-  bool ranges = true;   // ranges of two or more consecutive blocks
-  int max_ranges = 64;  // ranges are O(n^2): the shortest first, up to this many
+  int depth = 1;       // levels below the blocks to offer (0: blocks and ranges only)
+  bool ranges = true;  // ranges of two or more consecutive blocks
+  // Ranges are O(n^2): all of them up to this many, else lengths growing by half from every
+  // quarter-length-th block, the shortest first, up to this many.
+  int max_ranges = 8192;
 };
 
 struct CandidateSet {

@@ -27,25 +27,27 @@ std::shared_ptr<const RunResult> run_plain(const RunTarget& target, const RunReq
 }  // namespace
 
 PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, RunSettings settings,
-                             SelectivePolicy policy, const std::atomic<bool>* cancel)
+                             SelectivePolicy policy, const std::atomic<bool>* cancel,
+                             bool measure_times)
     : target_(std::move(model)), settings_(std::move(settings)), policy_(policy), cancel_(cancel) {
   // Per node: its forward time over the number of its forward steps, so that a recompute of
-  // the node's steps costs what its forward did; the least of three real runs (the first one
-  // pays for cold caches and first allocations), or one dry run's estimates when the memory
-  // guard does not let a real run start.
+  // the node's steps costs what its forward did. From the dry run's estimates; or, when asked,
+  // the least of three real runs (the first one pays for cold caches and first allocations),
+  // when the memory guard lets a real run start.
   RunRequest timing = evaluation_request({});
-  timing.settings.dry_run = false;
+  timing.settings.dry_run = !measure_times;
   // Op times are this machine's CPU's whatever the device whose bytes are planned: they are the
   // recompute cost's unit, compared with each other, never shown as a GPU's time.
   timing.settings.device = Device::cpu;
   std::shared_ptr<const RunResult> r;
   std::unordered_map<std::string, std::int64_t> steps;
-  for (int attempt = 0; attempt < (times_measured_ ? 3 : 1); ++attempt) {
+  for (int attempt = 0; attempt < (measure_times ? 3 : 1); ++attempt) {
     r = run_plain(target_, timing, cancel_);
     if (!r->ok)
       throw std::runtime_error("planning " + target_.model().source +
                                ": the model does not run without checkpointing: " + r->error);
     times_measured_ = !r->dry_run;
+    if (!times_measured_) attempt = 3;  // refused by the guard: one dry run's estimates
     std::unordered_map<std::string, std::int64_t> total;
     steps.clear();
     for (std::int64_t k = 0; k < r->trace.step_count(); ++k) {
@@ -61,12 +63,27 @@ PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, RunSettings set
     }
   }
   steps_ = std::move(steps);
-  // Bytes and saved tensors from a dry run: the same as the real run's, event for event.
-  if (!r->dry_run) r = run_plain(target_, evaluation_request({}), cancel_);
+  // Bytes and saved tensors from a dry run on the planned device: the same as the real run's,
+  // event for event.
+  if (!r->dry_run || timing.settings.device != settings_.device)
+    r = run_plain(target_, evaluation_request({}), cancel_);
   for (const TensorLife& t : r->trace.tensors()) values_.emplace(t.name, t.bytes);
   saved_ = forward_saved_bytes_by_node(r->trace);
   baseline_ = measure(*r);
   for (const auto& [name, g] : r->gradients) gradients_.push_back(name);
+  plain_ = r;
+  const Model& m = target_.model();
+  for (const auto& in : m.inputs)
+    if (!in.is_target && settings_.input_requires_grad.value_or(in.requires_grad))
+      grad_values_.insert(in.name);
+  for (const auto& p : m.parameters)
+    if (p.requires_grad && !p.is_buffer) grad_values_.insert(p.name);
+  for (const OpNode& op : m.ops) {
+    bool any = false;
+    for (const auto& v : op.inputs) any = any || grad_values_.count(v) > 0;
+    if (any)
+      for (const auto& v : op.outputs) grad_values_.insert(v);
+  }
   cache_[evaluation_request({}).plan.key()] = baseline_;
   runs_ = 1;
 }
@@ -141,6 +158,48 @@ std::int64_t PlanEvaluator::saved_for_backward(const CheckpointPlan& plan) const
   TensorList roots = r->outputs;
   if (r->loss.defined()) roots.push_back(r->loss);
   return saved_tensor_bytes(roots);
+}
+
+const std::vector<SavedUse>& PlanEvaluator::saved_uses() const {
+  std::call_once(uses_once_, [this] {
+    RunRequest forward_only = evaluation_request({});
+    forward_only.settings.backward = false;
+    const auto r = run_plain(target_, forward_only, cancel_);
+    if (!r->ok) throw std::runtime_error("the plain forward failed: " + r->error);
+    // The value each allocation holds, from the forward's trace.
+    std::unordered_map<std::uint32_t, std::string> names;
+    const auto& tensors = r->trace.tensors();
+    for (std::int64_t i = 0; i < r->trace.event_count(); ++i) {
+      const TraceEvent e = r->trace.event(i);
+      if (e.tensor >= 0)
+        names.emplace(e.allocation, tensors[static_cast<std::size_t>(e.tensor)].name);
+    }
+    const Model& m = target_.model();
+    std::unordered_map<std::string, std::int64_t> op_index;
+    for (std::size_t k = 0; k < m.ops.size(); ++k)
+      op_index.emplace(m.ops[k].name, static_cast<std::int64_t>(k));
+    const auto past = static_cast<std::int64_t>(m.ops.size());
+    TensorList roots = r->outputs;
+    if (r->loss.defined()) roots.push_back(r->loss);
+    for (const SavedStorageUsers& s : saved_tensor_users(roots)) {
+      if (s.category == MemoryCategory::input) continue;  // kept whatever the plan
+      SavedUse u;
+      u.bytes = s.bytes;
+      if (auto it = names.find(static_cast<std::uint32_t>(s.storage->id())); it != names.end())
+        u.value = it->second;
+      u.first_op = past;
+      u.last_op = 0;
+      for (const Node* n : s.users) {
+        const auto it =
+            n->context() ? op_index.find(n->context()->label(n->node_label())) : op_index.end();
+        const std::int64_t k = it == op_index.end() ? past : it->second;
+        u.first_op = std::min(u.first_op, k);
+        u.last_op = std::max(u.last_op, k);
+      }
+      uses_.push_back(std::move(u));
+    }
+  });
+  return uses_;
 }
 
 std::int64_t PlanEvaluator::runs() const {

@@ -6,9 +6,10 @@
 // An evaluation is a dry run of the engine on one thread (a dry-run request through
 // engine/request/execute.hpp: the real run's allocations byte for byte, no arithmetic), so a
 // plan's peak is exact at any size and costs a few percent of a real run. The recompute cost
-// unit, each node's forward time, is measured by real runs of the unplanned model when the
-// memory guard lets them run, and estimated from the op table's FLOPs and bytes when it does
-// not.
+// unit, each node's forward time, is the dry run's estimate from the op table's FLOPs and bytes
+// against this machine's rates; with `measure_times`, the least of three real runs of the
+// unplanned model when the memory guard lets them run (seconds, and a real run's memory, on a
+// real-sized model).
 
 #include <atomic>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/request/run_target.hpp"
@@ -38,17 +40,29 @@ struct Evaluation {
   double recompute_ms() const { return static_cast<double>(recompute_ns) / 1e6; }
 };
 
+// One storage the plain run's forward keeps for backward (parameters and model inputs left out):
+// its bytes, the value it holds ("" for a copy an op made itself) and the first and last op
+// that save it (indices into Model::ops; ops.size() for the loss and steps of no model op).
+struct SavedUse {
+  std::string value;
+  std::int64_t bytes = 0;
+  std::int64_t first_op = 0, last_op = 0;
+};
+
 class PlanEvaluator {
  public:
   // Plans are run with `settings` (variant, RNG, seed, batch, loss) and, inside their
-  // checkpoints, `policy`. Measures the baseline (no checkpoint) once.
+  // checkpoints, `policy`. Measures the baseline (no checkpoint) once: one dry run, and three
+  // real runs for the per-node times when `measure_times` (and the memory guard lets them).
   PlanEvaluator(std::shared_ptr<const Model> model, RunSettings settings,
                 SelectivePolicy policy = SelectivePolicy::none,
-                const std::atomic<bool>* cancel = nullptr);
+                const std::atomic<bool>* cancel = nullptr, bool measure_times = false);
 
   // Thread-safe; the same plan is run once (results are cached by its key).
   Evaluation evaluate(const CheckpointPlan& plan) const;
   const Evaluation& baseline() const { return baseline_; }
+  // The baseline's dry run: its trace is what the planner's peak model is made of.
+  const RunResult& plain_run() const { return *plain_; }
   // The forward time the baseline measured per op node, in ns (the recompute cost unit).
   const std::unordered_map<std::string, std::int64_t>& op_cost_ns() const { return op_ns_; }
   // From the baseline's trace: bytes each node saved for backward, forward steps per node, and
@@ -56,6 +70,13 @@ class PlanEvaluator {
   const std::unordered_map<std::string, std::int64_t>& saved_by_node() const { return saved_; }
   const std::unordered_map<std::string, std::int64_t>& node_steps() const { return steps_; }
   const std::unordered_map<std::string, std::int64_t>& value_bytes() const { return values_; }
+  // Whether the plain run's value requires grad (it depends on a trainable parameter or on an
+  // input that requires grad): a reentrant checkpoint none of whose inputs does cuts its
+  // parameters off their gradients.
+  bool requires_grad(const std::string& value) const { return grad_values_.count(value) > 0; }
+  // Every storage the plain forward keeps for backward, with the ops that save it: one
+  // forward-only dry run, on the first call (the peak model's input).
+  const std::vector<SavedUse>& saved_uses() const;
   // Bytes the plan's forward keeps for backward, as PyTorch's saved_tensors_hooks count them
   // (distinct storages, parameters and buffers left out): a forward-only run.
   std::int64_t saved_for_backward(const CheckpointPlan& plan) const;
@@ -83,12 +104,16 @@ class PlanEvaluator {
   SelectivePolicy policy_;
   const std::atomic<bool>* cancel_;
   std::unordered_map<std::string, std::int64_t> op_ns_, saved_, steps_, values_;
+  std::unordered_set<std::string> grad_values_;
   Evaluation baseline_;
+  std::shared_ptr<const RunResult> plain_;
   std::vector<std::string> gradients_;  // parameters the baseline gives a gradient
   mutable std::mutex mutex_;
   mutable std::map<std::string, Evaluation> cache_;
   mutable std::int64_t runs_ = 0;
-  bool times_measured_ = true;  // until a timing run says otherwise
+  mutable std::once_flag uses_once_;
+  mutable std::vector<SavedUse> uses_;
+  bool times_measured_ = false;
 };
 
 }  // namespace ckpt

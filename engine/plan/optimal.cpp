@@ -5,14 +5,17 @@
 // its candidates': nested checkpoints recompute their ops once more per level, which is what
 // the evaluator counts too). The first subset whose evaluated peak fits is the optimum; no
 // cheaper subset is skipped. For candidate sets too large for that (or when it runs out of
-// evaluations), a knapsack over the blocks with the recompute of the largest checkpointed block
-// as the backward's extra (as Rotor's chains have), then evaluated repairs and prunes.
+// evaluations), a search: the peak model's dynamic program proposes, a dry run verifies, and
+// the model's error tightens the next proposal (a few dry runs per budget).
+//
+// Either way the answer is never worse than a plan evaluated before that fits the budget.
 
 #include <algorithm>
 #include <cmath>
 #include <queue>
 #include <set>
 
+#include "engine/plan/chain_dp.hpp"
 #include "engine/plan/planner.hpp"
 
 namespace ckpt {
@@ -84,57 +87,82 @@ std::optional<PlanPoint> Planner::exact(std::int64_t budget) {
   return best;
 }
 
-PlanPoint Planner::chain_dp(std::int64_t budget) {
-  // Peak model of a chain: plain peak - bytes the checkpointed blocks free + the largest
-  // checkpointed block's activations, recomputed in backward. Try each largest block in turn.
-  const std::int64_t plain = ev_.baseline().peak_bytes;
-  std::set<std::int64_t> caps;
-  for (int i : set_.blocks) caps.insert(set_.items[static_cast<std::size_t>(i)].kept_bytes);
-  std::vector<std::int64_t> levels(caps.begin(), caps.end());
-  if (levels.size() > 24) {  // quantiles: the DP stays fast on 1,000 blocks
-    std::vector<std::int64_t> q;
-    for (int k = 1; k <= 24; ++k)
-      q.push_back(levels[levels.size() * static_cast<std::size_t>(k) / 24 - 1]);
-    levels = q;
-  }
-  std::vector<int> best;
-  std::int64_t best_cost = -1;
-  for (std::int64_t cap : levels) {
-    std::vector<int> pool;
-    for (int i : set_.blocks)
-      if (set_.items[static_cast<std::size_t>(i)].kept_bytes <= cap) pool.push_back(i);
-    const std::int64_t need = plain - budget + cap;
-    std::int64_t avail = 0;
-    for (int i : pool) avail += set_.items[static_cast<std::size_t>(i)].saving();
-    if (avail < need) continue;
-    auto chosen = min_cost_cover(set_, pool, need);
-    std::int64_t cost = 0;
-    for (int i : chosen) cost += set_.items[static_cast<std::size_t>(i)].recompute_ns;
-    if (best_cost < 0 || cost < best_cost) {
-      best = chosen;
-      best_cost = cost;
+PlanPoint Planner::search(std::int64_t budget) {
+  // The peak model's cheapest plan within a target, evaluated; over budget, the target drops by
+  // the overshoot (the model's error there) and the program runs again. Once a plan fits after
+  // a lowered target, one more try halfway back, in case the overshoot was pessimistic.
+  std::int64_t target = budget;
+  bool halfway = false;
+  std::optional<PlanPoint> best;
+  for (int round = 0; round < kVerifyRounds && !cancelled(); ++round) {
+    const ChainProposal proposal = propose(target);
+    if (!proposal.found) break;
+    PlanPoint p = point(Strategy::optimal, proposal.chosen, budget);
+    if (p.fits) {
+      if (!best || p.eval.recompute_ns < best->eval.recompute_ns) best = p;
+      if (halfway || target == budget) break;
+      halfway = true;
+      target += (budget - target) / 2;
+      continue;
     }
+    if (!p.eval.ok || halfway) break;  // the halfway try did not fit: keep the one that did
+    target -= std::max<std::int64_t>(p.eval.peak_bytes - budget, budget / 200);
   }
-  if (best_cost < 0) best = set_.blocks;  // the model says nothing fits: start from all
-  PlanPoint p = point(Strategy::optimal, best, budget);
-  if (!p.fits && p.eval.ok) repair(p, budget);
-  if (!p.fits) {  // from the lowest plan: cheaper from there if it fits, else the closest
-    p = lowest();
-    p.fits = p.eval.peak_bytes <= budget;
-  }
-  if (p.fits) prune(p, budget);
+  if (best) return *best;
+  // Nothing the model proposed fit: the lowest plan, which may.
+  PlanPoint p = lowest();
+  p.fits = p.eval.peak_bytes <= budget;
   return p;
 }
 
-PlanPoint Planner::optimal(std::int64_t budget) {
-  if (auto e = exact(budget)) {
-    e->detail = "exact";
-    return *e;
+ChainProposal Planner::propose(std::int64_t target) {
+  // The program charges shared inputs in shares; the peak model's prediction of its plan does
+  // not. Until the prediction fits, the program's target drops by the difference.
+  const PeakModel& model = peak_model();
+  std::int64_t aim = target;
+  ChainProposal last;
+  for (int round = 0; round < 8; ++round) {
+    ChainProposal p = cheapest_within_model(model, aim);
+    if (!p.found) return last;
+    if (p.predicted <= target) return p;
+    aim -= std::max<std::int64_t>(p.predicted - target, target / 400);
+    last = std::move(p);
   }
-  PlanPoint p = chain_dp(budget);
+  return last;
+}
+
+const PlanPoint* Planner::cheapest_evaluated(std::int64_t budget) const {
+  const PlanPoint* best = nullptr;
+  for (const auto& p : evaluated_)
+    if (p.eval.ok && p.eval.peak_bytes <= budget &&
+        (!best || p.eval.recompute_ns < best->eval.recompute_ns))
+      best = &p;
+  return best;
+}
+
+PlanPoint Planner::optimal(std::int64_t budget) {
+  PlanPoint p;
+  if (auto e = exact(budget)) {
+    p = *e;
+    p.detail = "exact";
+  } else {
+    p = search(budget);
+    p.detail = "search";
+    p.exact = false;
+  }
+  // Never worse than a plan already evaluated that fits: the evaluations are exact, whichever
+  // strategy asked for them.
+  if (const PlanPoint* known = cheapest_evaluated(budget);
+      known && (!p.fits || known->eval.recompute_ns < p.eval.recompute_ns)) {
+    const std::string detail = p.detail;
+    const bool exact = false;  // cheaper than what the search proved: not its answer
+    p = *known;
+    p.detail = detail;
+    p.exact = exact;
+    p.fits = true;
+    p.repaired = false;
+  }
   p.strategy = Strategy::optimal;
-  p.detail = "search";
-  p.exact = false;
   return p;
 }
 
@@ -149,16 +177,44 @@ std::vector<PlanPoint> Planner::sweep(std::int64_t budget, int steps) {
   for (Strategy s :
        {Strategy::none, Strategy::all, Strategy::every_k, Strategy::sqrt, Strategy::uniform})
     add(fixed(s));
-  for (Strategy s : {Strategy::greedy, Strategy::knapsack, Strategy::optimal}) add(plan(s, budget));
   const std::int64_t top = ev_.baseline().peak_bytes;
   const std::int64_t low = lowest().eval.peak_bytes;
-  add(lowest());
+  std::vector<std::int64_t> budgets;
   for (int k = 1; k < steps && !cancelled(); ++k) {
     const auto b = top - (top - low) * k / steps;
-    PlanPoint p = optimal(b);
-    p.detail = "budget " + std::to_string(100 * b / std::max<std::int64_t>(1, top)) + "%";
-    if (p.fits) add(std::move(p));
+    budgets.push_back(b);
+    optimal(b);  // its evaluations help the budgets after it
   }
+  for (Strategy s : {Strategy::greedy, Strategy::knapsack}) add(plan(s, budget));
+  // Optimal last: every budget's search first, then each answer the cheapest of every plan
+  // evaluated by then (no dry run after that point), so that no plan shown beats one marked
+  // optimal at its budget, and a larger budget never gets a costlier plan.
+  budgets.insert(budgets.begin(), budget);
+  std::vector<PlanPoint> answers;
+  for (std::int64_t b : budgets) answers.push_back(optimal(b));
+  for (std::size_t i = 0; i < budgets.size(); ++i) {
+    PlanPoint& p = answers[i];
+    if (const PlanPoint* known = cheapest_evaluated(budgets[i]);
+        known && (!p.fits || known->eval.recompute_ns < p.eval.recompute_ns)) {
+      const std::string detail = p.detail;
+      p = *known;
+      p.detail = detail;
+      p.fits = true;
+      p.exact = false;
+      p.repaired = false;
+      p.strategy = Strategy::optimal;
+    }
+    if (i > 0)
+      p.detail =
+          "budget " + std::to_string(100 * budgets[i] / std::max<std::int64_t>(1, top)) + "%";
+  }
+  add(answers.front());
+  add(lowest());
+  std::set<std::string> shown;
+  for (const auto& p : points) shown.insert(p.plan.key());
+  for (std::size_t i = 1; i < answers.size(); ++i)
+    if (answers[i].fits && shown.insert(answers[i].plan.key()).second)  // a plan once
+      add(std::move(answers[i]));
   return points;
 }
 

@@ -1,8 +1,10 @@
 #include "engine/plan/plan_code.hpp"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
+#include "engine/model/module_range.hpp"
 #include "engine/plan/pytorch_code.hpp"
 
 namespace ckpt {
@@ -18,16 +20,19 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
-const char* kRangeHelper = R"(def checkpoint_range(model, first, last, **kwargs):
+const char* kRangeHelper = R"(def checkpoint_range(model, first, last, checkpointed=(), **kwargs):
     """Runs the sibling submodules first..last as one checkpointed segment, as a segment of
     checkpoint_sequential: the first runs them all under checkpoint(), the others pass their
-    input on. Valid where their parent calls them one after the other on one tensor."""
+    input on. Valid where their parent calls them one after the other on one tensor. The
+    members named in `checkpointed` run checkpointed inside the segment. A range inside this
+    one must be applied first: the segment calls the forwards the members have now."""
     parent_name, _, first_name = first.rpartition(".")
     parent = model.get_submodule(parent_name) if parent_name else model
     names = [name for name, _ in parent.named_children()]
-    chain = [getattr(parent, name)
-             for name in names[names.index(first_name):names.index(last.rpartition(".")[2]) + 1]]
-    forwards = [m.forward for m in chain]
+    members = names[names.index(first_name):names.index(last.rpartition(".")[2]) + 1]
+    chain = [getattr(parent, name) for name in members]
+    forwards = [functools.partial(checkpoint, m.forward, **kwargs) if name in checkpointed
+                else m.forward for name, m in zip(members, chain)]
 
     def segment(x):
         for forward in forwards:
@@ -37,6 +42,17 @@ const char* kRangeHelper = R"(def checkpoint_range(model, first, last, **kwargs)
     chain[0].forward = lambda x: checkpoint(segment, x, **kwargs)
     for m in chain[1:]:
         m.forward = lambda x: x
+)";
+
+const char* kWrapperHelper = R"(def checkpointed(module, impl):
+    """checkpoint_wrapper(module), called with its list arguments as tuples: a caller that
+    appends to the list it passed (torchvision's DenseNet blocks do) would otherwise hand the
+    recomputation a longer list than the forward had."""
+    wrapped = checkpoint_wrapper(module, checkpoint_impl=impl)
+    forward = wrapped.forward
+    wrapped.forward = lambda *args, **kwargs: forward(
+        *(tuple(a) if isinstance(a, list) else a for a in args), **kwargs)
+    return wrapped
 )";
 
 // Names in the user's model: a module definition (all its calls), or an error text.
@@ -53,38 +69,98 @@ std::string user_name(const Model& m, const std::string& path, std::string* prob
   return mod->definition;
 }
 
+// One checkpointed segment of the plan: a module, or a range of siblings.
+struct Segment {
+  bool range = false;
+  std::string first, last;  // the module's path twice for a module
+  std::int64_t first_op = 0, end_op = 0;
+  bool nested = false;  // a range holds it, or it holds a range
+};
+
+// The plan's segments in the order that rebuilds the engine's nesting: innermost first (the
+// engine nests by extent, and of equal extents the shorter name outside), so that each outer
+// segment wraps inner ones already in place. Applying ranges in list order let an outer range
+// wrap an inner one already rewritten: the model PyTorch ran was not the plan (issue 28).
+std::vector<Segment> segments_inside_out(const Model& m, const CheckpointPlan& plan) {
+  std::vector<Segment> out;
+  for (const auto& path : plan.modules) {
+    const Module* mod = m.find_module(path);
+    if (mod) out.push_back({false, path, path, mod->first_op, mod->end_op, false});
+  }
+  for (const auto& [a, b] : plan.ranges) {
+    try {
+      const Module r = make_range(m, a, b);
+      out.push_back({true, a, b, r.first_op, r.end_op, false});
+    } catch (const std::invalid_argument&) {
+      out.push_back({true, a, b, 0, 0, false});  // named in a NOTE by the caller
+    }
+  }
+  for (Segment& s : out)
+    for (const Segment& r : out)
+      if (r.range && &r != &s) {
+        const bool inside = r.first_op <= s.first_op && s.end_op <= r.end_op;
+        const bool holds = s.first_op <= r.first_op && r.end_op <= s.end_op;
+        s.nested = s.nested || inside || holds;
+      }
+  std::stable_sort(out.begin(), out.end(), [](const Segment& x, const Segment& y) {
+    const auto lx = x.end_op - x.first_op, ly = y.end_op - y.first_op;
+    if (lx != ly) return lx < ly;
+    return range_label(x.first, x.last).size() > range_label(y.first, y.last).size();
+  });
+  return out;
+}
+
 std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
   std::ostringstream s;
   std::vector<std::string> problems;
+  auto name = [&](const std::string& path) {
+    std::string problem;
+    const std::string n = user_name(m, path, &problem);
+    if (!problem.empty()) problems.push_back(problem);
+    return n;
+  };
   if (with_imports)
     s << "import functools\n\nimport torch\nfrom torch.utils.checkpoint import checkpoint\n";
   s << "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
-    << "    CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper)\n\n"
-    << "MODULES = [";
+    << "    CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper)\n\n";
+  // Modules apart from every range: apply_activation_checkpointing, which composes with FSDP.
+  // Ranges, and modules inside or around one: by hand, innermost first.
   std::set<std::string> names;
-  for (const auto& path : c.plan.modules) {
-    std::string problem;
-    names.insert(user_name(m, path, &problem));
-    if (!problem.empty()) problems.push_back(problem);
+  std::ostringstream steps;
+  for (const Segment& g : segments_inside_out(m, c.plan)) {
+    if (!g.range && !g.nested) {
+      names.insert(name(g.first));
+    } else if (!g.range) {
+      steps << "\n    (\"module\", " << quote(name(g.first)) << "),";
+    } else {
+      steps << "\n    (\"range\", " << quote(name(g.first)) << ", " << quote(name(g.last)) << "),";
+    }
   }
+  s << "MODULES = [";
   for (const auto& n : names) s << "\n    " << quote(n) << ",";
-  s << (names.empty() ? "]\n" : "\n]\n") << "RANGES = [";
-  for (const auto& [a, b] : c.plan.ranges) {
-    std::string pa, pb;
-    s << "\n    (" << quote(user_name(m, a, &pa)) << ", " << quote(user_name(m, b, &pb)) << "),";
-    for (auto* p : {&pa, &pb})
-      if (!p->empty()) problems.push_back(*p);
-  }
-  s << (c.plan.ranges.empty() ? "]\n" : "\n]\n");
+  s << (names.empty() ? "]\n" : "\n]\n");
+  s << "# Ranges and the modules nested with them, innermost first: each outer segment wraps the\n"
+    << "# inner ones already in place, as the engine nested them.\n"
+    << "STEPS = [" << steps.str() << (steps.str().empty() ? "]\n" : "\n]\n");
   for (const auto& p : problems) s << "# NOTE: " << p << "\n";
   const std::string impl = c.settings.use_reentrant ? "REENTRANT" : "NO_REENTRANT";
+  const std::string kwargs = std::string("use_reentrant=") +
+                             (c.settings.use_reentrant ? "True" : "False") +
+                             (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False");
   s << "\n\n"
+    << kWrapperHelper << "\n\n"
     << kRangeHelper << "\n\n"
     << "def apply_plan(model):\n"
     << "    \"\"\"Checkpoints the plan's modules and ranges of `model` in place.\"\"\"\n"
+    << "    wrapper = functools.partial(checkpointed, impl=CheckpointImpl." << impl << ")\n"
+    << "    for step in STEPS:\n"
+    << "        if step[0] == \"range\":\n"
+    << "            checkpoint_range(model, step[1], step[2], " << kwargs << ")\n"
+    << "            continue\n"
+    << "        parent_name, _, child = step[1].rpartition(\".\")\n"
+    << "        parent = model.get_submodule(parent_name) if parent_name else model\n"
+    << "        setattr(parent, child, wrapper(getattr(parent, child)))\n"
     << "    targets = {id(model.get_submodule(name)) for name in MODULES}\n"
-    << "    wrapper = functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl." << impl
-    << ")\n"
     << "    try:\n"
     << "        apply_activation_checkpointing(\n"
     << "            model, checkpoint_wrapper_fn=wrapper,\n"
@@ -96,10 +172,6 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
     << "            parent_name, _, child = name.rpartition(\".\")\n"
     << "            parent = model.get_submodule(parent_name) if parent_name else model\n"
     << "            setattr(parent, child, wrapper(getattr(parent, child)))\n"
-    << "    for first, last in RANGES:\n"
-    << "        checkpoint_range(model, first, last, use_reentrant="
-    << (c.settings.use_reentrant ? "True" : "False")
-    << (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False") << ")\n"
     << "    return model\n";
   return s.str();
 }
@@ -115,18 +187,36 @@ std::string plan_pytorch_code(const Model& model, const RunRequest& request) {
     return s.str() + apply_code(model, request, true);
   }
   if (request.plan.ranges.empty()) return pytorch_code(model, request);
-  // The code view writes the modules' checkpoint() calls; the ranges wrap its model by name.
-  std::string code = pytorch_code(model, request);
+  // The code view writes the modules' checkpoint() calls where their parents call them; a
+  // range's direct members are called through the range's segment instead, so theirs move
+  // into it (checkpointed=...), and the ranges wrap the model by name, innermost first.
+  const auto segments = segments_inside_out(model, request.plan);
+  RunRequest outside = request;
+  std::string ranges;
+  std::set<std::string> placed;  // a member checkpointed by its innermost range only
+  for (const Segment& g : segments) {
+    if (!g.range) continue;
+    const std::string parent = g.first.substr(0, g.first.rfind('.') + 1);
+    std::string members;
+    for (const Segment& x : segments)
+      if (!x.range && x.first_op >= g.first_op && x.end_op <= g.end_op &&
+          x.first.rfind(parent, 0) == 0 && x.first.find('.', parent.size()) == std::string::npos &&
+          placed.insert(x.first).second) {
+        members += quote(x.first.substr(parent.size())) + ", ";
+        outside.plan.modules.erase(x.first);
+      }
+    ranges += "    checkpoint_range(model, " + quote(g.first) + ", " + quote(g.last) +
+              (members.empty() ? "" : ", checkpointed=(" + members + ")") +
+              ", use_reentrant=" + (request.settings.use_reentrant ? "True" : "False") + ")\n";
+  }
+  std::string code = pytorch_code(model, outside);
   const std::string anchor = "    model.train()\n";
   const auto at = code.find(anchor);
   const auto main_at = code.find("if __name__ == \"__main__\":");
   if (at == std::string::npos || main_at == std::string::npos) return code;
-  std::string ranges;
-  for (const auto& [a, b] : request.plan.ranges)
-    ranges += "    checkpoint_range(model, " + quote(a) + ", " + quote(b) +
-              ", use_reentrant=" + (request.settings.use_reentrant ? "True" : "False") + ")\n";
   code.insert(at, ranges);
   code.insert(main_at, std::string(kRangeHelper) + "\n\n");
+  if (code.find("import functools") == std::string::npos) code = "import functools\n" + code;
   return code;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "engine/plan/chain_dp.hpp"
 #include "engine/report/run_summary.hpp"
 
 namespace ckpt {
@@ -48,8 +49,21 @@ PlanPoint Planner::point(Strategy s, std::vector<int> chosen, std::int64_t budge
   p.plan.policy = ev_.policy();
   p.eval = ev_.evaluate(p.plan);
   p.fits = p.eval.ok && p.eval.peak_bytes <= budget;
-  if (p.eval.ok && (!lowest_ || p.eval.peak_bytes < lowest_->eval.peak_bytes)) lowest_ = p;
+  // The lowest peak, the cheapest of equal ones.
+  if (p.eval.ok && (!lowest_ || p.eval.peak_bytes < lowest_->eval.peak_bytes ||
+                    (p.eval.peak_bytes == lowest_->eval.peak_bytes &&
+                     p.eval.recompute_ns < lowest_->eval.recompute_ns)))
+    lowest_ = p;
+  if (p.eval.ok) evaluated_.push_back(p);
   return p;
+}
+
+const PeakModel& Planner::peak_model() {
+  if (!model_ || model_items_ != set_.items.size()) {
+    model_ = std::make_unique<PeakModel>(ev_, set_);
+    model_items_ = set_.items.size();
+  }
+  return *model_;
 }
 
 PlanPoint Planner::fixed(Strategy s) {
@@ -62,6 +76,7 @@ PlanPoint Planner::fixed(Strategy s) {
 namespace {
 
 bool usable(const CandidateSet& set, const std::vector<int>& chosen, int extra) {
+  if (set.items[static_cast<std::size_t>(extra)].cuts_gradients) return false;
   if (std::find(chosen.begin(), chosen.end(), extra) != chosen.end()) return false;
   for (int c : chosen)
     if (!compatible(set.items[static_cast<std::size_t>(c)],
@@ -83,57 +98,54 @@ std::vector<int> by_ratio(const CandidateSet& set, std::vector<int> pool) {
 
 }  // namespace
 
-void Planner::repair(PlanPoint& p, std::int64_t budget) {
+std::vector<int> Planner::add_by_model(std::vector<int> chosen, std::int64_t target) {
+  const PeakModel& model = peak_model();
+  std::int64_t predicted = model.predict(chosen);
+  // A candidate must buy a visible drop (half a percent of the plain peak): nested ranges each
+  // shaving a few bytes off the model's peak would otherwise pile up recompute for nothing.
+  const std::int64_t worth = model.plain_peak() / 200;
   std::vector<int> all(set_.items.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
   for (int c : by_ratio(set_, all)) {
-    if (p.fits || cancelled()) break;
-    if (!usable(set_, p.chosen, c) || set_.items[static_cast<std::size_t>(c)].saving() == 0)
-      continue;
-    auto chosen = p.chosen;
+    if (predicted <= target) break;
+    if (!usable(set_, chosen, c)) continue;
     chosen.push_back(c);
+    const std::int64_t q = model.predict(chosen);
+    if (q < predicted - worth) {
+      predicted = q;
+    } else {
+      chosen.pop_back();
+    }
+  }
+  return chosen;
+}
+
+void Planner::repair(PlanPoint& p, std::int64_t budget) {
+  // Candidates added while the peak model says the peak drops, until it predicts the budget;
+  // then a dry run. The model's error on this plan tightens the next target.
+  std::int64_t target = budget;
+  for (int round = 0; round < kVerifyRounds && !p.fits && !cancelled(); ++round) {
+    const auto chosen = add_by_model(p.chosen, target);
+    if (chosen.size() == p.chosen.size()) break;  // the model sees nothing more to add
     PlanPoint q = point(p.strategy, chosen, budget);
-    if (!q.eval.ok || q.eval.peak_bytes >= p.eval.peak_bytes) continue;
+    if (!q.eval.ok) break;
+    target -= std::max<std::int64_t>(q.eval.peak_bytes - budget, budget / 200);
+    if (q.eval.peak_bytes >= p.eval.peak_bytes) continue;
     q.detail = p.detail;
     q.repaired = true;
     p = std::move(q);
   }
 }
 
-void Planner::prune(PlanPoint& p, std::int64_t budget) {
-  // Drop what the budget does not need, the most expensive first.
-  auto order = p.chosen;
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return set_.items[static_cast<std::size_t>(a)].recompute_ns >
-           set_.items[static_cast<std::size_t>(b)].recompute_ns;
-  });
-  if (order.size() > 32) order.resize(32);  // each try is a run: the costliest matter most
-  for (int c : order) {
-    if (cancelled()) break;
-    auto chosen = p.chosen;
-    chosen.erase(std::find(chosen.begin(), chosen.end(), c));
-    PlanPoint q = point(p.strategy, chosen, budget);
-    if (q.fits && q.eval.recompute_ns <= p.eval.recompute_ns) {
-      q.detail = p.detail;
-      q.repaired = p.repaired;
-      p = std::move(q);
-    }
-  }
-}
-
 PlanPoint Planner::greedy(std::int64_t budget) {
-  // Candidates by bytes saved per nanosecond of recompute; each one kept only if the evaluated
-  // peak drops, until the budget holds.
-  PlanPoint p = point(Strategy::greedy, {}, budget);
-  std::vector<int> all(set_.items.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-  for (int c : by_ratio(set_, all)) {
-    if (p.fits || cancelled()) break;
-    if (!usable(set_, p.chosen, c)) continue;
-    auto chosen = p.chosen;
-    chosen.push_back(c);
-    PlanPoint q = point(Strategy::greedy, chosen, budget);
-    if (q.eval.ok && q.eval.peak_bytes < p.eval.peak_bytes) p = std::move(q);
+  // Candidates by bytes saved per nanosecond of recompute, each one kept if the peak model
+  // says the peak drops, until it predicts the budget; the plan is then evaluated, and added
+  // to (by the same rule) while its evaluated peak is over.
+  PlanPoint p = point(Strategy::greedy, add_by_model({}, budget), budget);
+  if (!p.fits && p.eval.ok) {
+    const bool was = p.repaired;
+    repair(p, budget);
+    p.repaired = was;
   }
   return p;
 }
@@ -191,25 +203,35 @@ PlanPoint Planner::plan(Strategy s, std::int64_t budget) {
 }
 
 const PlanPoint& Planner::lowest() {
-  // A descent by peak: add the candidate that lowers the evaluated peak most, until none does.
   if (descended_) return *lowest_;
   descended_ = true;
-  const std::int64_t start_runs = ev_.runs();
-  PlanPoint cur = point(Strategy::optimal, {}, INT64_MAX);
-  for (bool improved = true; improved && !cancelled();) {
-    improved = false;
-    PlanPoint best = cur;
-    for (std::size_t c = 0; c < set_.items.size(); ++c) {
-      if (!usable(set_, cur.chosen, static_cast<int>(c))) continue;
-      if (ev_.runs() > start_runs + params_.max_evaluations) break;  // large sets: enough
-      auto chosen = cur.chosen;
-      chosen.push_back(static_cast<int>(c));
-      PlanPoint q = point(Strategy::optimal, chosen, INT64_MAX);
-      if (q.eval.ok && q.eval.peak_bytes < best.eval.peak_bytes) best = std::move(q);
+  point(Strategy::optimal, {}, INT64_MAX);
+  if (static_cast<int>(set_.items.size()) <= params_.exact_limit) {
+    // Few candidates: a descent by evaluated peak, adding the candidate that lowers it most.
+    PlanPoint cur = *lowest_;
+    for (bool improved = true; improved && !cancelled();) {
+      improved = false;
+      PlanPoint best = cur;
+      for (std::size_t c = 0; c < set_.items.size(); ++c) {
+        if (!usable(set_, cur.chosen, static_cast<int>(c))) continue;
+        auto chosen = cur.chosen;
+        chosen.push_back(static_cast<int>(c));
+        PlanPoint q = point(Strategy::optimal, chosen, INT64_MAX);
+        if (q.eval.ok && q.eval.peak_bytes < best.eval.peak_bytes) best = std::move(q);
+      }
+      if (best.eval.peak_bytes < cur.eval.peak_bytes) {
+        cur = std::move(best);
+        improved = true;
+      }
     }
-    if (best.eval.peak_bytes < cur.eval.peak_bytes) {
-      cur = std::move(best);
-      improved = true;
+  } else {
+    // The peak model's lowest plan of disjoint candidates, then nested ones added while the
+    // model says the peak drops: each evaluated, the lowest evaluated peak wins.
+    const ChainProposal low = lowest_in_model(peak_model());
+    if (low.found && !cancelled()) {
+      point(Strategy::optimal, low.chosen, INT64_MAX);
+      const auto deeper = add_by_model(low.chosen, 0);
+      if (deeper != low.chosen && !cancelled()) point(Strategy::optimal, deeper, INT64_MAX);
     }
   }
   lowest_->strategy = Strategy::optimal;

@@ -1,15 +1,17 @@
 #pragma once
 
 // Plans under a memory budget and the memory/recompute Pareto frontier (docs/ARCHITECTURE.md
-// "plan"). Every plan is judged by the evaluator (a run today, a dry run once the meta device
-// exists); the cost model only proposes.
+// "plan"). Every plan shown or chosen is judged by the evaluator (a dry run through the request
+// pipeline); the peak model (engine/plan/peak_model.hpp) and its dynamic programs only propose.
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/plan/chain_dp.hpp"
 #include "engine/plan/strategy.hpp"
 
 namespace ckpt {
@@ -24,9 +26,10 @@ class Planner {
           const std::atomic<bool>* cancel = nullptr);
 
   // The strategy's plan for the budget. Fixed strategies (none, all, every-k, sqrt, uniform-n)
-  // over budget are repaired (candidates added, cheapest bytes first, until the evaluated peak
-  // fits); a plan that still does not fit has fits = false and a note naming the lowest peak
-  // reached and its plan.
+  // over budget are repaired (candidates added, most bytes per recompute second first, until
+  // the evaluated peak fits); a plan that still does not fit has fits = false and a note naming
+  // the lowest peak reached and its plan. Optimal is never worse than a plan evaluated before
+  // that fits the budget (by any strategy): it returns that plan instead.
   PlanPoint plan(Strategy s, std::int64_t budget);
   // The plan as the strategy makes it, without a budget (fixed strategies only).
   PlanPoint fixed(Strategy s);
@@ -38,16 +41,27 @@ class Planner {
 
   const CandidateSet& candidates() const { return set_; }
   const PlanEvaluator& evaluator() const { return ev_; }
+  // The plan of the chosen candidates, evaluated (a dry run, or the evaluator's cache).
   PlanPoint point(Strategy s, std::vector<int> chosen, std::int64_t budget);
+  // The peak model over the current candidates (rebuilt when a strategy added a range).
+  const PeakModel& peak_model();
+  // Every plan evaluated so far that ran, in order.
+  const std::vector<PlanPoint>& evaluated() const { return evaluated_; }
 
  private:
   PlanPoint greedy(std::int64_t budget);
   PlanPoint knapsack(std::int64_t budget);
   PlanPoint optimal(std::int64_t budget);
   std::optional<PlanPoint> exact(std::int64_t budget);
-  PlanPoint chain_dp(std::int64_t budget);
+  PlanPoint search(std::int64_t budget);
+  // The peak model's cheapest plan whose prediction is within `target` (or its closest).
+  ChainProposal propose(std::int64_t target);
+  // The cheapest evaluated plan that fits the budget, or null.
+  const PlanPoint* cheapest_evaluated(std::int64_t budget) const;
+  // Candidates added to `chosen`, most bytes per recompute second first, while the peak model
+  // says the peak drops, until it predicts `target`.
+  std::vector<int> add_by_model(std::vector<int> chosen, std::int64_t target);
   void repair(PlanPoint& p, std::int64_t budget);
-  void prune(PlanPoint& p, std::int64_t budget);
   bool cancelled() const { return cancel_ && cancel_->load(); }
 
   const PlanEvaluator& ev_;
@@ -56,6 +70,11 @@ class Planner {
   const std::atomic<bool>* cancel_;
   std::optional<PlanPoint> lowest_;  // the lowest peak evaluated so far
   bool descended_ = false;
+  std::unique_ptr<PeakModel> model_;
+  std::size_t model_items_ = 0;  // the candidates the peak model was made for
+  std::vector<PlanPoint> evaluated_;
+  // Dry runs a proposal may take to fit: each one's overshoot tightens the model's target.
+  static constexpr int kVerifyRounds = 4;
 };
 
 // The points no other point beats in both peak and recompute time, by increasing peak.

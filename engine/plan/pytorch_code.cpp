@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/plan/plan_code.hpp"
 #include "engine/plan/python_expr.hpp"
 #include "engine/plan/pytorch_code_detail.hpp"
 
@@ -55,6 +56,9 @@ std::string onnx_code(const Model& m, const RunRequest& c) {
     << "    for name in names:\n"
     << "        module = model.get_submodule(name)\n"
     << "        def forward(*args, _forward=module.forward):\n"
+    << "            # Lists as tuples: a caller appending to the list it passed (torchvision's\n"
+    << "            # DenseNet blocks) would hand the recomputation a longer list.\n"
+    << "            args = [tuple(a) if isinstance(a, list) else a for a in args]\n"
     << "            return checkpoint(_forward, *args, **kwargs)\n"
     << "        module.forward = forward\n\n\n";
   if (c.plan.modules.empty() && c.plan.segments == 0) {
@@ -87,6 +91,10 @@ std::string onnx_code(const Model& m, const RunRequest& c) {
 namespace ckpt {
 
 std::string pytorch_code(const Model& model, const RunRequest& request) {
+  // Ranges of an exported model need the plan's code: its segments in the order that nests them
+  // as the engine did.
+  if (model.format == "onnx" && !request.plan.ranges.empty())
+    return plan_pytorch_code(model, request);
   if (model.format == "onnx") return pytorch_code_detail::onnx_code(model, request);
   return pytorch_code_detail::NativeWriter(model, request).write();
 }

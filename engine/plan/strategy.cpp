@@ -65,6 +65,8 @@ int segment(CandidateSet& set, std::size_t i, std::size_t j) {
     c.batchnorm = c.batchnorm || m.batchnorm;
   }
   c.input_bytes = a.input_bytes;  // an estimate: the first block's inputs
+  c.inputs = a.inputs;
+  c.output_bytes = b.output_bytes;
   c.rng_bytes = a.rng_bytes;
   set.items.push_back(std::move(c));
   return static_cast<int>(set.items.size()) - 1;

@@ -50,9 +50,7 @@ const MemorySemantics kCudaSemantics{
     .caching_allocator = true,
     // cuDNN convolutions (a transform workspace instead of im2col columns, conv_cudnn.cpp),
     // copies that read strided sources in place (kernels.cpp, copy_into_raw).
-    .kernels = KernelAllocations::pytorch_cuda,
-    // torch/csrc/autograd/saved_variable.cpp, SavedVariable::reset_data: hooks_.reset().
-    .saved_hooks_released_with_data = true};
+    .kernels = KernelAllocations::pytorch_cuda};
 
 }  // namespace
 

@@ -53,13 +53,6 @@ struct MemorySemantics {
   // A caching allocator holds segments for the tensors (reserved memory is simulated).
   bool caching_allocator = false;
   KernelAllocations kernels = KernelAllocations::engine_cpu;
-  // Autograd drops a saved tensor's pack/unpack hooks when it releases the tensor after the
-  // node's backward (PyTorch's SavedVariable::reset_data), so a non-reentrant checkpoint's
-  // inputs die with the last node that saved through its hooks. PyTorch 1.13 does so too (a
-  // weakref check with Debian's torch: block2.fc's output is gone once block2.act's
-  // ReluBackward0 ran); the engine's CPU figures keep the hooks until the graph is freed, a
-  // deviation left in place so that today's CPU figures do not move (issue 26's report).
-  bool saved_hooks_released_with_data = false;
 
   // The bytes an allocation of `bytes` counts for: rounded up to the granule; 0 stays 0.
   std::int64_t allocated_bytes(std::int64_t bytes) const {

@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -82,6 +83,46 @@ class TestCliPlan : public QObject {
     QFile py(code);
     QVERIFY(py.open(QIODevice::ReadOnly));
     QVERIFY(py.readAll().contains("checkpoint("));
+  }
+
+  // Issue 28: the table stars each frontier plan once (a plan two strategies found is one
+  // point), no starred row is beaten by another, and no row that fits the budget recomputes
+  // less than the plan chosen.
+  void tableStarsEachFrontierPointOnceAndTheChoiceIsTheCheapestThatFits() {
+    const Result r =
+        cli({"plan", qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/densenet_block.json",
+             "--budget", "70%"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QStringList lines = r.out.split('\n');
+    auto mib = [](const QString& s) { return s.section(' ', 0, 0).toDouble(); };
+    double budget = 0, chosen = 0;
+    struct Row {
+      bool star;
+      double peak, recompute;
+    };
+    std::vector<Row> rows;
+    // "  * optimal     search                     21.98 MiB          4.042     23  plan..."
+    const QRegularExpression row(R"(^  ([* ]) (\S+)\s.*?\s([0-9.]+) MiB\s+([0-9.]+)\s+\d+  )");
+    for (const QString& l : lines) {
+      if (l.startsWith("budget ")) budget = mib(l.mid(12).trimmed());
+      if (l.startsWith("recompute ")) chosen = mib(l.mid(12).trimmed());
+      const auto m = row.match(l);
+      if (m.hasMatch())
+        rows.push_back({m.captured(1) == "*", m.captured(3).toDouble(), m.captured(4).toDouble()});
+    }
+    QVERIFY(budget > 0 && chosen > 0);
+    QVERIFY2(rows.size() >= 6, qPrintable(r.out));
+    for (const Row& a : rows) {
+      if (a.peak <= budget) QVERIFY2(a.recompute >= chosen, qPrintable(r.out));
+      if (!a.star) continue;
+      for (const Row& b : rows) {
+        const bool beaten = b.peak <= a.peak && b.recompute <= a.recompute &&
+                            (b.peak < a.peak || b.recompute < a.recompute);
+        QVERIFY2(!beaten, qPrintable(r.out));
+        if (&a != &b && b.star)
+          QVERIFY2(b.peak != a.peak || b.recompute != a.recompute, qPrintable(r.out));
+      }
+    }
   }
 
   void impossibleBudgetNamesTheLowestPeak() {

@@ -271,6 +271,12 @@ class TestCheckpoint : public QObject {
     QCOMPARE(r.trace.memory_at(r.trace.forward_end())[rng], preserve ? 3 * 5056 : 0);
     QCOMPARE(r.trace.memory_at(r.trace.step_count() - 1)[rng], 0);
     QCOMPARE(r.trace.peak().by_category[rng] > 0, preserve);
+    // Each segment's stash goes when its backward is done, in both variants: a non-reentrant
+    // segment lives as long as the saved variables its hooks packed, and a released saved
+    // variable drops its hooks (PyTorch's SavedVariable::reset_data). When the first segment
+    // recomputes, last in the backward, only its own stash is left.
+    QCOMPARE(r.trace.recomputes().size(), std::size_t{3});
+    QCOMPARE(r.trace.memory_at(r.trace.recomputes().back().begin_step)[rng], preserve ? 5056 : 0);
   }
 
   void randomOpsNeedThePreservedRngState_data() {

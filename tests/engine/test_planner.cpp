@@ -172,6 +172,69 @@ class TestPlanner : public QObject {
     }
   }
 
+  // Issue 28: optimal at a budget is never worse than a plan already evaluated that fits it, by
+  // whatever strategy; after a sweep no point shown (nor any plan evaluated) beats an optimal
+  // point, and the frontier stars no point another one beats or equals. Small candidate sets
+  // (the exact search) and large ones (the peak model's search), both variants.
+  void optimalIsNeverWorseThanAnEvaluatedPlan_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<bool>("reentrant");
+    QTest::newRow("chain_unequal (exact)") << "tests/engine/data/plan/chain_unequal.json" << true;
+    QTest::newRow("densenet_block (search)") << "samples/densenet_block.json" << true;
+    QTest::newRow("resnet (search, non-reentrant)") << "samples/resnet.json" << false;
+    QTest::newRow("gpt_mini (search, non-reentrant)") << "samples/gpt_mini.json" << false;
+  }
+  void optimalIsNeverWorseThanAnEvaluatedPlan() {
+    QFETCH(QString, file);
+    QFETCH(bool, reentrant);
+    auto m = load_model((qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/" + file).toStdString());
+    RunSettings settings = scenario_request(*m).settings;
+    settings.use_reentrant = reentrant;
+    PlanEvaluator ev(m, settings);
+    Planner planner(ev);
+    const std::int64_t plain = ev.baseline().peak_bytes;
+    const auto points = planner.sweep(plain * 7 / 10);
+    const auto front = pareto_frontier(points);
+    const auto& evaluated = planner.evaluated();
+    QVERIFY(evaluated.size() >= 5);
+    for (const auto& q : points) {
+      if (q.strategy != Strategy::optimal || !q.eval.ok) continue;
+      for (const auto& p : evaluated)
+        QVERIFY2(
+            !(p.eval.peak_bytes <= q.eval.peak_bytes && p.eval.recompute_ns < q.eval.recompute_ns),
+            qPrintable(QString("%1 (%2) beats optimal %3 (%4)")
+                           .arg(QString::fromStdString(plan_text(p)))
+                           .arg(p.eval.recompute_ns)
+                           .arg(QString::fromStdString(q.detail))
+                           .arg(q.eval.recompute_ns)));
+    }
+    // Asked again at any evaluated plan's peak, optimal answers that plan or a cheaper one.
+    const auto so_far = evaluated;
+    for (const auto& p : so_far) {
+      const PlanPoint q = planner.plan(Strategy::optimal, p.eval.peak_bytes);
+      QVERIFY2(q.fits, q.note.c_str());
+      QVERIFY2(q.eval.recompute_ns <= p.eval.recompute_ns, plan_text(p).c_str());
+    }
+    // Larger budgets, no costlier plans.
+    std::int64_t last = INT64_MAX;
+    for (int k = 0; k <= 10; ++k) {
+      const std::int64_t low = planner.lowest().eval.peak_bytes;
+      const PlanPoint q = planner.plan(Strategy::optimal, low + (plain - low) * k / 10);
+      QVERIFY(q.fits);
+      QVERIFY2(q.eval.recompute_ns <= last, qPrintable(QString::number(k)));
+      last = q.eval.recompute_ns;
+    }
+    // The frontier: nothing beats a starred point, no two starred points are the same figures.
+    for (const auto& f : front) {
+      for (const auto& p : points) QVERIFY2(!dominates(p, f), plan_text(f).c_str());
+      int same = 0;
+      for (const auto& g : front)
+        same +=
+            g.eval.peak_bytes == f.eval.peak_bytes && g.eval.recompute_ns == f.eval.recompute_ns;
+      QCOMPARE(same, 1);
+    }
+  }
+
   void impossibleBudgetNamesTheLowestPeak() {
     auto m = plan_model("wide_narrow");
     PlanEvaluator ev(m, scenario_request(*m).settings);

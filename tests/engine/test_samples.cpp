@@ -549,7 +549,7 @@ class TestSamples : public QObject {
 
     const RunResult b = runner.run(vit_blocks(*model));
     QVERIFY2(b.ok, b.error.c_str());
-    QVERIFY(quotes(b.trace.peak().bytes, "5.62 MiB"));
+    QVERIFY(quotes(b.trace.peak().bytes, "5.23 MiB"));
     QVERIFY(quotes(at_forward_end(b, MemoryCategory::checkpoint_input), "520.0 KiB"));
     QCOMPARE(b.trace.counts().recompute, std::int64_t{96});
     for (const auto& [name, g] : p.gradients)
@@ -558,8 +558,10 @@ class TestSamples : public QObject {
     no_rng.settings.preserve_rng_state = false;
     const RunResult nr = runner.run(no_rng);
     QVERIFY2(nr.ok, nr.error.c_str());
-    QVERIFY(quotes(nr.trace.peak().bytes, "5.60 MiB"));
-    QCOMPARE(b.trace.peak().bytes - nr.trace.peak().bytes, std::int64_t{4 * 5056});
+    QVERIFY(quotes(nr.trace.peak().bytes, "5.22 MiB"));
+    // At the peak (the first block's recompute) the later blocks' backward is done and their
+    // stashes are gone, as in PyTorch: one stash is live.
+    QCOMPARE(b.trace.peak().bytes - nr.trace.peak().bytes, std::int64_t{5056});
 
     // Selective: the core attention drops exactly the four softmax outputs (and the scale's
     // 8-byte scalars) and keeps q, k and v as its inputs; the attn modules replay more.
@@ -604,7 +606,7 @@ class TestSamples : public QObject {
     QVERIFY(quotes(lp.trace.peak().bytes, "76.66 MiB"));
     QVERIFY(quotes(lcore.trace.peak().bytes, "54.00 MiB"));
     QCOMPARE(lcore.trace.counts().recompute, std::int64_t{16});
-    QVERIFY(quotes(lb.trace.peak().bytes, "30.38 MiB"));
+    QVERIFY(quotes(lb.trace.peak().bytes, "29.81 MiB"));
     QCOMPARE(peak_op(lp), std::string("SoftmaxBackward0"));
     QCOMPARE(peak_op(lb), std::string("SoftmaxBackward0"));
     // ... of a recomputed block: what it recomputed is part of the peak.

@@ -267,7 +267,7 @@ void PlanView::startPlanning() {
     auto r = std::make_shared<PlanResults>();
     try {
       PlanEvaluator ev(model, base.settings, base.plan.policy, cancel.get());
-      Planner planner(ev, CandidateOptions{1, true, 16}, StrategyParams{}, cancel.get());
+      Planner planner(ev, CandidateOptions{}, StrategyParams{}, cancel.get());
       r->plain_peak = ev.baseline().peak_bytes;
       r->points = planner.sweep(r->plain_peak * percent / 100);
       r->front = pareto_frontier(r->points);
