@@ -36,6 +36,8 @@ const char* category_name(MemoryCategory c) {
       return "recomputed";
     case MemoryCategory::rng_state:
       return "rng state";
+    case MemoryCategory::optimizer_state:
+      return "optimizer state";
   }
   return "?";
 }

@@ -14,7 +14,9 @@
 namespace ckpt {
 
 // Where a byte belongs. Follows PyTorch's memory profiler where it fits, plus the three
-// categories checkpointing adds (checkpoint input, recomputed, RNG state).
+// categories checkpointing adds (checkpoint input, recomputed, RNG state), and the optimizer's
+// state (momentum buffers, Adam's moments and steps, the gradient scaler's scale): live from
+// before the forward, as in every training step after the first.
 enum class MemoryCategory : std::uint8_t {
   parameter,
   input,
@@ -24,8 +26,9 @@ enum class MemoryCategory : std::uint8_t {
   checkpoint_input,
   recomputed,
   rng_state,
+  optimizer_state,  // last: a run without an optimizer keeps its traces' category numbers
 };
-inline constexpr std::size_t kMemoryCategoryCount = 8;
+inline constexpr std::size_t kMemoryCategoryCount = 9;
 const char* category_name(MemoryCategory c);
 MemoryCategory category_from_name(std::string_view name);  // throws std::invalid_argument
 

@@ -11,8 +11,8 @@ namespace ckpt::ui {
 namespace {
 
 const char* const kCategoryKeys[kMemoryCategoryCount] = {
-    "parameter",        "input",      "activation", "temporary", "gradient",
-    "checkpoint_input", "recomputed", "rng_state"};
+    "parameter",        "input",      "activation", "temporary",      "gradient",
+    "checkpoint_input", "recomputed", "rng_state",  "optimizer_state"};
 const char* const kStateKeys[kActivationStateCount] = {"pending",          "kept",       "dropped",
                                                        "checkpoint_input", "recomputed", "freed"};
 
@@ -51,8 +51,9 @@ Palette load(const char* which, bool dark) {
   p.backwardBand = colour(o, "backwardBand", dark ? "#2a241f" : "#fff7f0");
   p.warning = colour(o, "warning", "#b7791f");
   p.error = colour(o, "error", "#c53030");
-  const char* catFallback[kMemoryCategoryCount] = {"#b8c0cc", "#5fb8b0", "#4f7fd1", "#f2c14e",
-                                                   "#6aa84f", "#f08a24", "#b44fc9", "#d9534f"};
+  const char* catFallback[kMemoryCategoryCount] = {"#b8c0cc", "#5fb8b0", "#4f7fd1",
+                                                   "#f2c14e", "#6aa84f", "#f08a24",
+                                                   "#b44fc9", "#d9534f", "#8d7b5f"};
   const QJsonObject cats = o.value(QLatin1String("categories")).toObject();
   for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
     p.categories[i] = colour(cats, kCategoryKeys[i], catFallback[i]);
@@ -102,6 +103,8 @@ QString categoryLabel(MemoryCategory c) {
       return QObject::tr("recomputed");
     case MemoryCategory::rng_state:
       return QObject::tr("RNG state");
+    case MemoryCategory::optimizer_state:
+      return QObject::tr("optimizer state");
   }
   return {};
 }
