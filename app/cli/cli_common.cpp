@@ -47,6 +47,15 @@ run options:
   --detect-anomaly           fail the run at the first forward, recomputed or backward op whose
                              output holds NaN or Inf, naming it (PyTorch's anomaly mode)
   --fail-allocation K        fault injection: the run's K-th allocation fails (tests)
+training step options:
+  --optimizer O              none (default: the run stops after backward) | sgd | momentum
+                             (SGD, momentum 0.9) | adam | adamw: the optimizer's step after
+                             backward, its state live from the start (a steady-state step)
+  --lr X  --weight-decay X   the optimizer's (default: sgd 0.01, adam/adamw 0.001; adamw's
+                             weight decay 0.01, others' 0)
+  --amp off|bf16|fp16        forward and loss under torch.autocast in bfloat16 or float16;
+                             fp16 adds the gradient scaler (on the cpu PyTorch 1.13's autocast
+                             knows bf16 only: fp16 runs in float32 there, as PyTorch does)
 )";
 
 bool stderr_is_tty() {

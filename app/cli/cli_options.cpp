@@ -3,7 +3,9 @@
 #include <fnmatch.h>
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <initializer_list>
+#include <string>
 
 #include "engine/model/module_range.hpp"
 #include "engine/plan/planner.hpp"
@@ -18,6 +20,20 @@ T parse_number(const std::string& opt, const std::string& v) {
   T out{};
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || p != v.data() + v.size())
+    throw UsageError(opt + " expects a number, got '" + v + "'");
+  return out;
+}
+
+// A real number, finite ("1e-4", "0.01").
+double parse_real(const std::string& opt, const std::string& v) {
+  std::size_t used = 0;
+  double out = 0;
+  try {
+    out = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || !std::isfinite(out))
     throw UsageError(opt + " expects a number, got '" + v + "'");
   return out;
 }
@@ -161,6 +177,31 @@ const std::vector<RunOptionRule>& run_option_rules() {
        [](RunOptions& o, S a, S v) {
          o.loss = choice<LossKind>(
              a, v, {{"sum", LossKind::sum}, {"mean", LossKind::mean}, {"model", LossKind::model}});
+       }},
+      {"--optimizer", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.optimizer.kind = choice<OptimizerKind>(a, v,
+                                                  {{"none", OptimizerKind::none},
+                                                   {"sgd", OptimizerKind::sgd},
+                                                   {"momentum", OptimizerKind::momentum},
+                                                   {"adam", OptimizerKind::adam},
+                                                   {"adamw", OptimizerKind::adamw}});
+       }},
+      {"--lr", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.optimizer.lr = parse_real(a, v);
+         if (!(*o.optimizer.lr > 0)) throw UsageError("--lr must be positive");
+       }},
+      {"--weight-decay", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.optimizer.weight_decay = parse_real(a, v);
+         if (!(*o.optimizer.weight_decay >= 0))
+           throw UsageError("--weight-decay must not be negative");
+       }},
+      {"--amp", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.amp = choice<AmpMode>(
+             a, v, {{"off", AmpMode::off}, {"bf16", AmpMode::bf16}, {"fp16", AmpMode::fp16}});
        }},
       {"--json", false, true, [](RunOptions& o, S, S) { o.json = true; }},
       {"--no-baseline", false, true, [](RunOptions& o, S, S) { o.no_baseline = true; }},
@@ -350,6 +391,8 @@ RunRequest make_request(const Model& model, const RunOptions& o) {
   s.device = o.device == DeviceChoice::cuda ? Device::cuda : Device::cpu;
   if (o.gpu_memory > 0) s.gpu_memory = o.gpu_memory;
   s.inputs = read_inputs(model, o);
+  s.optimizer = o.optimizer;
+  s.amp = o.amp;
   r.hooks.detect_anomaly = o.detect_anomaly;
   r.hooks.fail_allocation_at = o.fail_allocation;
   return r;

@@ -43,6 +43,8 @@ struct RunOptions {
   bool input_requires_grad = false;
   std::vector<std::string> input_files;
   std::optional<LossKind> loss;
+  OptimizerSettings optimizer;  // --optimizer, --lr, --weight-decay
+  AmpMode amp = AmpMode::off;   // --amp
   // Output options (run only).
   bool json = false;
   bool no_baseline = false;

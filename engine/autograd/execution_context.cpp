@@ -24,6 +24,7 @@ MemoryCategory base_category(Phase p) {
       return MemoryCategory::input;
     case Phase::forward:
     case Phase::backward:
+    case Phase::optimizer:
       return MemoryCategory::temporary;
   }
   return MemoryCategory::temporary;
@@ -40,6 +41,8 @@ const char* phase_name(Phase p) {
       return "backward";
     case Phase::recompute:
       return "recompute";
+    case Phase::optimizer:
+      return "optimizer";
   }
   return "?";
 }

@@ -22,7 +22,8 @@
 
 namespace ckpt {
 
-enum class Phase : std::uint8_t { setup, forward, backward, recompute };
+// optimizer: the optimizer's step after backward (engine/run/optimizer.hpp).
+enum class Phase : std::uint8_t { setup, forward, backward, recompute, optimizer };
 const char* phase_name(Phase p);
 
 enum class Severity : std::uint8_t { info, warning, error };

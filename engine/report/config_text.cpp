@@ -6,6 +6,15 @@ namespace ckpt {
 
 namespace {
 
+// ", adamw, bf16 autocast": the training step's settings, where they are not the default.
+std::string step_text(const RunSettings& s) {
+  std::string out;
+  if (s.optimizer.kind != OptimizerKind::none)
+    out += std::string(", ") + optimizer_name(s.optimizer.kind);
+  if (s.amp != AmpMode::off) out += std::string(", ") + amp_name(s.amp) + " autocast";
+  return out;
+}
+
 std::string checkpoints_text(const RunRequest& request) {
   const CheckpointPlan& p = request.plan;
   const RunSettings& s = request.settings;
@@ -27,8 +36,8 @@ std::string checkpoints_text(const RunRequest& request) {
 }  // namespace
 
 std::string describe_request(const RunRequest& request) {
-  std::string what = checkpoints_text(request);
   const RunSettings& s = request.settings;
+  std::string what = checkpoints_text(request) + step_text(s);
   if (s.device == Device::cpu) return what;
   // Whose memory, and PyTorch 2.x's checkpoint default where it differs from 1.13's
   // (MemorySemantics::checkpoint_early_stop: torch.utils.checkpoint.set_checkpoint_early_stop).

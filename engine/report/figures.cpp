@@ -2,6 +2,8 @@
 
 #include "engine/report/run_summary.hpp"
 
+#include <algorithm>
+
 namespace ckpt {
 
 std::int64_t saved_for_backward(const CategoryBytes& live_at_forward_end) {
@@ -31,6 +33,38 @@ std::optional<GpuFit> gpu_fit(const RunResult& run, const RunSettings& settings)
   f.reserved_peak = run.reserved->peak_bytes;
   f.capacity = settings.gpu_memory;
   return f;
+}
+
+StepPhases step_phases(const Trace& trace) {
+  StepPhases p;
+  p.start = trace.total_at(-1);
+  std::int64_t total = p.start;
+  p.peak_forward_backward = total;
+  std::int64_t first_step_event = trace.first_event(0);
+  if (trace.step_count() == 0) first_step_event = trace.event_count();
+  std::int64_t optimizer_from = trace.step_count();
+  for (std::int64_t k = 0; k < trace.step_count(); ++k)
+    if (trace.step_phase(k) == Phase::optimizer) {
+      optimizer_from = k;
+      break;
+    }
+  p.has_optimizer_step = optimizer_from < trace.step_count();
+  const std::int64_t optimizer_events =
+      p.has_optimizer_step ? trace.first_event(optimizer_from) : trace.event_count();
+  for (std::int64_t i = first_step_event; i < trace.event_count(); ++i) {
+    if (i == optimizer_events) p.after_backward = p.peak_optimizer_step = total;
+    const TraceEvent e = trace.event(i);
+    if (e.kind == TraceEventKind::alloc) total += e.bytes;
+    if (e.kind == TraceEventKind::free) total -= e.bytes;
+    if (i < optimizer_events) {
+      p.peak_forward_backward = std::max(p.peak_forward_backward, total);
+    } else {
+      p.peak_optimizer_step = std::max(p.peak_optimizer_step, total);
+    }
+  }
+  // No optimizer step, or one that allocated and freed nothing (SGD's): it ends where the run did.
+  if (optimizer_events >= trace.event_count()) p.after_backward = p.peak_optimizer_step = total;
+  return p;
 }
 
 std::optional<AgainstPlain> against_plain(const RunSummary& s) {

@@ -50,6 +50,21 @@ struct GpuFit {
 // Empty for a run without a caching allocator (the cpu).
 std::optional<GpuFit> gpu_fit(const RunResult& run, const RunSettings& settings);
 
+// The memory of a training step's phases, as PyTorch's allocator statistics measure them around
+// the phases of a step (the GPU oracle's fields, ../shared/reference/gpu-oracle/train/): what is
+// live before the first op (parameters, buffers, the optimizer's state, the inputs), the highest
+// point of forward, loss and backward (recomputation included), what is live once backward has
+// ended (the gradients, and what the run still holds), and the optimizer step's own peak, which
+// starts from that. Without an optimizer step the last two are the run's end.
+struct StepPhases {
+  std::int64_t start = 0;
+  std::int64_t peak_forward_backward = 0;
+  std::int64_t after_backward = 0;
+  std::int64_t peak_optimizer_step = 0;
+  bool has_optimizer_step = false;
+};
+StepPhases step_phases(const Trace& trace);
+
 // A run against the same settings without any checkpoint (RunSummary::baseline).
 struct AgainstPlain {
   PeakChange peak;

@@ -79,6 +79,14 @@ nlohmann::json to_json(const RunSummary& s) {
                    {"backward", s.times.backward_ms},
                    {"recompute", s.times.recompute_ms},
                    {"total", s.times.total_ms}};
+  if (s.step_phases.has_optimizer_step) {
+    j["executions"]["optimizer"] = s.executions.optimizer;
+    j["times_ms"]["optimizer"] = s.times.optimizer_ms;
+    j["step_phases"] = {{"start", s.step_phases.start},
+                        {"peak_forward_backward", s.step_phases.peak_forward_backward},
+                        {"after_backward", s.step_phases.after_backward},
+                        {"peak_optimizer_step", s.step_phases.peak_optimizer_step}};
+  }
   j["checkpoints"] = s.checkpoints;
   j["memory_of"] = s.memory_of;
   j["reserved_peak"] = s.reserved ? nlohmann::json(s.reserved->peak_bytes) : nullptr;
@@ -136,6 +144,7 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
   s.end_of_forward = t.memory_at(fe);
   s.end_of_forward_total = t.total_at(fe);
   s.executions = t.counts();
+  s.step_phases = step_phases(t);
   s.times = run.times;
   s.messages = t.messages();
   s.checkpoints = static_cast<std::int64_t>(t.checkpoints().size());
@@ -148,7 +157,7 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
     RunSummary::Baseline b;
     b.peak_bytes = baseline->trace.peak().bytes;
     const auto c = baseline->trace.counts();
-    b.executions = c.forward + c.recompute + c.backward;
+    b.executions = c.forward + c.recompute + c.backward + c.optimizer;
     b.total_ms = baseline->times.total_ms;
     s.baseline = b;
   }
@@ -218,6 +227,21 @@ void reserved_text(std::ostream& os, const RunSummary& s) {
        << (s.gpu->fits() ? ": fits" : ": DOES NOT FIT (--gpu-memory sets the card's size)") << "\n";
 }
 
+// The training step's phases, each with its bytes (figures.hpp: step_phases).
+void step_phases_text(std::ostream& os, const StepPhases& p) {
+  auto line = [&](const char* what, std::int64_t b) {
+    char text[128];
+    std::snprintf(text, sizeof text, "    %-24s %12s  %14lld bytes\n", what,
+                  format_bytes(b).c_str(), static_cast<long long>(b));
+    os << text;
+  };
+  os << "step phases\n";
+  line("start", p.start);
+  line("peak forward+backward", p.peak_forward_backward);
+  line("after backward", p.after_backward);
+  line("peak optimizer step", p.peak_optimizer_step);
+}
+
 // The run against its baseline: the same model without checkpointing, in the same process.
 void baseline_text(std::ostream& os, const RunSummary& s) {
   if (s.baseline && !s.ok) {
@@ -271,14 +295,18 @@ std::string summary_text(const RunSummary& s) {
   reserved_text(os, s);
   os << "end of forward  " << format_bytes(s.end_of_forward_total) << " live\n";
   category_table(os, s.end_of_forward);
+  const bool stepped = s.step_phases.has_optimizer_step;
+  if (stepped) step_phases_text(os, s.step_phases);
   os << "op executions   forward " << s.executions.forward << ", recompute "
-     << s.executions.recompute << ", backward " << s.executions.backward << " (total "
-     << s.total_executions() << ")\n";
+     << s.executions.recompute << ", backward " << s.executions.backward;
+  if (stepped) os << ", optimizer " << s.executions.optimizer;
+  os << " (total " << s.total_executions() << ")\n";
   os << "checkpoints     " << s.checkpoints << " segments\n";
   os << (s.dry_run ? "est. time       forward " : "wall time       forward ")
      << fixed(s.times.forward_ms, 2) << " ms, backward " << fixed(s.times.backward_ms, 2)
-     << " ms (recompute " << fixed(s.times.recompute_ms, 2) << " ms), total "
-     << fixed(s.times.total_ms, 2) << " ms\n";
+     << " ms (recompute " << fixed(s.times.recompute_ms, 2) << " ms), ";
+  if (stepped) os << "optimizer " << fixed(s.times.optimizer_ms, 2) << " ms, ";
+  os << "total " << fixed(s.times.total_ms, 2) << " ms\n";
   baseline_text(os, s);
   if (!s.messages.empty()) os << "messages\n" << grouped_messages_text(s.messages, "    ");
   return os.str();

@@ -30,6 +30,7 @@ struct RunSummary {
   CategoryBytes end_of_forward{};  // live bytes by category when the forward ends
   std::int64_t end_of_forward_total = 0;
   PhaseCounts executions;
+  StepPhases step_phases;  // the training step's phases (figures.hpp)
   PhaseTimes times;
   std::int64_t checkpoints = 0;  // checkpointed segments run in the forward
   std::vector<TraceMessage> messages;
@@ -56,7 +57,7 @@ struct RunSummary {
   std::optional<Baseline> baseline;
 
   std::int64_t total_executions() const {
-    return executions.forward + executions.recompute + executions.backward;
+    return executions.forward + executions.recompute + executions.backward + executions.optimizer;
   }
 };
 

@@ -1,6 +1,8 @@
 #include "engine/run/run_request.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <stdexcept>
 
 #include "engine/model/module_range.hpp"
 
@@ -18,7 +20,31 @@ const char* policy_key(SelectivePolicy p) {
   return "";
 }
 
+constexpr const char* kOptimizerNames[] = {"none", "sgd", "momentum", "adam", "adamw"};
+constexpr const char* kAmpNames[] = {"off", "bf16", "fp16"};
+
 }  // namespace
+
+const char* optimizer_name(OptimizerKind kind) {
+  return kOptimizerNames[static_cast<std::size_t>(kind)];
+}
+
+OptimizerKind optimizer_from_name(const std::string& name) {
+  for (std::size_t i = 0; i < std::size(kOptimizerNames); ++i)
+    if (name == kOptimizerNames[i]) return static_cast<OptimizerKind>(i);
+  throw std::invalid_argument("unknown optimizer '" + name +
+                              "' (none, sgd, momentum, adam or adamw)");
+}
+
+const char* amp_name(AmpMode mode) {
+  return kAmpNames[static_cast<std::size_t>(mode)];
+}
+
+AmpMode amp_from_name(const std::string& name) {
+  for (std::size_t i = 0; i < std::size(kAmpNames); ++i)
+    if (name == kAmpNames[i]) return static_cast<AmpMode>(i);
+  throw std::invalid_argument("unknown precision '" + name + "' (off, bf16 or fp16)");
+}
 
 std::string CheckpointPlan::key() const {
   std::string key;

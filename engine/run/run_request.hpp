@@ -29,6 +29,31 @@ namespace ckpt {
 // recomputing them (PyTorch 2.4+'s selective activation checkpointing).
 enum class SelectivePolicy : std::uint8_t { none, save_matmul };
 
+// The optimizer a training step ends with (engine/run/optimizer.hpp): none (the run stops after
+// backward), SGD, SGD with momentum 0.9, Adam, AdamW, with PyTorch's update rules.
+enum class OptimizerKind : std::uint8_t { none, sgd, momentum, adam, adamw };
+const char* optimizer_name(OptimizerKind kind);  // "none", "sgd", "momentum", "adam", "adamw"
+// The kind named `name` (as optimizer_name spells it); throws std::invalid_argument naming the
+// kinds there are.
+OptimizerKind optimizer_from_name(const std::string& name);
+
+struct OptimizerSettings {
+  OptimizerKind kind = OptimizerKind::none;
+  // Unset: the kind's default (optimizer.hpp: optimizer_hyper). Values change what the step
+  // computes, never what it allocates.
+  std::optional<double> lr;
+  std::optional<double> weight_decay;
+
+  bool operator==(const OptimizerSettings&) const = default;
+};
+
+// Mixed precision: the forward and the loss under torch.autocast with this lower precision
+// (engine/ops/autocast.hpp), parameters and their gradients in float32. fp16 adds the gradient
+// scaler (engine/run/grad_scaler.hpp).
+enum class AmpMode : std::uint8_t { off, bf16, fp16 };
+const char* amp_name(AmpMode mode);              // "off", "bf16", "fp16"
+AmpMode amp_from_name(const std::string& name);  // throws std::invalid_argument
+
 // What to checkpoint.
 struct CheckpointPlan {
   std::set<std::string> modules;  // module instance paths to checkpoint (nesting allowed)
@@ -90,6 +115,10 @@ struct RunSettings {
   // estimates (run/time_estimate.hpp). The ledger's cap does not apply. A request that is a dry
   // run is answered by its dry run alone.
   bool dry_run = false;
+  // The training step's end: the optimizer's step after backward, its state live from the
+  // run's start as in every step after the first (none: the run stops after backward).
+  OptimizerSettings optimizer;
+  AmpMode amp = AmpMode::off;
 
   bool operator==(const RunSettings&) const = default;
 };
@@ -129,6 +158,7 @@ struct PhaseTimes {
   double forward_ms = 0;
   double backward_ms = 0;  // includes recomputation
   double recompute_ms = 0;
+  double optimizer_ms = 0;  // the optimizer's step
   double total_ms = 0;
 };
 
@@ -148,6 +178,11 @@ struct RunResult {
   // Buffers after the run (BatchNorm's running statistics, num_batches_tracked): a module
   // checkpointed around a BatchNorm updates them twice, as PyTorch does.
   std::map<std::string, Tensor> buffers;
+  // With an optimizer: every trainable parameter after its step, and the optimizer's state by
+  // parameter name and state name ("exp_avg", "exp_avg_sq", "step", "momentum_buffer"), as
+  // torch.optim's state_dict holds it after the step.
+  std::map<std::string, Tensor> parameters;
+  std::map<std::string, std::map<std::string, Tensor>> optimizer_state;
   PhaseTimes times;
   // A dry run's result: exact bytes, estimated times, and tensors (outputs, loss, gradients)
   // that have shapes and no values (on the meta device).

@@ -20,6 +20,7 @@
 #include "engine/ops/ops.hpp"
 #include "engine/run/compiled_model.hpp"
 #include "engine/run/executor.hpp"
+#include "engine/run/optimizer.hpp"
 #include "engine/run/time_estimate.hpp"
 #include "engine/tensor/generator.hpp"
 #include "engine/tensor/init.hpp"
@@ -219,6 +220,39 @@ void collect_results(const Model& model, const TensorList& statics, const Tensor
   }
 }
 
+// The optimizer of a training step, its state made now (before the inputs and the forward:
+// live from the start, as in every step after the first), over the parameters that train.
+std::optional<Optimizer> make_optimizer(const Model& model, const RunSettings& settings,
+                                        const TensorList& statics) {
+  if (settings.optimizer.kind == OptimizerKind::none) return std::nullopt;
+  if (!settings.backward)
+    throw std::invalid_argument(std::string("Runner: the optimizer (") +
+                                optimizer_name(settings.optimizer.kind) +
+                                ") steps on gradients: a run without backward has none");
+  std::vector<TrainableParameter> trainable;
+  for (std::size_t i = 0; i < model.parameters.size(); ++i)
+    if (statics[i].requires_grad()) trainable.push_back({model.parameters[i].name, statics[i]});
+  return std::optional<Optimizer>(std::in_place, settings.optimizer,
+                                  default_step_implementation(settings.device),
+                                  std::move(trainable));
+}
+
+void add_step_costs(const Optimizer& optimizer, std::unordered_map<std::string, OpCost>& costs) {
+  for (auto& [node, cost] : optimizer.step_costs()) costs[node] = cost;
+}
+
+// The optimizer's step after backward: what it leaves is the run's parameters and state.
+void run_optimizer_step(Optimizer& optimizer, RunResult& result) {
+  {
+    PhaseScope phase(Phase::optimizer);
+    const auto t0 = Clock::now();
+    optimizer.step();
+    result.times.optimizer_ms = ms_since(t0);
+  }
+  for (const auto& p : optimizer.parameters()) result.parameters[p.name] = p.tensor;
+  result.optimizer_state = optimizer.state();
+}
+
 // A dry run computed nothing, so measured nothing: the phases take their steps' estimates.
 void apply_estimated_times(RunResult& result,
                            const std::unordered_map<std::string, OpCost>& node_costs) {
@@ -228,10 +262,21 @@ void apply_estimated_times(RunResult& result,
   for (std::int64_t k = 0; k < result.trace.step_count(); ++k) {
     const double ms = static_cast<double>(estimates[static_cast<std::size_t>(k)]) / 1e6;
     const Phase p = result.trace.step_phase(k);
-    (p == Phase::forward ? result.times.forward_ms : result.times.backward_ms) += ms;
+    (p == Phase::forward     ? result.times.forward_ms
+     : p == Phase::optimizer ? result.times.optimizer_ms
+                             : result.times.backward_ms) += ms;
     if (p == Phase::recompute) result.times.recompute_ms += ms;
     result.times.total_ms += ms;
   }
+}
+
+// Copies of `ts` in a ledger of their own, which the run's trace does not see: values the run
+// hands back without holding them (a dry run's are meta tensors, shapes only).
+TensorList held_outside(const TensorList& ts) {
+  LedgerScope own(std::make_shared<MemoryLedger>());
+  TensorList out;
+  for (const Tensor& t : ts) out.push_back(t.defined() ? contiguous_copy(t) : t);
+  return out;
 }
 
 // The forward phase: the model's outputs, then its loss (none for an inference run whose
@@ -253,13 +298,18 @@ void run_forward(Executor& executor, const Model& model, const CompiledModel& co
     result.loss = make_loss(model, loss_kind, result.outputs,
                             compiled.loss_id() >= 0 ? values.back() : Tensor());
   if (result.loss.defined()) check_anomaly({result.loss}, "loss", "");
+  // A training step's code (`loss = criterion(model(x), y)`) keeps no reference to the outputs:
+  // they live on only where autograd saved them. The result gets copies the run does not hold.
+  if (settings.optimizer.kind != OptimizerKind::none) result.outputs = held_outside(result.outputs);
   result.times.forward_ms = ms_since(tf);
 }
 
-void run_backward(RunResult& result) {
+void run_backward(const RunSettings& settings, RunResult& result) {
   PhaseScope phase(Phase::backward);
   const auto tb = Clock::now();
   result.loss.backward();
+  // Nor the loss, once backward has consumed it (it is a local of the step's function).
+  if (settings.optimizer.kind != OptimizerKind::none) result.loss = held_outside({result.loss})[0];
   result.times.backward_ms = ms_since(tb);
 }
 
@@ -322,11 +372,15 @@ RunResult Runner::run(const RunRequest& request, const std::atomic<bool>* cancel
     Executor executor(model, *compiled_, request, cancel);
     if (settings.dry_run) executor.collect_costs(&node_costs);
     const TensorList statics = make_statics(model);
+    std::optional<Optimizer> optimizer = make_optimizer(model, settings, statics);
+    if (optimizer && settings.dry_run) add_step_costs(*optimizer, node_costs);
     const TensorList inputs = make_inputs(model, settings, batch);
 
     run_forward(executor, model, *compiled_, settings, loss_kind, statics, inputs, result);
     if (cancel && cancel->load()) throw RunCancelled();
-    if (settings.backward) run_backward(result);
+    if (settings.backward) run_backward(settings, result);
+    if (cancel && cancel->load()) throw RunCancelled();
+    if (optimizer) run_optimizer_step(*optimizer, result);
     collect_results(model, statics, inputs, result);
     result.set_status(RunStatus::ok);
   } catch (const RunCancelled& e) {

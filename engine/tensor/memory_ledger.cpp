@@ -38,6 +38,8 @@ const char* category_name(MemoryCategory c) {
       return "rng state";
     case MemoryCategory::workspace:
       return "workspace";
+    case MemoryCategory::optimizer_state:
+      return "optimizer state";
   }
   return "?";
 }

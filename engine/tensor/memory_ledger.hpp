@@ -14,8 +14,10 @@
 namespace ckpt {
 
 // Where a byte belongs. Follows PyTorch's memory profiler where it fits, plus the three
-// categories checkpointing adds (checkpoint input, recomputed, RNG state) and the buffers a
-// device's libraries keep for themselves (workspace: cuBLAS's on CUDA, memory_semantics.hpp).
+// categories checkpointing adds (checkpoint input, recomputed, RNG state), the buffers a
+// device's libraries keep for themselves (workspace: cuBLAS's on CUDA, memory_semantics.hpp),
+// and the optimizer's state (momentum buffers, Adam's moments and steps, the gradient scaler's
+// scale): live from before the forward, as in every training step after the first.
 enum class MemoryCategory : std::uint8_t {
   parameter,
   input,
@@ -25,9 +27,10 @@ enum class MemoryCategory : std::uint8_t {
   checkpoint_input,
   recomputed,
   rng_state,
-  workspace,  // last: a CPU run never has any, and its traces keep their category numbers
+  workspace,        // after RNG state: a CPU run never has any, and keeps its category numbers
+  optimizer_state,  // last: a run without an optimizer keeps its traces' category numbers
 };
-inline constexpr std::size_t kMemoryCategoryCount = 9;
+inline constexpr std::size_t kMemoryCategoryCount = 10;
 const char* category_name(MemoryCategory c);
 MemoryCategory category_from_name(std::string_view name);  // throws std::invalid_argument
 

@@ -167,8 +167,9 @@ void write_trace_json(const Trace& t, std::ostream& out) {
   const auto peak = t.peak();
   out << "],\n\"summary\":{\"steps\":" << t.step_count() << ",\"events\":" << t.event_count()
       << ",\"forward_end\":" << t.forward_end() << ",\"counts\":{\"forward\":" << counts.forward
-      << ",\"recompute\":" << counts.recompute << ",\"backward\":" << counts.backward
-      << "},\"peak\":{\"bytes\":" << peak.bytes << ",\"step\":" << peak.step << ",\"by_category\":";
+      << ",\"recompute\":" << counts.recompute << ",\"backward\":" << counts.backward;
+  if (counts.optimizer > 0) out << ",\"optimizer\":" << counts.optimizer;
+  out << "},\"peak\":{\"bytes\":" << peak.bytes << ",\"step\":" << peak.step << ",\"by_category\":";
   json_bytes(out, peak.by_category);
   out << "}},\n\"initial_memory\":";
   json_bytes(out, t.initial_memory());
@@ -232,12 +233,14 @@ double micros(std::int64_t ns) {
   return static_cast<double>(ns) / 1000.0;
 }
 
-void chrome_metadata(std::ostream& out) {
+void chrome_metadata(const Trace& t, std::ostream& out) {
   out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"Checkpoint Lab\"},"
          "\"traceEvents\":[\n"
          "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":"
          "\"Checkpoint Lab run\"}}";
-  for (Phase p : {Phase::setup, Phase::forward, Phase::recompute, Phase::backward}) {
+  for (Phase p :
+       {Phase::setup, Phase::forward, Phase::recompute, Phase::backward, Phase::optimizer}) {
+    if (p == Phase::optimizer && t.counts().optimizer == 0) continue;
     out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << phase_tid(p)
         << ",\"name\":\"thread_name\",\"args\":{\"name\":\"" << phase_name(p) << "\"}}";
     out << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << phase_tid(p)
@@ -318,7 +321,7 @@ void chrome_messages(const Trace& t, const std::vector<double>& step_end_us, std
 
 void write_chrome_trace(const Trace& t, std::ostream& out) {
   out.precision(15);
-  chrome_metadata(out);
+  chrome_metadata(t, out);
   const std::vector<double> step_end_us = chrome_steps(t, out);
   chrome_spans(t, step_end_us, t.checkpoints(), "checkpoint", out);
   chrome_spans(t, step_end_us, t.recomputes(), "recompute", out);

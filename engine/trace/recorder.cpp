@@ -160,6 +160,9 @@ void Recorder::State::step_begin(const Event& ev) {
     case Phase::backward:
       ++d.counts.backward;
       break;
+    case Phase::optimizer:
+      ++d.counts.optimizer;
+      break;
     case Phase::setup:
       break;
   }

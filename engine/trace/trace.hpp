@@ -29,7 +29,7 @@ enum class ActivationState : std::uint8_t {
 };
 const char* activation_state_name(ActivationState s);
 
-// One op execution: forward, recompute or backward.
+// One op execution: forward, recompute, backward or the optimizer's step.
 struct TraceStep {
   Phase phase = Phase::forward;
   std::string op;       // engine op or backward node: "conv2d", "ConvolutionBackward0"
@@ -99,6 +99,7 @@ struct PhaseCounts {
   std::int64_t forward = 0;
   std::int64_t recompute = 0;
   std::int64_t backward = 0;
+  std::int64_t optimizer = 0;  // the optimizer step's op executions (none without an optimizer)
 };
 
 class Trace {

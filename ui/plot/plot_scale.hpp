@@ -17,9 +17,10 @@ namespace ckpt::ui::plot_scale {
 
 // Bottom to top: what lives all run long first, the spiky temporaries last.
 inline constexpr std::array<MemoryCategory, kMemoryCategoryCount> kStackOrder = {
-    MemoryCategory::workspace,  MemoryCategory::parameter,        MemoryCategory::input,
-    MemoryCategory::rng_state,  MemoryCategory::checkpoint_input, MemoryCategory::activation,
-    MemoryCategory::recomputed, MemoryCategory::gradient,         MemoryCategory::temporary};
+    MemoryCategory::workspace,  MemoryCategory::parameter,  MemoryCategory::optimizer_state,
+    MemoryCategory::input,      MemoryCategory::rng_state,  MemoryCategory::checkpoint_input,
+    MemoryCategory::activation, MemoryCategory::recomputed, MemoryCategory::gradient,
+    MemoryCategory::temporary};
 
 inline constexpr double kLegendHeight = 22;
 inline constexpr double kTitleHeight = 20;

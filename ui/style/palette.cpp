@@ -12,7 +12,7 @@ namespace {
 
 const char* const kCategoryKeys[kMemoryCategoryCount] = {
     "parameter",        "input",      "activation", "temporary", "gradient",
-    "checkpoint_input", "recomputed", "rng_state",  "workspace"};
+    "checkpoint_input", "recomputed", "rng_state",  "workspace", "optimizer_state"};
 const char* const kStateKeys[kActivationStateCount] = {"pending",          "kept",       "dropped",
                                                        "checkpoint_input", "recomputed", "freed"};
 
@@ -51,9 +51,9 @@ Palette load(const char* which, bool dark) {
   p.backwardBand = colour(o, "backwardBand", dark ? "#2a241f" : "#fff7f0");
   p.warning = colour(o, "warning", "#b7791f");
   p.error = colour(o, "error", "#c53030");
-  const char* catFallback[kMemoryCategoryCount] = {"#b8c0cc", "#5fb8b0", "#4f7fd1",
-                                                   "#f2c14e", "#6aa84f", "#f08a24",
-                                                   "#b44fc9", "#d9534f", "#8d7b68"};
+  const char* catFallback[kMemoryCategoryCount] = {"#b8c0cc", "#5fb8b0", "#4f7fd1", "#f2c14e",
+                                                   "#6aa84f", "#f08a24", "#b44fc9", "#d9534f",
+                                                   "#8d7b68", "#8a8f2e"};
   const QJsonObject cats = o.value(QLatin1String("categories")).toObject();
   for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
     p.categories[i] = colour(cats, kCategoryKeys[i], catFallback[i]);
@@ -105,6 +105,8 @@ QString categoryLabel(MemoryCategory c) {
       return QObject::tr("RNG state");
     case MemoryCategory::workspace:
       return QObject::tr("workspace (cuBLAS)");
+    case MemoryCategory::optimizer_state:
+      return QObject::tr("optimizer state");
   }
   return {};
 }
