@@ -9,6 +9,7 @@
 #include "engine/report/snapshot_attribution.hpp"
 #include "engine/snapshot/measured_timeline.hpp"
 #include "engine/snapshot/memory_snapshot.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 #include "engine/trace/snapshot_compare.hpp"
 
 namespace ckpt::cli {
@@ -30,8 +31,9 @@ their frames (Python's when the stack has them).
   --gpu D             which GPU's trace (default: the first with one)
   --compare MODEL     also the engine's prediction for MODEL with the run options that
                       follow (--checkpoint ..., --batch ...): its peak beside the measured
-                      one and the difference. Today the prediction is the engine's dry run
-                      (exact bytes, CPU semantics); see the README for what differs on a GPU.
+                      one and the difference. The prediction is the engine's dry run with
+                      the CUDA semantics (PyTorch 2.x on a GPU), as a snapshot is a GPU's;
+                      --device cpu predicts PyTorch 1.13's CPU figures instead.
 exit codes: 0 success, 2 usage, 3 the snapshot or the model could not be read, 4 the
 prediction failed.
 )";
@@ -125,6 +127,7 @@ Options parse(const std::vector<std::string>& args) {
 struct Prediction {
   std::shared_ptr<const Model> model;
   std::shared_ptr<const RunResult> result;  // a dry run
+  Device device = Device::cpu;              // whose memory semantics it ran with
   const Trace& trace() const { return result->trace; }
 };
 
@@ -136,6 +139,8 @@ std::optional<Prediction> predict(const Options& o, int* code) {
   if (!positional.empty())
     throw UsageError("--compare takes one MODEL, then run options; got '" + positional[0] + "'");
   run.dry_run = true;
+  // A snapshot is a GPU's memory: predict it with the GPU's semantics unless told otherwise.
+  if (run.device == DeviceChoice::auto_select) run.device = DeviceChoice::cuda;
   auto model = load_or_exit(o.compare_model, code);
   if (!model) return std::nullopt;
   const RunRequest request = make_request(*model, run);
@@ -147,12 +152,13 @@ std::optional<Prediction> predict(const Options& o, int* code) {
     *code = kExitRun;
     return std::nullopt;
   }
-  return Prediction{model, outcome.result};
+  return Prediction{model, outcome.result, request.settings.device};
 }
 
 struct Compared {
   SnapshotComparison comparison;
   SnapshotAttribution attribution;
+  const char* whose = "";  // the prediction's memory semantics, "PyTorch 2.x on ..."
 };
 
 nlohmann::ordered_json frames_json(const MemorySnapshot& s, StackId stack) {
@@ -195,17 +201,20 @@ void print_json(const MemorySnapshot& s, const MeasuredTimeline& t, std::size_t 
   j["live_at_peak"] = std::move(live);
   j["live_at_peak_count"] = t.live_at_peak.size();
   if (c)
-    j["comparison"] = {{"measured_peak", c->measured_peak},
-                       {"measured_start", c->measured_start},
-                       {"measured_step_peak", c->measured_step_peak},
-                       {"predicted_peak", c->predicted_peak},
-                       {"predicted_start", c->predicted_start},
-                       {"difference", c->difference},
-                       {"ratio", c->ratio},
-                       {"prediction", "engine dry run (CPU semantics)"},
-                       {"allocs", cmp->attribution.allocs},
-                       {"attributed", cmp->attribution.matched},
-                       {"attributed_parameters", cmp->attribution.parameters}};
+    j["comparison"] = {
+        {"measured_peak", c->measured_peak},
+        {"measured_start", c->measured_start},
+        {"measured_step_peak", c->measured_step_peak},
+        {"predicted_peak", c->predicted_peak},
+        {"predicted_start", c->predicted_start},
+        {"predicted_workspace", c->predicted_workspace},
+        {"predicted_step_peak", c->predicted_step_peak},
+        {"difference", c->difference},
+        {"ratio", c->ratio},
+        {"prediction", std::string("engine dry run, memory as ") + cmp->whose + " holds it"},
+        {"allocs", cmp->attribution.allocs},
+        {"attributed", cmp->attribution.matched},
+        {"attributed_parameters", cmp->attribution.parameters}};
   std::cout << j.dump(2) << "\n";
 }
 
@@ -241,10 +250,15 @@ void print_text(const MemorySnapshot& s, const MeasuredTimeline& t, std::size_t 
       std::cout << "                  " << f->filename << ":" << f->line << "  " << f->name << "\n";
   }
   if (c) {
-    std::cout << "compared with the engine's prediction (dry run, CPU semantics):\n"
+    std::cout << "compared with the engine's prediction (dry run, memory as " << cmp->whose
+              << " holds it):\n"
               << "  measured step peak  " << bytes_text(c->measured_step_peak)
               << " (peak minus the start)\n"
-              << "  predicted peak      " << bytes_text(c->predicted_peak) << "\n"
+              << "  predicted step peak " << bytes_text(c->predicted_step_peak);
+    if (c->predicted_workspace > 0)
+      std::cout << " (peak " << bytes_text(c->predicted_peak) << " minus the libraries' workspace "
+                << bytes_text(c->predicted_workspace) << ", which the measured start holds)";
+    std::cout << "\n"
               << "  difference          " << bytes_text(c->difference);
     if (c->predicted_peak > 0) std::printf(", measured/predicted = %.3f", c->ratio);
     std::cout << "\n  attributed          " << cmp->attribution.matched << " of "
@@ -276,7 +290,8 @@ int cmd_snapshot(const std::vector<std::string>& args) {
     const std::optional<Prediction> predicted = predict(o, &code);
     if (!predicted) return code;
     comparison = Compared{compare_snapshot(t, predicted->trace()),
-                          attribute_snapshot(s, t, predicted->trace(), *predicted->model)};
+                          attribute_snapshot(s, t, predicted->trace(), *predicted->model),
+                          memory_semantics(predicted->device).whose};
   }
   if (o.json)
     print_json(s, t, o.top, comparison);

@@ -3,6 +3,7 @@
 // A run's memory over steps as plain arrays, derived once per run from its Trace, so that the
 // app's plot, the CLI's --plot and the tests draw from the same numbers.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,10 +35,18 @@ struct MemorySeries {
   std::int64_t peak_step = -1;
   CategoryBytes peak_by_category{};
   CategoryBytes max_by_category{};  // over all steps, to know which categories ever appear
+  // On a device with a caching allocator (cuda): the bytes it reserved after each step
+  // (RunResult::reserved, the allocator's segments) and their peak; empty on the cpu.
+  std::vector<std::int64_t> reserved;
+  std::int64_t reserved_peak = 0;
+  std::int64_t reserved_peak_step = -1;
+  // Whose memory the curve is ("PyTorch 2.x on an NVIDIA GPU (CUDA)": MemorySemantics::whose).
+  std::string memory_of;
 
   std::int64_t steps() const { return static_cast<std::int64_t>(totals.size()); }
   bool empty() const { return totals.empty(); }
-  std::int64_t max_total() const { return peak_bytes; }
+  // The highest figure drawn: the allocated peak, or the reserved one above it.
+  std::int64_t max_total() const { return std::max(peak_bytes, reserved_peak); }
 };
 using MemorySeriesPtr = std::shared_ptr<const MemorySeries>;
 

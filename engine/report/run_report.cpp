@@ -20,6 +20,12 @@ RunReport report_run(const Model& model, const RunRequest& request, const RunRes
   series->failed = !result.ok;
   series->dry_run = result.dry_run;
   series->not_computed = not_computed;
+  series->memory_of = r.summary.memory_of;
+  if (result.reserved) {
+    series->reserved = result.reserved->after_step;
+    series->reserved_peak = result.reserved->peak_bytes;
+    series->reserved_peak_step = result.reserved->peak_step;
+  }
   for (const auto& m : result.trace.messages())
     if (m.severity == Severity::warning) series->warned = true;
   r.series = std::move(series);

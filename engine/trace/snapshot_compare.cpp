@@ -8,11 +8,16 @@ SnapshotComparison compare_snapshot(const MeasuredTimeline& measured, const Trac
   c.measured_start = measured.start_allocated;
   c.measured_step_peak = measured.peak_allocated - measured.start_allocated;
   c.predicted_peak = predicted.peak().bytes;
-  for (const auto b : predicted.initial_memory()) c.predicted_start += b;
-  c.difference = c.measured_step_peak - c.predicted_peak;
-  c.ratio = c.predicted_peak > 0
-                ? static_cast<double>(c.measured_step_peak) / static_cast<double>(c.predicted_peak)
-                : 0;
+  const CategoryBytes initial = predicted.initial_memory();
+  for (const auto b : initial) c.predicted_start += b;
+  // What is live before the first step (the workspaces are made there, after the parameters).
+  c.predicted_workspace =
+      predicted.memory_at(-1)[static_cast<std::size_t>(MemoryCategory::workspace)];
+  c.predicted_step_peak = c.predicted_peak - c.predicted_workspace;
+  c.difference = c.measured_step_peak - c.predicted_step_peak;
+  c.ratio = c.predicted_step_peak > 0 ? static_cast<double>(c.measured_step_peak) /
+                                            static_cast<double>(c.predicted_step_peak)
+                                      : 0;
   return c;
 }
 

@@ -22,8 +22,14 @@ struct SnapshotComparison {
   std::int64_t measured_step_peak = 0;
   std::int64_t predicted_peak = 0;  // Trace::peak(): parameters and inputs included
   std::int64_t predicted_start = 0;
-  std::int64_t difference = 0;  // measured_step_peak - predicted_peak
-  double ratio = 0;             // measured_step_peak / predicted_peak (0 without a prediction)
+  // The libraries' buffers the prediction holds from before its first op (cuBLAS's workspace
+  // under CUDA semantics, MemoryCategory::workspace): a process has them before any recording
+  // begins, so the measured start counts them too and the step's peak does not.
+  std::int64_t predicted_workspace = 0;
+  // What the predicted step adds at its peak: predicted_peak - predicted_workspace.
+  std::int64_t predicted_step_peak = 0;
+  std::int64_t difference = 0;  // measured_step_peak - predicted_step_peak
+  double ratio = 0;             // measured_step_peak / predicted_step_peak (0 without a prediction)
 };
 
 SnapshotComparison compare_snapshot(const MeasuredTimeline& measured, const Trace& predicted);

@@ -154,7 +154,8 @@ class CudaSemanticsTest : public QObject {
   }
 
   // PyTorch drops saved tensors' hooks with their data, so a non-reentrant checkpoint's inputs
-  // are freed in backward once its last node ran (SavedVariable::reset_data).
+  // are freed in backward once its last node ran (SavedVariable::reset_data), 1.13 on the CPU
+  // as 2.x on CUDA.
   void checkpointInputsFreedInBackward() {
     const auto model = sample("mlp");
     RunRequest c = scenario_request(*model);
@@ -171,7 +172,7 @@ class CudaSemanticsTest : public QObject {
       return n;
     };
     QVERIFY(freed_in_backward(dry_run(model, c, Device::cuda).trace) >= 4);
-    QCOMPARE(freed_in_backward(dry_run(model, c, Device::cpu).trace), 0);
+    QVERIFY(freed_in_backward(dry_run(model, c, Device::cpu).trace) >= 4);
   }
 
   // cuDNN convolutions: no im2col columns, a transient workspace of the NHWC transforms of

@@ -104,6 +104,11 @@ const char* const kAfterFusion =
     "allocator reserve, around this model's depthwise and 7x7 convolutions (cuDNN's plans and "
     "workspaces, not yet broken down by snapshot)";
 
+const char* const kReservedAfterFusion =
+    "with the importer's fused ops (issue 27) the peak agrees within 1 %; the segments the "
+    "allocator reserves follow the order and sizes of the backward's temporaries (its "
+    "attention's, here), which no snapshot of this case shows yet";
+
 const char* const kReservedOrder =
     "every block checkpointed: the step frees and reallocates blocks of up to 1.6 GB, and the "
     "segments the allocator keeps depend on that order; the simulation replays the oracle's own "
@@ -115,6 +120,7 @@ const ExpectedDeviation kExpected[] = {
     {"tv_resnet34__plain", Metric::reserved, 0.8967, kCudnnWorkspaces},
     {"tv_regnet_y_400mf__plain", Metric::reserved, 0.8762, kCudnnWorkspaces},
     {"tv_convnext_tiny__plain", Metric::reserved, 0.8448, kAfterFusion},
+    {"tv_swin_t__plain", Metric::reserved, 0.9365, kReservedAfterFusion},
     {"tv_efficientnet_b0__plain", Metric::peak, 0.9792, kAfterFusion},
     {"tv_efficientnet_b0__plain", Metric::peak_less_residue, 0.9779, kAfterFusion},
     {"resnet__plain", Metric::peak_less_residue, 0.9530, kCudnnWorkspaces},

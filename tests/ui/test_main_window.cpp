@@ -1,6 +1,7 @@
 // The main window end to end, on the offscreen platform: open, click a block, replay, stress
 // the toggles, export, settings, screenshots.
 
+#include <QComboBox>
 #include <QDir>
 #include <QGraphicsScene>
 #include <QRandomGenerator>
@@ -141,6 +142,60 @@ class TestMainWindow : public QObject {
     QCOMPARE(item->isVisible(), true);
     QCOMPARE(w.moduleTree()->itemFor(QString::fromStdString(m->path))->checkState(0),
              expected.count(m->path) ? Qt::Checked : Qt::Unchecked);
+  }
+
+  // The Device control: CUDA shows what PyTorch 2.x holds on a GPU, as a dry run on any machine:
+  // the cuBLAS workspace, the allocator's reserved line above the allocated curve, and the
+  // badge and the summary saying whose memory it is. Back to CPU, the CPU figures return.
+  void deviceControlShowsTheGpusMemory() {
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    w.openPath(models_.path(QStringLiteral("blocks.json")));
+    QVERIFY(waitReady(w));
+    const std::int64_t cpuPeak = w.session()->current()->trace().peak().bytes;
+    QVERIFY(w.memoryPlot()->model().series->reserved.empty());
+    auto* box = w.findChild<QComboBox*>(QStringLiteral("deviceBox"));
+    QVERIFY(box);
+    QVERIFY(box->isEnabled());
+    box->setCurrentIndex(box->findData(static_cast<int>(Device::cuda)));
+    QVERIFY(waitFor([&] {
+      auto s = w.session()->current();
+      return s && s->request.settings.device == Device::cuda && !w.session()->runs()->busy();
+    }));
+    auto cuda = w.session()->current();
+    QVERIFY(cuda->dryRun());
+    // The same request the CLI makes with --device cuda --dry-run, run directly.
+    Runner runner(w.session()->model());
+    const RunResult direct = runner.run(cuda->request);
+    QCOMPARE(cuda->trace().peak().bytes, direct.trace.peak().bytes);
+    QVERIFY(direct.reserved);
+    const auto workspace = static_cast<std::size_t>(MemoryCategory::workspace);
+    QVERIFY(cuda->trace().peak().by_category[workspace] > 0);
+    QVERIFY(cuda->trace().peak().bytes > cpuPeak);
+    const MemorySeries& series = *w.memoryPlot()->model().series;
+    QCOMPARE(series.reserved_peak, direct.reserved->peak_bytes);
+    QVERIFY(series.reserved_peak >= series.peak_bytes);
+    QCOMPARE(static_cast<std::int64_t>(series.reserved.size()), series.steps());
+    QVERIFY(QString::fromStdString(series.memory_of).contains(QStringLiteral("PyTorch 2.x")));
+    QVERIFY(cuda->summary.gpu.has_value());
+    box->setCurrentIndex(box->findData(static_cast<int>(Device::cpu)));
+    QVERIFY(waitFor([&] {
+      auto s = w.session()->current();
+      return s && s->request.settings.device == Device::cpu && !s->dryRun() &&
+             !w.session()->runs()->busy();
+    }));
+    QCOMPARE(w.session()->current()->trace().peak().bytes, cpuPeak);
+    QVERIFY(w.memoryPlot()->model().series->reserved.empty());
+    if (const QString keep = qEnvironmentVariable("CKPTLAB_UI_ARTIFACTS"); !keep.isEmpty()) {
+      box->setCurrentIndex(box->findData(static_cast<int>(Device::cuda)));
+      QVERIFY(waitFor([&] {
+        auto s = w.session()->current();
+        return s && s->request.settings.device == Device::cuda && !w.session()->runs()->busy();
+      }));
+      QTest::qWait(200);
+      w.grab().save(QDir(keep).filePath(QStringLiteral("device_cuda.png")));
+    }
   }
 
   void playerStepsAndKeys() {

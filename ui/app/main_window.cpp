@@ -140,6 +140,19 @@ void MainWindow::buildToolBar() {
   auto* bar = addToolBar(tr("Run options"));
   bar->setObjectName(QStringLiteral("runToolBar"));
   bar->setIconSize(QSize(18, 18));
+  bar->addWidget(new QLabel(tr(" Device ")));
+  device_ = new QComboBox;
+  device_->setObjectName(QStringLiteral("deviceBox"));
+  device_->addItem(tr("CPU (this engine)"), static_cast<int>(Device::cpu));
+  device_->addItem(tr("CUDA GPU (as PyTorch 2.x holds it)"), static_cast<int>(Device::cuda));
+  device_->setToolTip(
+      tr("Whose memory the run shows: this engine's CPU run (PyTorch 1.13's CPU figures), or "
+         "what PyTorch 2.x holds on an NVIDIA GPU — cuBLAS's workspace, 512-byte rounding, "
+         "bool dropout masks, the caching allocator's reserved segments. CUDA is a dry run "
+         "(exact bytes, estimated times) on any machine: the CUDA engine runs no whole model "
+         "yet."));
+  bar->addWidget(device_);
+  bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Variant ")));
   variant_ = new QComboBox;
   variant_->addItem(tr("reentrant (1.13 default)"), true);
@@ -200,8 +213,10 @@ void MainWindow::syncControls() {
   preserveRng_->setChecked(c.settings.preserve_rng_state);
   policy_->setCurrentIndex(c.plan.policy == SelectivePolicy::none ? 0 : 1);
   batch_->setValue(static_cast<int>(std::max<std::int64_t>(1, session_->effectiveBatch())));
+  device_->setCurrentIndex(c.settings.device == Device::cuda ? 1 : 0);
   const bool has = session_->model() != nullptr;
-  for (QWidget* w : std::initializer_list<QWidget*>{variant_, preserveRng_, policy_, batch_})
+  for (QWidget* w :
+       std::initializer_list<QWidget*>{device_, variant_, preserveRng_, policy_, batch_})
     w->setEnabled(has);
   syncing_ = false;
 }

@@ -35,6 +35,9 @@ void MainWindow::wireRunOptions() {
   connect(policy_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (!syncing_) session_->setPolicy(static_cast<SelectivePolicy>(policy_->itemData(i).toInt()));
   });
+  connect(device_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (!syncing_) session_->setDevice(static_cast<Device>(device_->itemData(i).toInt()));
+  });
   connect(batch_, &QSpinBox::valueChanged, this, [this](int v) {
     if (!syncing_) session_->setBatch(v);
   });
@@ -194,7 +197,10 @@ void MainWindow::onRunFinished(RunSnapshotPtr snap) {
                 .arg(s.executions.recompute)
                 .arg(snap->wallMs)
                 .arg(snap->realRunFollows ? tr("; the real run follows")
-                                          : tr("; the real run would not fit the memory limit"))
+                     : snap->request.settings.dry_run
+                         ? tr("; a dry run was asked for (memory as %1 holds it)")
+                               .arg(QString::fromStdString(s.memory_of))
+                         : tr("; the real run would not fit the memory limit"))
       : s.ok
           ? tr("Run: peak %1, %2 recomputed op executions, %3 ms")
                 .arg(QString::fromStdString(formatBytes(s.peak.bytes)))

@@ -112,9 +112,10 @@ void MeasuredView::refreshSummary() {
                           bytes(t.start_allocated), bytes(t.peak_allocated - t.start_allocated));
   if (comparison_) {
     const SnapshotComparison& c = *comparison_;
-    html += tr("<br>engine's prediction (dry run) <b>%1</b>: measured − predicted = <b>%2</b> "
+    html += tr("<br>engine's prediction (dry run) of the step <b>%1</b>: measured − predicted = "
+               "<b>%2</b> "
                "(%3×)")
-                .arg(bytes(c.predicted_peak), signedBytes(c.difference))
+                .arg(bytes(c.predicted_step_peak), signedBytes(c.difference))
                 .arg(c.ratio, 0, 'f', 3);
   }
   if (attribution_)

@@ -62,6 +62,7 @@ QString SummaryView::statusRows(const Palette& pal) const {
   const RunSummary& s = snapshot_->summary;
   QString html;
   html += row(tr("configuration"), QString::fromStdString(s.label).toHtmlEscaped());
+  html += row(tr("memory of"), QString::fromStdString(s.memory_of).toHtmlEscaped());
   if (!snapshot_->dryRun()) {
     html += row(tr("run"), tr("real run: bytes the allocator held, times measured"));
   } else if (!snapshot_->notComputed.empty()) {
@@ -137,6 +138,19 @@ QString SummaryView::costRows() const {
   const RunSummary& s = snapshot_->summary;
   const Trace& trace = snapshot_->trace();
   QString html;
+  if (s.reserved)
+    html += row(tr("reserved"),
+                tr("<b>%1</b> at step %2, %3 segments; %4 beyond the tensors at the peak")
+                    .arg(fmt(s.reserved->peak_bytes))
+                    .arg(s.reserved->peak_step)
+                    .arg(s.reserved->segments)
+                    .arg(fmt(s.reserved->fragmentation_at_peak)));
+  if (s.gpu)
+    html +=
+        row(tr("on the GPU"), tr("reserved %1 + CUDA context ~%2 (estimate) = <b>%3</b> of %4: %5")
+                                  .arg(fmt(s.gpu->reserved_peak), fmt(s.gpu->context),
+                                       fmt(s.gpu->total()), fmt(s.gpu->capacity))
+                                  .arg(s.gpu->fits() ? tr("fits") : tr("<b>does not fit</b>")));
   html += row(tr("end of forward"), tr("%1 live").arg(fmt(s.end_of_forward_total)));
   html += row(tr("op executions"), tr("forward %1 · recompute %2 · backward %3 (total %4)")
                                        .arg(s.executions.forward)

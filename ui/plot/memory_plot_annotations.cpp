@@ -125,8 +125,14 @@ void MemoryPlotRenderer::drawGhostPeak(QPainter& p, const QRectF& area,
 // are measured. Said on the plot itself, so that no picture of a dry run passes for a real one.
 void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
                                      const MemoryPlotModel& m) const {
-  if (!m.series || !m.series->dry_run) return;
-  QString t = QObject::tr("DRY RUN · exact bytes · estimated times");
+  if (!m.series) return;
+  // Whose memory the curve is, when it is not this engine's own CPU run: the device decides it.
+  const bool otherDevice = !m.series->reserved.empty() && !m.series->memory_of.empty();
+  if (!m.series->dry_run && !otherDevice) return;
+  QString t = m.series->dry_run ? QObject::tr("DRY RUN · exact bytes · estimated times")
+                                : QObject::tr("REAL RUN");
+  if (otherDevice)
+    t += QObject::tr(" · memory as %1 holds it").arg(QString::fromStdString(m.series->memory_of));
   if (!m.series->not_computed.empty()) t += QObject::tr(" · real run not started: over the limit");
   QFont bold = font_;
   bold.setBold(true);

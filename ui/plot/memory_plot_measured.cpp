@@ -120,7 +120,7 @@ void MemoryPlotRenderer::drawMeasured(QPainter& p, const QRectF& area,
   // peaks and their difference.
   const SnapshotComparison& c = *mp.comparison;
   const QString text = QObject::tr("measured %1 above start · predicted %2 · %3 (%4×)")
-                           .arg(bytesText(c.measured_step_peak), bytesText(c.predicted_peak),
+                           .arg(bytesText(c.measured_step_peak), bytesText(c.predicted_step_peak),
                                 signedBytes(c.difference))
                            .arg(c.ratio, 0, 'f', 2);
   QFontMetricsF fm(font_);

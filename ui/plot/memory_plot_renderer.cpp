@@ -122,6 +122,7 @@ void MemoryPlotRenderer::renderStatic(QPainter& p, const QRectF& rect,
   drawAxes(p, area, m);
   drawStack(p, area, m);
   drawGhost(p, area, m);
+  drawReserved(p, area, m);
   drawPins(p, area, m);
   drawMeasured(p, area, m);
   drawBandLabels(p, area, m);

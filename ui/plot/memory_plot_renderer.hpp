@@ -94,6 +94,7 @@ class MemoryPlotRenderer {
   // memory_plot_stack.cpp
   void drawStack(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawGhost(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  void drawReserved(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawLegend(QPainter& p, const QRectF& rect, const MemoryPlotModel& m) const;
   // memory_plot_annotations.cpp
   void drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;

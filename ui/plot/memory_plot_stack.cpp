@@ -100,6 +100,50 @@ void MemoryPlotRenderer::drawGhost(QPainter& p, const QRectF& area,
   p.drawPolyline(line);
 }
 
+// A caching allocator's reserved bytes (the segments it took from the card) as a line over the
+// stacked allocated bytes, its peak labelled: the gap between them is what the process holds
+// beyond its tensors.
+void MemoryPlotRenderer::drawReserved(QPainter& p, const QRectF& area,
+                                      const MemoryPlotModel& m) const {
+  if (!m.series || m.series->reserved.empty()) return;
+  const MemorySeries& s = *m.series;
+  const std::int64_t n = std::max<std::int64_t>(1, stepCount(m));
+  const double top = static_cast<double>(yMax(m));
+  auto xAt = [&](std::int64_t k) {
+    return area.left() + static_cast<double>(k) * area.width() / static_cast<double>(n);
+  };
+  auto yAt = [&](std::int64_t bytes) {
+    return area.bottom() - area.height() * static_cast<double>(bytes) / top;
+  };
+  // One vertex pair per pixel column at most: the column's highest reserved figure.
+  const auto steps = static_cast<std::int64_t>(s.reserved.size());
+  const double perPixel = std::max(1.0, static_cast<double>(steps) / std::max(1.0, area.width()));
+  QPolygonF line;
+  for (std::int64_t k = 0; k < steps;) {
+    const std::int64_t end =
+        std::min(steps, static_cast<std::int64_t>(std::floor(static_cast<double>(k) + perPixel)));
+    std::int64_t high = 0;
+    for (std::int64_t j = k; j < std::max(end, k + 1); ++j)
+      high = std::max(high, s.reserved[static_cast<std::size_t>(j)]);
+    const std::int64_t last = std::max(end, k + 1);
+    line << QPointF(xAt(k), yAt(high)) << QPointF(xAt(last), yAt(high));
+    k = last;
+  }
+  p.setPen(QPen(palette_.text, 1.3, Qt::DashDotLine));
+  p.setBrush(Qt::NoBrush);
+  p.drawPolyline(line);
+  const QString label = QObject::tr("reserved peak %1").arg(plot_scale::bytesText(s.reserved_peak));
+  const QFontMetricsF fm(font_);
+  const double w = fm.horizontalAdvance(label) + 6;
+  // At the right end, under the line: the dry-run badge and the peak's label sit above it.
+  QColor fill = palette_.background;
+  fill.setAlpha(200);
+  const QRectF box(area.right() - w - 4, yAt(s.reserved_peak) + 2, w, 14);
+  p.fillRect(box, fill);
+  p.setPen(palette_.text);
+  p.drawText(box, Qt::AlignCenter, label);
+}
+
 void MemoryPlotRenderer::drawLegend(QPainter& p, const QRectF& rect,
                                     const MemoryPlotModel& m) const {
   QFontMetricsF fm(font_);
@@ -132,6 +176,11 @@ void MemoryPlotRenderer::drawLegend(QPainter& p, const QRectF& rect,
         p.drawRect(r);
       });
   }
+  if (m.series && !m.series->reserved.empty())
+    item(QObject::tr("reserved"), [&](const QRectF& r) {
+      p.setPen(QPen(palette_.text, 1.3, Qt::DashDotLine));
+      p.drawLine(QPointF(r.left(), r.center().y()), QPointF(r.right(), r.center().y()));
+    });
   if (m.ghost)
     item(m.ghostLabel.isEmpty() ? QObject::tr("previous configuration")
                                 : QObject::tr("previous: %1").arg(m.ghostLabel),

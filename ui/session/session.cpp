@@ -296,6 +296,15 @@ void Session::setPolicy(SelectivePolicy policy) {
   configure();
 }
 
+void Session::setDevice(Device device) {
+  if (request_.settings.device == device) return;
+  request_.settings.device = device;
+  // The CUDA engine runs no whole model yet (README, "Devices behind one seam"), on a GPU or
+  // not: a CUDA configuration is the dry run of what PyTorch 2.x would hold, exact and labelled.
+  request_.settings.dry_run = device == Device::cuda;
+  configure();
+}
+
 void Session::setBatch(std::int64_t batch) {
   if (model_ && batch == model_->scenario.batch) batch = 0;
   if (request_.settings.batch == batch) return;
