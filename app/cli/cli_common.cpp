@@ -53,9 +53,8 @@ training step options:
                              backward, its state live from the start (a steady-state step)
   --lr X  --weight-decay X   the optimizer's (default: sgd 0.01, adam/adamw 0.001; adamw's
                              weight decay 0.01, others' 0)
-  --amp off|bf16|fp16        forward and loss under torch.autocast in bfloat16 or float16;
-                             fp16 adds the gradient scaler (on the cpu PyTorch 1.13's autocast
-                             knows bf16 only: fp16 runs in float32 there, as PyTorch does)
+  --amp off                  float32 throughout (autocast's bf16/fp16 are not in the engine
+                             yet: asked for, they are refused)
 )";
 
 bool stderr_is_tty() {

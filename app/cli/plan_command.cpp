@@ -5,12 +5,14 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "cli_options.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/plan/plan_code.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/report/figures.hpp"
 #include "engine/report/run_summary.hpp"
 #include "frontier_svg.hpp"
 #include "sample_path.hpp"
@@ -25,7 +27,9 @@ Chooses what to checkpoint so that the run's peak memory fits the budget, with t
 recompute. A model of the peak built from the plain run proposes; every plan shown or chosen is
 judged by a dry run of the engine (one thread), never by the model alone.
 
-  --budget B          bytes (2GiB, 300MiB, 1.5GB, 123456) or a share of the unplanned peak (60%)
+  --budget B          bytes (2GiB, 300MiB, 1.5GB, 123456) or a share of the unplanned peak (60%);
+                      with --device cuda, what the process may take from the card: the
+                      allocator's reserved peak plus the CUDA context (an estimate, ~520 MiB)
   --strategy S        none | all | every-k | sqrt | uniform-n | greedy | knapsack | optimal
                       (default optimal: the least recompute whose evaluated peak fits)
   --k K               every-k: every K-th block (default 2)
@@ -38,7 +42,7 @@ judged by a dry run of the engine (one thread), never by the model alone.
   --json              one JSON object: the plan, the candidates, every point and the frontier
   --plot FILE.svg     the frontier: peak against recompute, points coloured by strategy
   --code FILE.py      the plan as PyTorch code (apply_plan(model) for an ONNX model's module)
-  --batch N --seed S --variant V --no-preserve-rng --loss L   as for `run`
+  --batch N --seed S --variant V --no-preserve-rng --loss L --device D   as for `run`
 exit codes: 0 a plan fits, 2 usage, 3 the model could not be loaded, 4 no plan fits the budget.
 )";
 
@@ -168,6 +172,7 @@ struct PlanReport {
   Strategy strategy;
   std::int64_t budget;
   double seconds;
+  std::optional<GpuPlan> gpu;  // --device cuda: the budget is the card's
 };
 
 void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
@@ -178,6 +183,14 @@ void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
                    {"times", r.ev.times_measured() ? "measured" : "estimated"},
                    {"evaluations", r.ev.runs()},
                    {"plan", point_json(chosen)}};
+  if (r.gpu)
+    j["gpu"] = {{"card_bytes", r.gpu->card},
+                {"reserved_peak_bytes", r.gpu->reserved_peak},
+                {"cuda_context_bytes_estimate", r.gpu->context},
+                {"total_bytes", r.gpu->total()},
+                {"allocated_budget_bytes", r.gpu->allocated_budget},
+                {"rounds", r.gpu->rounds},
+                {"fits", chosen.fits}};
   for (const auto& c : r.planner.candidates().items)
     j["candidates"].push_back({{"label", c.label},
                                {"range", c.is_range},
@@ -201,14 +214,23 @@ void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
             << (set.chain_parent.empty() ? "(root)" : set.chain_parent)
             << "', their children, ranges of blocks)\n"
             << "unplanned   peak " << format_bytes(r.ev.baseline().peak_bytes) << "\n"
-            << "budget      " << format_bytes(r.budget) << "\n"
+            << "budget      " << format_bytes(r.budget)
+            << (r.gpu ? " of the GPU (reserved + CUDA context); allocated budget " +
+                            format_bytes(r.gpu->allocated_budget)
+                      : std::string())
+            << "\n"
             << "strategy    " << strategy_name(r.strategy)
             << (chosen.detail.empty() ? "" : " (" + chosen.detail + ")")
             << (chosen.repaired && chosen.fits ? ", repaired to fit" : "") << "\n"
             << "plan        " << plan_text(chosen) << "\n"
             << "peak        " << format_bytes(chosen.eval.peak_bytes)
-            << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n"
-            << "recompute   " << std::fixed << std::setprecision(3) << chosen.eval.recompute_ms()
+            << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n";
+  if (r.gpu)
+    std::cout << "on the GPU  reserved " << format_bytes(r.gpu->reserved_peak)
+              << " + CUDA context ~" << format_bytes(r.gpu->context)
+              << " (estimate) = " << format_bytes(r.gpu->total()) << " of "
+              << format_bytes(r.gpu->card) << "\n";
+  std::cout << "recompute   " << std::fixed << std::setprecision(3) << chosen.eval.recompute_ms()
             << (r.ev.times_measured() ? " ms (forward times measured per op), "
                                       : " ms (forward times estimated per op), ")
             << chosen.eval.recompute_ops << " op executions\n"
@@ -250,14 +272,23 @@ int cmd_plan(const std::vector<std::string>& args) {
   PlanEvaluator ev(model, asked.settings, asked.plan.policy, nullptr, pa.measure_times);
   std::int64_t budget = 0;
   try {
-    budget = parse_budget(pa.budget, ev.baseline().peak_bytes);
+    // A share is of what the unplanned run takes: on a GPU, from the card.
+    const Evaluation& plain = ev.baseline();
+    budget =
+        parse_budget(pa.budget, plain.reserved_peak > 0 ? plain.reserved_peak + kCudaContextBytes
+                                                        : plain.peak_bytes);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--budget: ") + e.what());
   }
   Planner planner(ev, pa.candidates, pa.params);
+  // On a GPU the budget is what the process may take from the card; the planner's are
+  // allocated bytes (plan_for_gpu translates, each round checked by the plan's dry run).
+  const bool on_gpu = ev.baseline().reserved_peak > 0;
   // The frontier first: the plan is then never worse than a point it shows that fits.
-  const auto points = planner.sweep(budget);
-  const PlanPoint chosen = planner.plan(strategy, budget);
+  const auto points = planner.sweep(on_gpu ? allocated_budget_for_gpu(ev, budget) : budget);
+  std::optional<GpuPlan> gpu;
+  if (on_gpu) gpu = plan_for_gpu(planner, strategy, budget);
+  const PlanPoint chosen = gpu ? gpu->point : planner.plan(strategy, budget);
   const auto front = pareto_frontier(points);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -267,7 +298,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     f << plan_pytorch_code(*model, ev.request(chosen.plan));
     if (!f) throw std::runtime_error("--code: cannot write " + pa.code);
   }
-  const PlanReport report{*model, ev, planner, strategy, budget, seconds};
+  const PlanReport report{*model, ev, planner, strategy, budget, seconds, gpu};
   if (pa.json)
     print_plan_json(report, chosen, points, front);
   else

@@ -109,6 +109,7 @@ Evaluation PlanEvaluator::measure(const RunResult& r) const {
   e.ok = r.ok;
   e.error = r.error;
   e.peak_bytes = r.trace.peak().bytes;
+  if (r.reserved) e.reserved_peak = r.reserved->peak_bytes;
   for (std::int64_t k = 0; k < r.trace.step_count(); ++k) {
     if (r.trace.step_phase(k) != Phase::recompute) continue;
     ++e.recompute_ops;

@@ -37,6 +37,8 @@ struct Evaluation {
   std::int64_t recompute_ops = 0;  // op executions in recompute steps
   std::int64_t saved_bytes = 0;    // activations + checkpoint inputs at the end of the forward
   std::int64_t rng_bytes = 0;      // RNG states stashed by checkpoints at the end of the forward
+  // On a device with a caching allocator (cuda): torch.cuda.max_memory_reserved of the dry run.
+  std::int64_t reserved_peak = 0;
   double recompute_ms() const { return static_cast<double>(recompute_ns) / 1e6; }
 };
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/plan/chain_dp.hpp"
+#include "engine/report/figures.hpp"
 #include "engine/report/run_summary.hpp"
 
 namespace ckpt {
@@ -283,6 +284,56 @@ int cheapest_within(const std::vector<PlanPoint>& front, std::int64_t budget) {
       best = static_cast<int>(i);
   }
   return best;
+}
+
+std::int64_t allocated_budget_for_gpu(const PlanEvaluator& ev, std::int64_t card) {
+  const Evaluation& plain = ev.baseline();
+  const std::int64_t slack = std::max<std::int64_t>(0, plain.reserved_peak - plain.peak_bytes);
+  return std::max<std::int64_t>(1, card - kCudaContextBytes - slack);
+}
+
+GpuPlan plan_for_gpu(Planner& planner, Strategy s, std::int64_t card) {
+  GpuPlan g;
+  g.card = card;
+  g.context = kCudaContextBytes;
+  g.allocated_budget = allocated_budget_for_gpu(planner.evaluator(), card);
+  // A few rounds: the reserved slack of a plan is near the plain run's, and each round takes off
+  // what the last one was over by (and a segment's 2 MiB granule more).
+  for (int round = 0; round < 10; ++round) {
+    ++g.rounds;
+    g.point = planner.plan(s, g.allocated_budget);
+    g.reserved_peak = g.point.eval.reserved_peak;
+    const std::int64_t over = g.total() - card;
+    if (!g.point.eval.ok || over <= 0 || !g.point.fits) break;
+    g.allocated_budget -= over + (std::int64_t{2} << 20);
+    if (g.allocated_budget <= 0) break;
+  }
+  // Optimal is never worse than a plan already evaluated (each by its dry run) that fits the
+  // card; the other strategies keep their own plan.
+  const auto on_the_card = [&](const PlanPoint& p) {
+    return p.eval.ok && p.eval.reserved_peak + g.context <= card;
+  };
+  const PlanPoint* best = on_the_card(g.point) ? &g.point : nullptr;
+  if (s == Strategy::optimal)
+    for (const PlanPoint& p : planner.evaluated())
+      if (on_the_card(p) && (!best || p.eval.recompute_ns < best->eval.recompute_ns)) best = &p;
+  if (best && best != &g.point) {
+    PlanPoint chosen = *best;
+    chosen.strategy = s;
+    chosen.fits = true;
+    g.point = std::move(chosen);
+  }
+  g.reserved_peak = g.point.eval.reserved_peak;
+  const bool on_card = g.total() <= card;
+  if (on_card && g.point.eval.ok) {
+    g.point.fits = true;
+    g.point.note.clear();  // a note on the allocated budget: the card's is the one asked
+  }
+  if (g.point.fits && !on_card)
+    g.point.note = "the allocated peak fits, but reserved memory plus the CUDA context (" +
+                   std::to_string(g.total()) + " bytes) exceeds the card's " + std::to_string(card);
+  g.point.fits = g.point.fits && on_card;
+  return g;
 }
 
 }  // namespace ckpt

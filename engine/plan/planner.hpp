@@ -20,6 +20,27 @@ namespace ckpt {
 // std::invalid_argument naming the text when malformed or not positive.
 std::int64_t parse_budget(const std::string& text, std::int64_t plain_peak);
 
+class Planner;
+
+// A plan for a GPU of `card` bytes: what the process takes from the card (the allocator's
+// reserved peak plus the CUDA context, figures.hpp's GpuFit) must fit, where the planner's
+// budgets are allocated bytes. The allocated budget starts at the card less the context and the
+// plain run's reserved-over-allocated; each round plans, reads the plan's dry run's reserved
+// peak, and lowers the allocated budget by what the card was exceeded by.
+struct GpuPlan {
+  PlanPoint point;                    // fits: the GPU total is within the card
+  std::int64_t allocated_budget = 0;  // the planner's budget of the last round
+  std::int64_t reserved_peak = 0;
+  std::int64_t context = 0;  // the CUDA context, an estimate (kCudaContextBytes)
+  std::int64_t card = 0;
+  int rounds = 0;
+  std::int64_t total() const { return reserved_peak + context; }
+};
+GpuPlan plan_for_gpu(Planner& planner, Strategy s, std::int64_t card);
+// The allocated budget plan_for_gpu starts from: the card less the context and the plain run's
+// reserved-over-allocated (the planner's sweep is drawn around it).
+std::int64_t allocated_budget_for_gpu(const PlanEvaluator& ev, std::int64_t card);
+
 class Planner {
  public:
   Planner(const PlanEvaluator& evaluator, CandidateOptions options = {}, StrategyParams params = {},

@@ -125,6 +125,35 @@ class TestCliPlan : public QObject {
     }
   }
 
+  // With --device cuda the budget is the card: the chosen plan's reserved peak plus the CUDA
+  // context fits it, and the reserved figure is the one `run --device cuda --dry-run` gives for
+  // the same checkpoints. GPT mini takes ~596 MiB of a card unplanned (76 MiB reserved).
+  void cudaBudgetIsTheCard() {
+    const QString model = qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/gpt_mini.json";
+    const Result r = cli({"plan", model, "--device", "cuda", "--budget", "594MiB", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    const QJsonObject gpu = j["gpu"].toObject();
+    const QJsonObject plan = j["plan"].toObject();
+    const std::int64_t card = std::int64_t{594} << 20;
+    QCOMPARE(gpu["card_bytes"].toInteger(), card);
+    QCOMPARE(gpu["total_bytes"].toInteger(), gpu["reserved_peak_bytes"].toInteger() +
+                                                 gpu["cuda_context_bytes_estimate"].toInteger());
+    QVERIFY2(gpu["total_bytes"].toInteger() <= card, qPrintable(r.out.left(600)));
+    QVERIFY(gpu["fits"].toBool() && plan["fits"].toBool());
+    QVERIFY(plan["ranges"].toArray().isEmpty() || !plan["modules"].toArray().isEmpty());
+    QStringList args{"run", model, "--device", "cuda", "--dry-run", "--json", "--no-baseline"};
+    for (const auto& m : plan["modules"].toArray()) args << "--checkpoint" << m.toString();
+    for (const auto& range : plan["ranges"].toArray())
+      args << "--checkpoint-range"
+           << range.toArray()[0].toString() + ".." + range.toArray()[1].toString();
+    const Result run = cli(args);
+    QVERIFY2(run.code == 0, qPrintable(run.err));
+    const QJsonObject rj = QJsonDocument::fromJson(run.out.toUtf8()).object();
+    QCOMPARE(rj["reserved_peak"].toInteger(), gpu["reserved_peak_bytes"].toInteger());
+    QCOMPARE(rj["peak"].toObject()["bytes"].toInteger(), plan["peak_bytes"].toInteger());
+  }
+
   void impossibleBudgetNamesTheLowestPeak() {
     const Result r = cli({"plan", data("chain_unequal.json"), "--budget", "1KiB"});
     QCOMPARE(r.code, 4);

@@ -139,6 +139,9 @@ class TestTours : public QObject {
       QVERIFY2(waitSettled(w), qPrintable(QStringLiteral("step %1").arg(k + 1)));
       checkStep(w);
       if (QTest::currentTestFailed()) return;
+      if (const QString shots = qEnvironmentVariable("CKPTLAB_SCREENSHOT_DIR"); !shots.isEmpty())
+        QVERIFY(w.grab().save(QDir(shots).filePath(
+            QStringLiteral("%1_step%2.png").arg(runner->tour()->id).arg(k + 1))));
       seen << w.session()->request();
       QCOMPARE(w.tourView()->nextButton()->isEnabled(), k + 1 < runner->stepCount());
       if (k + 1 < runner->stepCount()) w.tourView()->nextButton()->click();

@@ -40,11 +40,11 @@ struct StepFields {
   [[noreturn]] void fail(const QString& what) const { ckpt::ui::fail(source, where, what); }
 
   void checkKeys() const {
-    static const QStringList known{QStringLiteral("caption"),      QStringLiteral("sample"),
-                                   QStringLiteral("modules"),      QStringLiteral("reentrant"),
-                                   QStringLiteral("preserve_rng"), QStringLiteral("policy"),
-                                   QStringLiteral("cursor"),       QStringLiteral("highlight"),
-                                   QStringLiteral("segments"),     QStringLiteral("batch")};
+    static const QStringList known{
+        QStringLiteral("caption"),   QStringLiteral("sample"),       QStringLiteral("modules"),
+        QStringLiteral("reentrant"), QStringLiteral("preserve_rng"), QStringLiteral("policy"),
+        QStringLiteral("cursor"),    QStringLiteral("highlight"),    QStringLiteral("segments"),
+        QStringLiteral("batch"),     QStringLiteral("device")};
     for (const QString& key : o.keys())
       if (!known.contains(key)) fail(QStringLiteral("unknown field '%1'").arg(key));
   }
@@ -77,6 +77,17 @@ struct StepFields {
       into = SelectivePolicy::save_matmul;
     else
       fail(QStringLiteral("policy '%1' (none or save-matmul)").arg(p));
+  }
+
+  void device(std::optional<Device>& into) const {
+    if (!o.contains(QStringLiteral("device"))) return;
+    const QString d = o.value(QStringLiteral("device")).toString();
+    if (d == QStringLiteral("cpu"))
+      into = Device::cpu;
+    else if (d == QStringLiteral("cuda"))
+      into = Device::cuda;
+    else
+      fail(QStringLiteral("device '%1' (cpu or cuda)").arg(d));
   }
 
   std::optional<std::int64_t> count(const char* key, std::int64_t most) const {
@@ -129,6 +140,7 @@ TourStep parseStep(const QJsonObject& o, const TourStep& previous, const QString
   f.flag("reentrant", s.reentrant);
   f.flag("preserve_rng", s.preserveRng);
   f.policy(s.policy);
+  f.device(s.device);
   if (const auto n = f.count("segments", 1 << 20)) s.segments = static_cast<int>(*n);
   if (const auto n = f.count("batch", 1 << 24)) s.batch = *n;
   s.cursor = f.cursor();
@@ -195,7 +207,13 @@ QStringList tourPlaceholders() {
           QStringLiteral("saved"),
           QStringLiteral("status"),
           QStringLiteral("messages"),
-          QStringLiteral("peak_at")};
+          QStringLiteral("peak_at"),
+          QStringLiteral("workspace"),
+          QStringLiteral("reserved"),
+          QStringLiteral("reserved_gap"),
+          QStringLiteral("gpu_total"),
+          QStringLiteral("cuda_context"),
+          QStringLiteral("memory_of")};
 }
 
 QString fillCaption(const QString& caption, const RunSnapshot& run) {
@@ -239,6 +257,16 @@ QString fillCaption(const QString& caption, const RunSnapshot& run) {
       {QStringLiteral("peak_at"),
        QStringLiteral("%1 (%2)").arg(QString::fromStdString(s.peak_op),
                                      QString::fromStdString(s.peak_node))},
+      // A device with a caching allocator (cuda); "—" on the cpu, which has none.
+      {QStringLiteral("workspace"),
+       bytes(s.peak.by_category[static_cast<std::size_t>(MemoryCategory::workspace)])},
+      {QStringLiteral("reserved"),
+       s.reserved ? bytes(s.reserved->peak_bytes) : QStringLiteral("—")},
+      {QStringLiteral("reserved_gap"),
+       s.reserved ? bytes(s.reserved->fragmentation_at_peak) : QStringLiteral("—")},
+      {QStringLiteral("gpu_total"), s.gpu ? bytes(s.gpu->total()) : QStringLiteral("—")},
+      {QStringLiteral("cuda_context"), s.gpu ? bytes(s.gpu->context) : QStringLiteral("—")},
+      {QStringLiteral("memory_of"), QString::fromStdString(s.memory_of).toHtmlEscaped()},
   };
   QString out = caption;
   for (const auto& [name, value] : values)

@@ -29,6 +29,8 @@ struct TourStep {
   std::optional<SelectivePolicy> policy;
   std::optional<int> segments;        // checkpoint_sequential over the top-level modules
   std::optional<std::int64_t> batch;  // unset: the sample's
+  // Whose memory: the CPU (this engine, the default) or CUDA (PyTorch 2.x's, a dry run).
+  std::optional<Device> device;
   QString cursor;     // "", "start", "end", "peak", "first-recompute", "end-of-forward"
   QString highlight;  // a module to select in the graph, the module tree and the Inspector
 };

@@ -78,6 +78,9 @@ RunRequest TourRunner::expectedRequest() const {
   c.settings.use_reentrant = step.reentrant.value_or(defaults.settings.use_reentrant);
   c.settings.preserve_rng_state = step.preserveRng.value_or(defaults.settings.preserve_rng_state);
   c.plan.policy = step.policy.value_or(SelectivePolicy::none);
+  c.settings.device = step.device.value_or(Device::cpu);
+  // As the Device control does (Session::setDevice): CUDA's figures are a dry run.
+  c.settings.dry_run = c.settings.device == Device::cuda;
   return c;
 }
 
@@ -108,8 +111,9 @@ bool TourRunner::settled() const {
 bool TourRunner::runMatches() const {
   if (!tour_ || awaitingModel_ || !session_->model()) return false;
   const auto run = session_->current();
-  return run && run->result && !run->dryRun() && !run->realRunFollows &&
-         same_run(run->request, session_->request()) &&
+  // A real run, or the dry run a step asks for (CUDA's figures are a dry run: no real follows).
+  return run && run->result && (!run->dryRun() || run->request.settings.dry_run) &&
+         !run->realRunFollows && same_run(run->request, session_->request()) &&
          same_run(session_->request(), expectedRequest());
 }
 
