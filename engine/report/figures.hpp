@@ -51,7 +51,7 @@ struct GpuFit {
 std::optional<GpuFit> gpu_fit(const RunResult& run, const RunSettings& settings);
 
 // The memory of a training step's phases, as PyTorch's allocator statistics measure them around
-// the phases of a step (the GPU oracle's fields, ../shared/reference/gpu-oracle/train/): what is
+// the phases of a step (the GPU oracle's fields, docs/reference/gpu-oracle.md, train/): what is
 // live before the first op (parameters, buffers, the optimizer's state, the inputs), the highest
 // point of forward, loss and backward (recomputation included), what is live once backward has
 // ended (the gradients, and what the run still holds), and the optimizer step's own peak, which

@@ -11,7 +11,7 @@
 //   foreach   PyTorch 2.x on CUDA (foreach by default on CUDA tensors, _multi_tensor_*): one
 //             kernel over all parameters at a time; Adam's sqrt is one temporary per parameter,
 //             all made at once and freed in reverse order when the step returns
-//             (../shared/reference/gpu-oracle/train/tv_resnet50_b32__adamw_bf16.pickle); the
+//             (docs/reference/gpu-oracle.md, train/tv_resnet50_b32__adamw_bf16.pickle); the
 //             step counters are host tensors, in no device's figures.
 // The state (momentum buffers; Adam's exp_avg, exp_avg_sq and, on the CPU, step) is allocated
 // when the optimizer is made, before the forward, in category optimizer state: a steady-state

@@ -125,7 +125,7 @@ class TestOptimizer : public QObject {
     QCOMPARE(sgd.peak_optimizer_step, sgd.after_backward);
   }
 
-  // PyTorch 2.x's _multi_tensor_adam on CUDA (../shared/reference/gpu-oracle/train/
+  // PyTorch 2.x's _multi_tensor_adam on CUDA (docs/reference/gpu-oracle.md, train/
   // tv_resnet50_b32__adamw_bf16.pickle): one sqrt per parameter, all made in one kernel, freed in
   // reverse order as the step returns; the step counters are host memory.
   void foreachAdamTemporaries() {

@@ -21,6 +21,7 @@
 #include "engine/run/optimizer.hpp"
 #include "engine/run/runner.hpp"
 #include "engine/tensor/npy.hpp"
+#include "tests/oracle/support/closeness.hpp"
 
 using namespace ckpt;
 
@@ -44,15 +45,7 @@ QString run_script(const QStringList& args, int timeout_ms = 300000) {
   return {};
 }
 
-// max |a - b| / (atol + rtol * |b|); <= 1 passes.
-double worst(const Tensor& ours, const Tensor& theirs, double atol, double rtol) {
-  const auto a = ours.to_vector(), b = theirs.to_vector();
-  if (a.size() != b.size()) return INFINITY;
-  double w = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    w = std::max(w, std::abs(a[i] - b[i]) / (atol + rtol * std::abs(b[i])));
-  return w;
-}
+using oracle::worst;  // the oracles' one closeness rule
 
 QJsonObject read_json(const QString& path) {
   QFile f(path);
