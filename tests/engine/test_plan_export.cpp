@@ -34,7 +34,8 @@ bool run_python(const QStringList& args, QString* out) {
   return p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
 }
 
-const char* kSize[] = {"4", "128", "10"};  // batch, image size, classes: a frontier, quick in PyTorch
+const char* kSize[] = {"4", "128",
+                       "10"};  // batch, image size, classes: a frontier, quick in PyTorch
 
 }  // namespace
 
