@@ -185,7 +185,7 @@ void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
                    {"plan", point_json(chosen)}};
   if (r.gpu)
     j["gpu"] = {{"card_bytes", r.gpu->card},
-                {"reserved_peak_bytes", r.gpu->reserved_peak},
+                {"reserved_peak_bytes", r.gpu->reserved_peak()},
                 {"cuda_context_bytes_estimate", r.gpu->context},
                 {"total_bytes", r.gpu->total()},
                 {"allocated_budget_bytes", r.gpu->allocated_budget},
@@ -226,7 +226,7 @@ void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
             << "peak        " << format_bytes(chosen.eval.peak_bytes)
             << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n";
   if (r.gpu)
-    std::cout << "on the GPU  reserved " << format_bytes(r.gpu->reserved_peak)
+    std::cout << "on the GPU  reserved " << format_bytes(r.gpu->reserved_peak())
               << " + CUDA context ~" << format_bytes(r.gpu->context)
               << " (estimate) = " << format_bytes(r.gpu->total()) << " of "
               << format_bytes(r.gpu->card) << "\n";

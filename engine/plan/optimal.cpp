@@ -31,6 +31,11 @@ struct Subset {
   }
 };
 
+// An evaluation whose allocated peak fits the budget.
+auto within(std::int64_t budget) {
+  return [budget](const Evaluation& e) { return e.peak_bytes <= budget; };
+}
+
 }  // namespace
 
 std::optional<PlanPoint> Planner::exact(std::int64_t budget) {
@@ -131,13 +136,23 @@ ChainProposal Planner::propose(std::int64_t target) {
   return last;
 }
 
-const PlanPoint* Planner::cheapest_evaluated(std::int64_t budget) const {
+const PlanPoint* Planner::cheapest_evaluated(
+    const std::function<bool(const Evaluation&)>& fits) const {
   const PlanPoint* best = nullptr;
   for (const auto& p : evaluated_)
-    if (p.eval.ok && p.eval.peak_bytes <= budget &&
-        (!best || p.eval.recompute_ns < best->eval.recompute_ns))
+    if (p.eval.ok && fits(p.eval) && (!best || p.eval.recompute_ns < best->eval.recompute_ns))
       best = &p;
   return best;
+}
+
+PlanPoint adopt_known(const PlanPoint& asked, const PlanPoint& known) {
+  PlanPoint p = known;
+  p.strategy = asked.strategy;
+  p.detail = asked.detail;
+  p.fits = true;
+  p.exact = false;  // cheaper than what the search proved: not its answer
+  p.repaired = false;
+  return p;
 }
 
 PlanPoint Planner::optimal(std::int64_t budget) {
@@ -152,17 +167,10 @@ PlanPoint Planner::optimal(std::int64_t budget) {
   }
   // Never worse than a plan already evaluated that fits: the evaluations are exact, whichever
   // strategy asked for them.
-  if (const PlanPoint* known = cheapest_evaluated(budget);
-      known && (!p.fits || known->eval.recompute_ns < p.eval.recompute_ns)) {
-    const std::string detail = p.detail;
-    const bool exact = false;  // cheaper than what the search proved: not its answer
-    p = *known;
-    p.detail = detail;
-    p.exact = exact;
-    p.fits = true;
-    p.repaired = false;
-  }
   p.strategy = Strategy::optimal;
+  if (const PlanPoint* known = cheapest_evaluated(within(budget));
+      known && (!p.fits || known->eval.recompute_ns < p.eval.recompute_ns))
+    p = adopt_known(p, *known);
   return p;
 }
 
@@ -194,15 +202,11 @@ std::vector<PlanPoint> Planner::sweep(std::int64_t budget, int steps) {
   for (std::int64_t b : budgets) answers.push_back(optimal(b));
   for (std::size_t i = 0; i < budgets.size(); ++i) {
     PlanPoint& p = answers[i];
-    if (const PlanPoint* known = cheapest_evaluated(budgets[i]);
+    if (const PlanPoint* known = cheapest_evaluated(within(budgets[i]));
         known && (!p.fits || known->eval.recompute_ns < p.eval.recompute_ns)) {
-      const std::string detail = p.detail;
-      p = *known;
-      p.detail = detail;
-      p.fits = true;
-      p.exact = false;
-      p.repaired = false;
-      p.strategy = Strategy::optimal;
+      PlanPoint asked = p;
+      asked.strategy = Strategy::optimal;
+      p = adopt_known(asked, *known);
     }
     if (i > 0)
       p.detail =

@@ -302,37 +302,28 @@ GpuPlan plan_for_gpu(Planner& planner, Strategy s, std::int64_t card) {
   for (int round = 0; round < 10; ++round) {
     ++g.rounds;
     g.point = planner.plan(s, g.allocated_budget);
-    g.reserved_peak = g.point.eval.reserved_peak;
     const std::int64_t over = g.total() - card;
     if (!g.point.eval.ok || over <= 0 || !g.point.fits) break;
     g.allocated_budget -= over + (std::int64_t{2} << 20);
     if (g.allocated_budget <= 0) break;
   }
+  const auto on_the_card = [&](const Evaluation& e) { return e.reserved_peak + g.context <= card; };
   // Optimal is never worse than a plan already evaluated (each by its dry run) that fits the
   // card; the other strategies keep their own plan.
-  const auto on_the_card = [&](const PlanPoint& p) {
-    return p.eval.ok && p.eval.reserved_peak + g.context <= card;
-  };
-  const PlanPoint* best = on_the_card(g.point) ? &g.point : nullptr;
   if (s == Strategy::optimal)
-    for (const PlanPoint& p : planner.evaluated())
-      if (on_the_card(p) && (!best || p.eval.recompute_ns < best->eval.recompute_ns)) best = &p;
-  if (best && best != &g.point) {
-    PlanPoint chosen = *best;
-    chosen.strategy = s;
-    chosen.fits = true;
-    g.point = std::move(chosen);
-  }
-  g.reserved_peak = g.point.eval.reserved_peak;
-  const bool on_card = g.total() <= card;
-  if (on_card && g.point.eval.ok) {
+    if (const PlanPoint* known = planner.cheapest_evaluated(on_the_card);
+        known && (!g.point.eval.ok || !on_the_card(g.point.eval) ||
+                  known->eval.recompute_ns < g.point.eval.recompute_ns))
+      g.point = adopt_known(g.point, *known);
+  const bool on_card = g.point.eval.ok && on_the_card(g.point.eval);
+  if (on_card) {
     g.point.fits = true;
     g.point.note.clear();  // a note on the allocated budget: the card's is the one asked
-  }
-  if (g.point.fits && !on_card)
+  } else if (g.point.fits) {
     g.point.note = "the allocated peak fits, but reserved memory plus the CUDA context (" +
                    std::to_string(g.total()) + " bytes) exceeds the card's " + std::to_string(card);
-  g.point.fits = g.point.fits && on_card;
+  }
+  g.point.fits = on_card;
   return g;
 }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,13 +31,16 @@ class Planner;
 struct GpuPlan {
   PlanPoint point;                    // fits: the GPU total is within the card
   std::int64_t allocated_budget = 0;  // the planner's budget of the last round
-  std::int64_t reserved_peak = 0;
-  std::int64_t context = 0;  // the CUDA context, an estimate (kCudaContextBytes)
+  std::int64_t context = 0;           // the CUDA context, an estimate (kCudaContextBytes)
   std::int64_t card = 0;
   int rounds = 0;
-  std::int64_t total() const { return reserved_peak + context; }
+  std::int64_t reserved_peak() const { return point.eval.reserved_peak; }
+  std::int64_t total() const { return reserved_peak() + context; }
 };
 GpuPlan plan_for_gpu(Planner& planner, Strategy s, std::int64_t card);
+// `known`, an evaluated plan that fits and costs less, given as the answer `asked` was to be
+// (its strategy and detail): optimal is never worse than a plan it has seen.
+PlanPoint adopt_known(const PlanPoint& asked, const PlanPoint& known);
 // The allocated budget plan_for_gpu starts from: the card less the context and the plain run's
 // reserved-over-allocated (the planner's sweep is drawn around it).
 std::int64_t allocated_budget_for_gpu(const PlanEvaluator& ev, std::int64_t card);
@@ -68,6 +72,8 @@ class Planner {
   const PeakModel& peak_model();
   // Every plan evaluated so far that ran, in order.
   const std::vector<PlanPoint>& evaluated() const { return evaluated_; }
+  // The least recompute among the evaluated plans that ran and whose evaluation `fits`, or null.
+  const PlanPoint* cheapest_evaluated(const std::function<bool(const Evaluation&)>& fits) const;
 
  private:
   PlanPoint greedy(std::int64_t budget);
@@ -77,8 +83,6 @@ class Planner {
   PlanPoint search(std::int64_t budget);
   // The peak model's cheapest plan whose prediction is within `target` (or its closest).
   ChainProposal propose(std::int64_t target);
-  // The cheapest evaluated plan that fits the budget, or null.
-  const PlanPoint* cheapest_evaluated(std::int64_t budget) const;
   // Candidates added to `chosen`, most bytes per recompute second first, while the peak model
   // says the peak drops, until it predicts `target`.
   std::vector<int> add_by_model(std::vector<int> chosen, std::int64_t target);
