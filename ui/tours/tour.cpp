@@ -68,26 +68,21 @@ struct StepFields {
     into = v.toBool();
   }
 
-  void policy(std::optional<SelectivePolicy>& into) const {
-    if (!o.contains(QStringLiteral("policy"))) return;
-    const QString p = o.value(QStringLiteral("policy")).toString();
-    if (p == QStringLiteral("none"))
-      into = SelectivePolicy::none;
-    else if (p == QStringLiteral("save-matmul"))
-      into = SelectivePolicy::save_matmul;
-    else
-      fail(QStringLiteral("policy '%1' (none or save-matmul)").arg(p));
-  }
-
-  void device(std::optional<Device>& into) const {
-    if (!o.contains(QStringLiteral("device"))) return;
-    const QString d = o.value(QStringLiteral("device")).toString();
-    if (d == QStringLiteral("cpu"))
-      into = Device::cpu;
-    else if (d == QStringLiteral("cuda"))
-      into = Device::cuda;
-    else
-      fail(QStringLiteral("device '%1' (cpu or cuda)").arg(d));
+  // A field that names one of a few values: "policy": "save-matmul", "device": "cuda".
+  template <typename T>
+  void named(const char* key, std::initializer_list<std::pair<const char*, T>> values,
+             std::optional<T>& into) const {
+    if (!o.contains(QLatin1String(key))) return;
+    const QString v = o.value(QLatin1String(key)).toString();
+    QStringList names;
+    for (const auto& [name, value] : values) {
+      if (v == QLatin1String(name)) {
+        into = value;
+        return;
+      }
+      names << QLatin1String(name);
+    }
+    fail(QStringLiteral("%1 '%2' (%3)").arg(key, v, names.join(QStringLiteral(" or "))));
   }
 
   std::optional<std::int64_t> count(const char* key, std::int64_t most) const {
@@ -139,8 +134,10 @@ TourStep parseStep(const QJsonObject& o, const TourStep& previous, const QString
   if (auto m = f.modules()) s.modules = std::move(*m);
   f.flag("reentrant", s.reentrant);
   f.flag("preserve_rng", s.preserveRng);
-  f.policy(s.policy);
-  f.device(s.device);
+  f.named<SelectivePolicy>(
+      "policy", {{"none", SelectivePolicy::none}, {"save-matmul", SelectivePolicy::save_matmul}},
+      s.policy);
+  f.named<Device>("device", {{"cpu", Device::cpu}, {"cuda", Device::cuda}}, s.device);
   if (const auto n = f.count("segments", 1 << 20)) s.segments = static_cast<int>(*n);
   if (const auto n = f.count("batch", 1 << 24)) s.batch = *n;
   s.cursor = f.cursor();
