@@ -51,10 +51,22 @@ GuardVerdict judge_gpu(const RunResult& dry, const GpuFit& gpu) {
   return v;
 }
 
+// The CUDA engine runs no whole model yet (README, "Devices behind one seam"), on a GPU or not:
+// a CUDA request's figures are its dry run's, exact, and no real run follows.
+GuardVerdict no_real_run_on(Device device, GuardVerdict v) {
+  if (!v.fits || device != Device::cuda) return v;
+  v.fits = false;
+  v.message =
+      "dry run only: a real CUDA run needs the CUDA engine on a GPU, which runs no whole model "
+      "yet; the bytes are the dry run's, exact, as PyTorch 2.x would hold them";
+  return v;
+}
+
 }  // namespace
 
 GuardVerdict judge_memory(const Model& model, const RunResult& dry, const RunSettings& settings) {
-  if (const auto gpu = gpu_fit(dry, settings)) return judge_gpu(dry, *gpu);
+  if (const auto gpu = gpu_fit(dry, settings))
+    return no_real_run_on(settings.device, judge_gpu(dry, *gpu));
   const std::int64_t limit = settings.max_memory;
   GuardVerdict v;
   v.limit = limit > 0 ? limit : default_memory_limit();

@@ -139,6 +139,23 @@ class TestRequest : public QObject {
     QVERIFY(dry.dry_run() && !dry.guard.fits && dry.not_computed.empty());
   }
 
+  // A CUDA request on a machine without the CUDA engine's whole-model runs: the guard keeps its
+  // dry run as the outcome (the app asks for real runs; only the engine decides), says why, and
+  // compares it with the plain run's dry run on the same device.
+  void cudaRequestStaysADryRun() {
+    auto model = sample("densenet_block.json");
+    const RunTarget target(model);
+    RunRequest request = densenet_checkpointed(*model);
+    request.settings.device = Device::cuda;
+    RequestOptions options;
+    options.baseline = true;
+    const RunOutcome out = execute(target, request, options);
+    QVERIFY(out.dry_run() && !out.guard.fits);
+    QVERIFY2(out.not_computed.find("CUDA engine") != std::string::npos, out.not_computed.c_str());
+    QVERIFY(out.result->reserved.has_value());
+    QVERIFY(out.baseline && out.baseline->dry_run && out.baseline->reserved.has_value());
+  }
+
   // A real baseline that would not fit is not run, and the outcome says why.
   void baselineOverTheLimitIsNotRun() {
     auto model = sample("densenet_block.json");

@@ -165,9 +165,12 @@ class TestMainWindow : public QObject {
     }));
     auto cuda = w.session()->current();
     QVERIFY(cuda->dryRun());
+    QVERIFY(!cuda->notComputed.empty());  // the engine's guard kept the dry run: no CUDA engine
     // The same request the CLI makes with --device cuda --dry-run, run directly.
+    RunRequest dry = cuda->request;
+    dry.settings.dry_run = true;
     Runner runner(w.session()->model());
-    const RunResult direct = runner.run(cuda->request);
+    const RunResult direct = runner.run(dry);
     QCOMPARE(cuda->trace().peak().bytes, direct.trace.peak().bytes);
     QVERIFY(direct.reserved);
     const auto workspace = static_cast<std::size_t>(MemoryCategory::workspace);

@@ -65,8 +65,10 @@ void checkStep(MainWindow& w) {
              qPrintable(where + QStringLiteral(": ") + caption));
   // The run without checkpoints that a caption compares with, as the engine runs it.
   if (step.caption.contains(QStringLiteral("{baseline_peak}"))) {
-    const RunResult plain =
-        Runner(w.session()->model()).run(baseline_request(runner->expectedRequest()));
+    // Of the shown run's kind: a CUDA step's run is the dry run the engine kept.
+    RunRequest asked = runner->expectedRequest();
+    asked.settings.dry_run = run.dryRun();
+    const RunResult plain = Runner(w.session()->model()).run(baseline_request(asked));
     QVERIFY(plain.ok);
     QCOMPARE(runner->baselinePeak().value_or(0), plain.trace.peak().bytes);
     QVERIFY2(caption.contains(QString::fromStdString(formatBytes(plain.trace.peak().bytes))),

@@ -197,10 +197,9 @@ void MainWindow::onRunFinished(RunSnapshotPtr snap) {
                 .arg(s.executions.recompute)
                 .arg(snap->wallMs)
                 .arg(snap->realRunFollows ? tr("; the real run follows")
-                     : snap->request.settings.dry_run
-                         ? tr("; a dry run was asked for (memory as %1 holds it)")
-                               .arg(QString::fromStdString(s.memory_of))
-                         : tr("; the real run would not fit the memory limit"))
+                     : snap->notComputed.empty()
+                         ? QString()
+                         : tr("; %1").arg(QString::fromStdString(snap->notComputed)))
       : s.ok
           ? tr("Run: peak %1, %2 recomputed op executions, %3 ms")
                 .arg(QString::fromStdString(formatBytes(s.peak.bytes)))

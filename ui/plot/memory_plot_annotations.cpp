@@ -133,7 +133,8 @@ void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
                                 : QObject::tr("REAL RUN");
   if (otherDevice)
     t += QObject::tr(" · memory as %1 holds it").arg(QString::fromStdString(m.series->memory_of));
-  if (!m.series->not_computed.empty()) t += QObject::tr(" · real run not started: over the limit");
+  if (!m.series->not_computed.empty())
+    t += QObject::tr(" · real run not started (the run summary says why)");
   QFont bold = font_;
   bold.setBold(true);
   p.setFont(bold);

@@ -299,9 +299,6 @@ void Session::setPolicy(SelectivePolicy policy) {
 void Session::setDevice(Device device) {
   if (request_.settings.device == device) return;
   request_.settings.device = device;
-  // The CUDA engine runs no whole model yet (README, "Devices behind one seam"), on a GPU or
-  // not: a CUDA configuration is the dry run of what PyTorch 2.x would hold, exact and labelled.
-  request_.settings.dry_run = device == Device::cuda;
   configure();
 }
 

@@ -51,8 +51,8 @@ class Session : public QObject {
   void setPreserveRng(bool preserve);
   void setPolicy(SelectivePolicy policy);
   void setBatch(std::int64_t batch);  // 0: the scenario's
-  // Whose memory: this engine's CPU run, or PyTorch 2.x's on a CUDA GPU (a dry run: the CUDA
-  // engine runs no whole model yet).
+  // Whose memory: this engine's CPU run, or PyTorch 2.x's on a CUDA GPU (whose real run the
+  // engine's memory guard does not start: the CUDA engine runs no whole model yet).
   void setDevice(Device device);
   std::int64_t effectiveBatch() const;
   void rerun();

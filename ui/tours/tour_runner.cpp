@@ -79,8 +79,6 @@ RunRequest TourRunner::expectedRequest() const {
   c.settings.preserve_rng_state = step.preserveRng.value_or(defaults.settings.preserve_rng_state);
   c.plan.policy = step.policy.value_or(SelectivePolicy::none);
   c.settings.device = step.device.value_or(Device::cpu);
-  // As the Device control does (Session::setDevice): CUDA's figures are a dry run.
-  c.settings.dry_run = c.settings.device == Device::cuda;
   return c;
 }
 
@@ -111,8 +109,8 @@ bool TourRunner::settled() const {
 bool TourRunner::runMatches() const {
   if (!tour_ || awaitingModel_ || !session_->model()) return false;
   const auto run = session_->current();
-  // A real run, or the dry run a step asks for (CUDA's figures are a dry run: no real follows).
-  return run && run->result && (!run->dryRun() || run->request.settings.dry_run) &&
+  // A real run, or a dry run the engine kept as final (no real run follows: CUDA's).
+  return run && run->result && (!run->dryRun() || !run->notComputed.empty()) &&
          !run->realRunFollows && same_run(run->request, session_->request()) &&
          same_run(session_->request(), expectedRequest());
 }
