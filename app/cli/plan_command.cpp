@@ -153,8 +153,8 @@ void print_table(const std::vector<PlanPoint>& points, const std::vector<PlanPoi
       continue;
     }
     std::cout << (on_front(p) ? "  * " : "    ") << std::left << std::setw(12)
-              << strategy_name(p.strategy) << std::setw(24) << p.detail << std::right
-              << std::setw(12) << mib(p.eval.peak_bytes) << std::setw(15) << std::fixed
+              << strategy_name(p.strategy) << std::setw(24) << p.detail << " " << std::right
+              << std::setw(11) << mib(p.eval.peak_bytes) << std::setw(15) << std::fixed
               << std::setprecision(3) << p.eval.recompute_ms() << std::setw(7)
               << p.eval.recompute_ops << "  " << plan << "\n";
   }

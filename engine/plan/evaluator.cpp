@@ -11,6 +11,13 @@ namespace ckpt {
 
 namespace {
 
+// The forward of a request alone, for what it saves: no backward, so no optimizer step either.
+RunRequest forward_only(RunRequest request) {
+  request.settings.backward = false;
+  request.settings.optimizer.kind = OptimizerKind::none;
+  return request;
+}
+
 // The pipeline's result alone: the planner reads figures from traces, it wants no report.
 std::shared_ptr<const RunResult> run_plain(const RunTarget& target, const RunRequest& request,
                                            const std::atomic<bool>* cancel) {
@@ -152,9 +159,7 @@ void PlanEvaluator::check_gradients(const RunResult& r, Evaluation& e) const {
 }
 
 std::int64_t PlanEvaluator::saved_for_backward(const CheckpointPlan& plan) const {
-  RunRequest forward_only = evaluation_request(plan);
-  forward_only.settings.backward = false;
-  const auto r = run_plain(target_, forward_only, cancel_);
+  const auto r = run_plain(target_, forward_only(evaluation_request(plan)), cancel_);
   if (!r->ok) throw std::runtime_error("the plan's forward failed: " + r->error);
   TensorList roots = r->outputs;
   if (r->loss.defined()) roots.push_back(r->loss);
@@ -163,9 +168,7 @@ std::int64_t PlanEvaluator::saved_for_backward(const CheckpointPlan& plan) const
 
 const std::vector<SavedUse>& PlanEvaluator::saved_uses() const {
   std::call_once(uses_once_, [this] {
-    RunRequest forward_only = evaluation_request({});
-    forward_only.settings.backward = false;
-    const auto r = run_plain(target_, forward_only, cancel_);
+    const auto r = run_plain(target_, forward_only(evaluation_request({})), cancel_);
     if (!r->ok) throw std::runtime_error("the plain forward failed: " + r->error);
     // The value each allocation holds, from the forward's trace.
     std::unordered_map<std::uint32_t, std::string> names;

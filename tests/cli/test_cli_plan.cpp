@@ -154,6 +154,29 @@ class TestCliPlan : public QObject {
     QCOMPARE(rj["peak"].toObject()["bytes"].toInteger(), plan["peak_bytes"].toInteger());
   }
 
+  // A training step's plan: the optimizer's state is part of every point's peak (so a budget
+  // below the state plus the parameters is unreachable), and the forward-only runs the planner
+  // makes for what a plan saves carry no optimizer (a step needs gradients). An ONNX model's plan
+  // takes those runs; its code says which optimizer its figures assume.
+  void trainingStepPlanCountsTheOptimizersState() {
+    const QString model = qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/tiny_resnet.onnx";
+    const QString code = dir_.filePath("train_plan.py");
+    const Result none =
+        cli({"plan", model, "--variant", "non-reentrant", "--budget", "95%", "--json"});
+    QVERIFY2(none.code == 0, qPrintable(none.err));
+    const Result adam = cli({"plan", model, "--variant", "non-reentrant", "--budget", "95%",
+                             "--optimizer", "adam", "--json", "--code", code});
+    QVERIFY2(adam.code == 0, qPrintable(adam.err));
+    const QJsonObject a = QJsonDocument::fromJson(adam.out.toUtf8()).object();
+    const QJsonObject n = QJsonDocument::fromJson(none.out.toUtf8()).object();
+    QVERIFY2(a["plain_peak_bytes"].toInteger() > n["plain_peak_bytes"].toInteger(),
+             qPrintable(adam.out.left(400)));
+    QVERIFY(a["plan"].toObject()["fits"].toBool());
+    QFile f(code);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY(f.readAll().contains("torch.optim.Adam(model.parameters()"));
+  }
+
   void impossibleBudgetNamesTheLowestPeak() {
     const Result r = cli({"plan", data("chain_unequal.json"), "--budget", "1KiB"});
     QCOMPARE(r.code, 4);
