@@ -1,5 +1,7 @@
 #include "engine/plan/plan_code.hpp"
 
+#include "engine/plan/python_expr.hpp"
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -184,6 +186,11 @@ std::string plan_pytorch_code(const Model& model, const RunRequest& request) {
     s << "# Checkpoint plan for " << model.source << ", exported to ONNX from a PyTorch model.\n"
       << "# Apply it to the nn.Module you exported: apply_plan(model). The names are that\n"
       << "# model's submodules; ranges assume their parent calls them in a chain.\n";
+    if (const std::string o =
+            py::optimizer_constructor(request.settings.optimizer, "model.parameters()");
+        !o.empty())
+      s << "# Its figures are of a training step ending with\n#     optimizer = " << o
+        << "\n# whose state is live from the start (steady-state training).\n";
     return s.str() + apply_code(model, request, true);
   }
   if (request.plan.ranges.empty()) return pytorch_code(model, request);

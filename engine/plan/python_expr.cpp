@@ -5,6 +5,7 @@
 
 #include "engine/model/op_registry.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
+#include "engine/run/optimizer.hpp"
 
 namespace ckpt::py {
 
@@ -93,6 +94,29 @@ std::string op_expression(const OpNode& op, const std::vector<std::string>& a, c
 std::string leaf_module(const OpNode& op, const std::vector<Shape>& params) {
   const OpSchema* row = OpTable::instance().find(op.op_type);
   return row && row->python_module ? row->python_module(op_call(op), params) : "";
+}
+
+std::string optimizer_constructor(const OptimizerSettings& settings,
+                                  const std::string& parameters) {
+  const OptimizerHyper h = optimizer_hyper(settings);
+  const std::string lr = "lr=" + number(h.lr);
+  const std::string decay = ", weight_decay=" + number(h.weight_decay);
+  const std::string adam = lr + ", betas=(" + number(h.beta1) + ", " + number(h.beta2) +
+                           "), eps=" + number(h.eps) + decay;
+  switch (settings.kind) {
+    case OptimizerKind::none:
+      return "";
+    case OptimizerKind::sgd:
+      return "torch.optim.SGD(" + parameters + ", " + lr + decay + ")";
+    case OptimizerKind::momentum:
+      return "torch.optim.SGD(" + parameters + ", " + lr + ", momentum=" + number(h.momentum) +
+             decay + ")";
+    case OptimizerKind::adam:
+      return "torch.optim.Adam(" + parameters + ", " + adam + ")";
+    case OptimizerKind::adamw:
+      return "torch.optim.AdamW(" + parameters + ", " + adam + ")";
+  }
+  return "";
 }
 
 }  // namespace ckpt::py

@@ -10,6 +10,7 @@
 
 #include "engine/model/model.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
+#include "engine/run/run_request.hpp"
 
 namespace ckpt::py {
 
@@ -28,5 +29,10 @@ std::string op_expression(const OpNode& op, const std::vector<std::string>& args
 // "" when the op has no module counterpart. `params` are the op's parameter shapes by input
 // position (empty where the input is not a parameter).
 std::string leaf_module(const OpNode& op, const std::vector<Shape>& params);
+
+// The torch.optim constructor of the optimizer a run ends with, over `parameters`
+// ("torch.optim.AdamW(model.parameters(), lr=0.001, ...)"), with every hyperparameter the
+// engine's step used spelled out; "" for none.
+std::string optimizer_constructor(const OptimizerSettings& settings, const std::string& parameters);
 
 }  // namespace ckpt::py

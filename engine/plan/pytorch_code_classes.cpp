@@ -24,9 +24,12 @@ std::string NativeWriter::write() {
   std::ostringstream out;
   out << header() << "\n";
   for (const auto& def : classes_) out << "\n" << def << "\n";
-  out << "\ndef build_model():\n    return " << root.substr(4) << "\n\n\n"
-      << "if __name__ == \"__main__\":\n"
-      << indent(usage(), 4);
+  out << "\ndef build_model():\n    return " << root.substr(4) << "\n\n\n";
+  if (const std::string o = py::optimizer_constructor(c_.settings.optimizer, "model.parameters()");
+      !o.empty())
+    out << "def make_optimizer(model):\n    \"\"\"The optimizer the run's figures assume.\"\"\"\n"
+        << "    return " << o << "\n\n\n";
+  out << "if __name__ == \"__main__\":\n" << indent(usage(), 4);
   return out.str();
 }
 
@@ -174,6 +177,10 @@ std::string NativeWriter::header() const {
   if (c_.plan.policy == SelectivePolicy::save_matmul)
     h << "# The save-matmul selective policy needs PyTorch 2.4+ "
          "(create_selective_checkpoint_contexts).\n";
+  if (c_.settings.optimizer.kind != OptimizerKind::none)
+    h << "# The training step ends with " << optimizer_name(c_.settings.optimizer.kind)
+      << "'s step, its state live from the start as in steady-state training (the run's "
+         "figures assume it).\n";
   h << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
     << "from torch.utils.checkpoint import checkpoint, checkpoint_sequential\n";
   return h.str();
@@ -185,6 +192,8 @@ std::string NativeWriter::usage() const {
   u << "torch.manual_seed(" << c_.settings.seed
     << ")\nmodel = build_model()  # weights: "
        "model.load_state_dict(...) to use Checkpoint Lab's\nmodel.train()\n";
+  const bool optimizer = c_.settings.optimizer.kind != OptimizerKind::none;
+  if (optimizer) u << "optimizer = make_optimizer(model)\n";
   std::string call;
   for (const auto& in : m_.inputs) {
     const Shape s = resolve_input_shape(in, batch);
@@ -228,6 +237,7 @@ std::string NativeWriter::usage() const {
     u << "loss = " << (kind == LossKind::mean ? "(" + s + ") / (" + n + ")" : s) << "\n";
   }
   u << "loss.backward()\n";
+  if (optimizer) u << "optimizer.step()\noptimizer.zero_grad(set_to_none=True)\n";
   return u.str();
 }
 

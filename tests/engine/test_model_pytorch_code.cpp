@@ -12,6 +12,7 @@
 #include "engine/model/finalize.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/plan/pytorch_code.hpp"
+#include "engine/run/run_request.hpp"
 #include "engine/run/runner.hpp"
 #include "engine/tensor/init.hpp"
 #include "engine/tensor/npy.hpp"
@@ -43,34 +44,47 @@ class TestModelPytorchCode : public QObject {
     QTest::addColumn<QString>("file");
     QTest::addColumn<QStringList>("modules");  // "def:<definition>" for all its instances
     QTest::addColumn<bool>("reentrant");
+    QTest::addColumn<QString>("optimizer");  // "": none
     QTest::newRow("densenet bottlenecks")
         << "densenet_block.json"
         << QStringList{"features.denseblock1.denselayer1.bottleneck",
                        "features.denseblock1.denselayer2.bottleneck",
                        "features.denseblock2.denselayer6.bottleneck"}
-        << true;
-    QTest::newRow("densenet plain") << "densenet_block.json" << QStringList{} << true;
+        << true << "";
+    QTest::newRow("densenet plain") << "densenet_block.json" << QStringList{} << true << "";
     QTest::newRow("resnet use_checkpoint")
         << "resnet.json" << QStringList{"stage1.0", "stage1.1", "stage2.0", "stage2.1",
                                         "stage3.0", "stage3.1", "stage4.0", "stage4.1"}
-        << false;
-    QTest::newRow("resnet one block") << "resnet.json" << QStringList{"stage2.1"} << true;
-    QTest::newRow("heavy model") << "heavy_model.json" << QStringList{"def:heavy_function"} << true;
-    QTest::newRow("lstm reentrant") << "lstm.json" << QStringList{"def:lstm.cell"} << true;
-    QTest::newRow("lstm non-reentrant") << "lstm.json" << QStringList{"def:lstm.cell"} << false;
-    QTest::newRow("seed 002 head") << "subnet_trainable_head.json" << QStringList{"net"} << true;
+        << false << "";
+    QTest::newRow("resnet one block") << "resnet.json" << QStringList{"stage2.1"} << true << "";
+    QTest::newRow("heavy model") << "heavy_model.json" << QStringList{"def:heavy_function"} << true
+                                 << "";
+    QTest::newRow("lstm reentrant") << "lstm.json" << QStringList{"def:lstm.cell"} << true << "";
+    QTest::newRow("lstm non-reentrant")
+        << "lstm.json" << QStringList{"def:lstm.cell"} << false << "";
+    QTest::newRow("seed 002 head")
+        << "subnet_trainable_head.json" << QStringList{"net"} << true << "";
     QTest::newRow("seed 002 head, non-reentrant")
-        << "subnet_trainable_head.json" << QStringList{"net"} << false;
+        << "subnet_trainable_head.json" << QStringList{"net"} << false << "";
+    // The training step's optimizer, as the code's make_optimizer() builds it: the parameters
+    // after torch.optim's step are the engine's.
+    QTest::newRow("resnet, SGD with momentum")
+        << "resnet.json" << QStringList{"stage1.0"} << false << "momentum";
+    QTest::newRow("resnet, AdamW") << "resnet.json" << QStringList{"stage2.1"} << true << "adamw";
+    QTest::newRow("densenet, Adam") << "densenet_block.json" << QStringList{} << true << "adam";
   }
   void runsInPyTorchWithTheEnginesNumbers() {
     QFETCH(QString, file);
     QFETCH(QStringList, modules);
     QFETCH(bool, reentrant);
+    QFETCH(QString, optimizer);
     auto model =
         load_model((qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/" + file).toStdString());
     RunRequest c = scenario_request(*model);
     c.settings.threads = 1;
     c.settings.use_reentrant = reentrant;
+    if (!optimizer.isEmpty())
+      c.settings.optimizer.kind = optimizer_from_name(optimizer.toStdString());
     for (const auto& m : modules) {
       if (m.startsWith("def:"))
         for (const Module* i : model->instances_of(m.mid(4).toStdString()))
@@ -109,8 +123,12 @@ class TestModelPytorchCode : public QObject {
     const char* loss = model->scenario.loss == LossKind::model  ? "cross_entropy"
                        : model->scenario.loss == LossKind::mean ? "mean"
                                                                 : "sum";
-    std::ofstream(d + "/case.json")
-        << nlohmann::json{{"parameters", names}, {"inputs", inputs}, {"loss", loss}}.dump();
+    std::ofstream(d + "/case.json") << nlohmann::json{
+        {"parameters", names},
+        {"inputs", inputs},
+        {"loss", loss},
+        {"optimizer",
+         !optimizer.isEmpty()}}.dump();
     QProcess p;
     p.setProcessChannelMode(QProcess::MergedChannels);
     p.start(
@@ -145,6 +163,44 @@ class TestModelPytorchCode : public QObject {
       ++compared;
     }
     QVERIFY(compared > 0);
+    if (!optimizer.isEmpty()) {
+      // After the step each parameter the engine stepped is PyTorch's, to 1e-3 of how far the
+      // step moved it. Adam's first step moves a weight by lr * g / (|g| + eps): about lr for
+      // any gradient well above eps, so a weight whose gradient is a cancellation (1e-3 of its
+      // tensor's largest, where the two sides' float32 rounding differs in relative terms) can
+      // move by anything up to lr on either side; those are held to that bound only (as the
+      // gradients above are compared to 1e-3 of the model's largest).
+      const bool adam = optimizer.startsWith("adam");
+      int stepped = 0;
+      for (std::size_t i = 0; i < model->parameters.size(); ++i) {
+        const auto& name = model->parameters[i].name;
+        if (!r.parameters.count(name)) continue;
+        const std::string f = d + "/stepped_" + std::to_string(i) + ".npy";
+        QVERIFY2(QFile::exists(QString::fromStdString(f)), name.c_str());
+        const auto before = model->parameters[i].initial.to_vector();
+        const auto engine = r.parameters.at(name).to_vector(), torch = load_npy(f).to_vector();
+        const auto grad = load_npy(d + "/grad_" + std::to_string(i) + ".npy").to_vector();
+        QCOMPARE(engine.size(), torch.size());
+        double moved = 1e-12;
+        for (std::size_t k = 0; k < engine.size(); ++k)
+          moved = std::max(moved, std::abs(torch[k] - before[k]));
+        for (std::size_t k = 0; k < engine.size(); ++k) {
+          const bool cancellation = adam && std::abs(grad[k]) < 1e-3 * largest;
+          const double bound = cancellation ? 2 * moved : 1e-3 * moved;
+          QVERIFY2(std::abs(engine[k] - torch[k]) <= bound,
+                   qPrintable(QString("%1[%2] after the step: engine %3, PyTorch %4 (before %5, "
+                                      "gradient %6)")
+                                  .arg(QString::fromStdString(name))
+                                  .arg(k)
+                                  .arg(engine[k])
+                                  .arg(torch[k])
+                                  .arg(before[k])
+                                  .arg(grad[k])));
+        }
+        ++stepped;
+      }
+      QVERIFY(stepped > 0);
+    }
     // The warnings PyTorch gave are the ones the engine gave.
     QFile w(dir.filePath("warnings.txt"));
     QVERIFY(w.open(QIODevice::ReadOnly));

@@ -4,7 +4,8 @@
 
 CASE_DIR holds code.py (pytorch_code's output), case.json (parameter and input names, loss),
 param_<i>.npy and input_<i>.npy. Writes loss.npy, grad_<i>.npy for every parameter that got a
-gradient, and warnings.txt (the texts PyTorch warned).
+gradient, and warnings.txt (the texts PyTorch warned). With "optimizer" in case.json, the code's
+make_optimizer(model) steps once after backward: stepped_<i>.npy is each stepped parameter.
 """
 import importlib.util
 import json
@@ -31,6 +32,8 @@ def main():
              for i, name in enumerate(case["parameters"])}
     model.load_state_dict(state, strict=True)
     model.train()
+    # The generated make_optimizer(), made before the forward as a training loop makes it.
+    optimizer = generated.make_optimizer(model) if case.get("optimizer") else None
     inputs = []
     for i, spec_in in enumerate(case["inputs"]):
         t = torch.from_numpy(numpy.load(os.path.join(d, f"input_{i}.npy")))
@@ -55,6 +58,12 @@ def main():
         p = params.get(name)
         if p is not None and p.grad is not None:
             numpy.save(os.path.join(d, f"grad_{i}.npy"), p.grad.numpy())
+    if optimizer is not None:
+        optimizer.step()
+        for i, name in enumerate(case["parameters"]):
+            p = params.get(name)
+            if p is not None and p.grad is not None:
+                numpy.save(os.path.join(d, f"stepped_{i}.npy"), p.detach().numpy())
     with open(os.path.join(d, "warnings.txt"), "w") as fh:
         fh.write("\n".join(str(w.message) for w in caught))
 
