@@ -9,6 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
+#include <stdexcept>
+
+#include "engine/report/config_text.hpp"
 #include "ui/player/player.hpp"
 #include "ui/session/session.hpp"
 
@@ -40,6 +44,19 @@ struct Options {
       QStringLiteral("Open a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) beside "
                      "the model: its measured curve over the engine's prediction."),
       QStringLiteral("FILE")};
+  QCommandLineOption device{QStringLiteral("device"),
+                            QStringLiteral("Whose memory: cpu (this engine's run, the default) or "
+                                           "cuda (what PyTorch 2.x holds on an NVIDIA GPU, as a "
+                                           "dry run)."),
+                            QStringLiteral("DEVICE")};
+  QCommandLineOption optimizer{
+      QStringLiteral("optimizer"),
+      QStringLiteral("End the training step with an optimizer's step: none, sgd, momentum, adam "
+                     "or adamw."),
+      QStringLiteral("KIND")};
+  QCommandLineOption batch{QStringLiteral("batch"),
+                           QStringLiteral("Run at batch size N (default: the model's)."),
+                           QStringLiteral("N")};
   QCommandLineOption at{QStringLiteral("at"),
                         QStringLiteral("Put the player's cursor at WHERE once run: a step number, "
                                        "'peak', 'forward-end' or 'recompute' (the middle of the "
@@ -55,7 +72,8 @@ struct Options {
     parser.addPositionalArgument(
         QStringLiteral("model"),
         QStringLiteral("A .json or .onnx model (default: a bundled sample)."));
-    parser.addOptions({screenshot, size, checkpoint, timeout, at, snapshot});
+    parser.addOptions(
+        {screenshot, size, checkpoint, device, optimizer, batch, timeout, at, snapshot});
   }
 };
 
@@ -115,8 +133,49 @@ std::int64_t stepAt(ckpt::ui::MainWindow& window, const QString& where) {
 
 // What the command line asks of the window once it is up: checkpoint modules, place the
 // cursor, render the screenshot and exit (or give up after --timeout).
+// The run settings the command line names, checked before any window opens.
+struct StartupSettings {
+  std::optional<ckpt::Device> device;
+  std::optional<ckpt::OptimizerKind> optimizer;
+  std::int64_t batch = 0;  // 0: the model's
+  bool any() const { return device || optimizer || batch > 0; }
+};
+
+// The settings, or a message naming the bad value.
+std::optional<StartupSettings> readSettings(const Options& o, QString* error) {
+  StartupSettings s;
+  const QCommandLineParser& p = o.parser;
+  if (p.isSet(o.device)) {
+    const QString d = p.value(o.device);
+    if (d == QLatin1String("cpu") || d == QLatin1String("cuda")) {
+      s.device = d == QLatin1String("cpu") ? ckpt::Device::cpu : ckpt::Device::cuda;
+    } else {
+      *error = QStringLiteral("--device: '%1' is not a device (cpu, cuda)").arg(d);
+      return std::nullopt;
+    }
+  }
+  if (p.isSet(o.optimizer)) {
+    try {
+      s.optimizer = ckpt::optimizer_from_name(p.value(o.optimizer).toStdString());
+    } catch (const std::invalid_argument& e) {
+      *error = QStringLiteral("--optimizer: %1").arg(QString::fromUtf8(e.what()));
+      return std::nullopt;
+    }
+  }
+  if (p.isSet(o.batch)) {
+    bool ok = false;
+    s.batch = p.value(o.batch).toLongLong(&ok);
+    if (!ok || s.batch < 1) {
+      *error = QStringLiteral("--batch: '%1' is not a positive whole number").arg(p.value(o.batch));
+      return std::nullopt;
+    }
+  }
+  return s;
+}
+
 struct Startup {
   ckpt::ui::MainWindow& window;
+  StartupSettings settings;
   QStringList toCheckpoint;
   QString where;
   QString shot;
@@ -131,6 +190,12 @@ struct Startup {
       if (!window.grab().save(shot)) {
         std::fprintf(stderr, "ckptlab: cannot write %s\n", qPrintable(shot));
         exitCode = 1;
+      } else if (const auto run = window.session()->current()) {
+        // What the picture shows, for a render made without looking at it.
+        std::printf("ckptlab: wrote %s: %s, batch %lld, peak %lld bytes\n", qPrintable(shot),
+                    ckpt::describe_request(run->request).c_str(),
+                    static_cast<long long>(window.session()->effectiveBatch()),
+                    static_cast<long long>(run->trace().peak().bytes));
       }
       QApplication::exit(exitCode);
     });
@@ -138,14 +203,18 @@ struct Startup {
 
   void connect(int timeoutSeconds) {
     QObject::connect(&window, &ckpt::ui::MainWindow::ready, &window, [this] {
-      if (toCheckpoint.isEmpty()) {
+      if (toCheckpoint.isEmpty() && !settings.any()) {
         settle();
         return;
       }
-      // The checkpointed configuration's run comes next.
+      // The wanted configuration's run comes next: one request, the last one made.
       QObject::connect(window.session(), &ckpt::ui::Session::runFinished, &window,
                        [this] { settle(); });
-      for (const QString& m : toCheckpoint) window.session()->toggleModule(m);
+      ckpt::ui::Session* session = window.session();
+      if (settings.device) session->setDevice(*settings.device);
+      if (settings.optimizer) session->setOptimizer(*settings.optimizer);
+      if (settings.batch > 0) session->setBatch(settings.batch);
+      for (const QString& m : toCheckpoint) session->toggleModule(m);
     });
     QObject::connect(window.session(), &ckpt::ui::Session::openFailed, &window,
                      [this](const QString& message) {
@@ -181,6 +250,12 @@ int main(int argc, char** argv) {
   Options options;
   QCommandLineParser& parser = options.parser;
   parser.process(app);
+  QString badSetting;
+  const std::optional<StartupSettings> settings = readSettings(options, &badSetting);
+  if (!settings) {
+    std::fprintf(stderr, "ckptlab: %s\n", qPrintable(badSetting));
+    return 2;
+  }
 
   const QString shot = parser.value(options.screenshot);
   // A render is nobody's session: it must not join Open Recent nor leave its window state for
@@ -198,7 +273,8 @@ int main(int argc, char** argv) {
       if (!shot.isEmpty()) return 1;
     }
   }
-  Startup startup{window, parser.values(options.checkpoint), parser.value(options.at), shot};
+  Startup startup{window, *settings, parser.values(options.checkpoint), parser.value(options.at),
+                  shot};
   startup.connect(parser.value(options.timeout).toInt());
 
   const QStringList args = parser.positionalArguments();

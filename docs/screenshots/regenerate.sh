@@ -28,6 +28,9 @@ shot subnet_no_grad :/samples/subnet_no_grad_inputs.json \
 # times), every block checkpointed; the memory guard says why no real run follows.
 shot gpt2_small_dry_run :/samples/gpt2_small.json $(for i in $(seq 0 11); do echo --checkpoint h.$i; done) \
   --at peak
+# A whole training step on a GPU: GPT-2 small at batch 8 under CUDA's memory semantics with
+# AdamW, whose state is live from the start and whose step ends the run.
+shot training_step :/samples/gpt2_small.json --device cuda --optimizer adamw --batch 8 --at peak
 # A measured snapshot (the GPU oracle's H200 run of the DenseNet sample) over the engine's run.
 shot measured_snapshot :/samples/densenet_block.json \
   --snapshot "$here/../../tests/engine/data/snapshots/densenet_block__plain.pickle"

@@ -259,6 +259,44 @@ class TestFirstWindow : public QObject {
       QVERIFY2(!QFileInfo::exists(conf), "a render wrote the settings of a first start");
     }
   }
+
+  // The program's run settings: a render at the device, optimizer and batch asked for (its
+  // line on stdout says what it shows), and a bad value refused before any window, naming it.
+  void commandLineSettingsReachTheRun() {
+    QTemporaryDir profile;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("XDG_CONFIG_HOME"), profile.filePath(QStringLiteral("config")));
+    env.insert(QStringLiteral("XDG_CACHE_HOME"), profile.filePath(QStringLiteral("cache")));
+    const QString model =
+        qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + QStringLiteral("/samples/gpt_mini.json");
+    const QString shot = profile.filePath(QStringLiteral("shot.png"));
+    QProcess app;
+    app.setProcessEnvironment(env);
+    app.start(QStringLiteral(CKPTLAB_GUI_BINARY),
+              {QStringLiteral("--screenshot"), shot, QStringLiteral("--device"),
+               QStringLiteral("cuda"), QStringLiteral("--optimizer"), QStringLiteral("adamw"),
+               QStringLiteral("--batch"), QStringLiteral("3"), model});
+    QVERIFY(app.waitForFinished(120000));
+    QVERIFY2(app.exitCode() == 0, app.readAllStandardError().constData());
+    const QString said = QString::fromUtf8(app.readAllStandardOutput());
+    QVERIFY2(said.contains(QStringLiteral("adamw")) && said.contains(QStringLiteral("CUDA")) &&
+                 said.contains(QStringLiteral("batch 3,")),
+             qPrintable(said));
+    QVERIFY(QImage(shot).width() > 0);
+    for (const auto& [option, value] : {std::pair{"--optimizer", "adamx"},
+                                        std::pair{"--device", "gpu"}, std::pair{"--batch", "0"}}) {
+      QProcess bad;
+      bad.setProcessEnvironment(env);
+      bad.start(QStringLiteral(CKPTLAB_GUI_BINARY),
+                {QStringLiteral("--screenshot"), shot, QLatin1String(option), QLatin1String(value),
+                 model});
+      QVERIFY(bad.waitForFinished(60000));
+      QCOMPARE(bad.exitCode(), 2);
+      const QString why = QString::fromUtf8(bad.readAllStandardError());
+      QVERIFY2(why.contains(QLatin1String(option)) && why.contains(QLatin1String(value)),
+               qPrintable(why));
+    }
+  }
 };
 
 QTEST_MAIN(TestFirstWindow)

@@ -11,14 +11,17 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "engine/report/figures.hpp"
 #include "engine/run/runner.hpp"
 #include "support/isolated_settings.hpp"
 #include "support/test_models.hpp"
 #include "support/wait.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/graph/graph_view.hpp"
+#include "ui/panels/code_view.hpp"
 #include "ui/panels/inspector.hpp"
 #include "ui/panels/module_tree.hpp"
+#include "ui/panels/summary_view.hpp"
 #include "ui/player/player.hpp"
 #include "ui/plot/memory_plot.hpp"
 
@@ -182,6 +185,8 @@ class TestMainWindow : public QObject {
     QCOMPARE(static_cast<std::int64_t>(series.reserved.size()), series.steps());
     QVERIFY(QString::fromStdString(series.memory_of).contains(QStringLiteral("PyTorch 2.x")));
     QVERIFY(cuda->summary.gpu.has_value());
+    // The CPU curve is another allocator's memory: no ghost to compare the GPU's with.
+    QVERIFY(!w.session()->ghost());
     box->setCurrentIndex(box->findData(static_cast<int>(Device::cpu)));
     QVERIFY(waitFor([&] {
       auto s = w.session()->current();
@@ -199,6 +204,56 @@ class TestMainWindow : public QObject {
       QTest::qWait(200);
       w.grab().save(QDir(keep).filePath(QStringLiteral("device_cuda.png")));
     }
+  }
+
+  // The Optimizer box ends the step with the optimizer's: its state live from the first step,
+  // the step's phases in the run summary, the optimizer in the exported code.
+  void optimizerControlEndsTheTrainingStep() {
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    w.openPath(models_.path(QStringLiteral("blocks.json")));
+    QVERIFY(waitReady(w));
+    const auto state = static_cast<std::size_t>(MemoryCategory::optimizer_state);
+    const auto parameters = static_cast<std::size_t>(MemoryCategory::parameter);
+    QCOMPARE(w.session()->current()->trace().memory_at(0)[state], std::int64_t{0});
+    QVERIFY(!w.session()->current()->summary.step_phases.has_optimizer_step);
+    auto* box = w.findChild<QComboBox*>(QStringLiteral("optimizerBox"));
+    QVERIFY(box);
+    QVERIFY(box->isEnabled());
+    box->setCurrentIndex(box->findData(static_cast<int>(OptimizerKind::adamw)));
+    QVERIFY(waitFor([&] {
+      auto s = w.session()->current();
+      return s && s->request.settings.optimizer.kind == OptimizerKind::adamw &&
+             !s->realRunFollows && !w.session()->runs()->busy();
+    }));
+    auto run = w.session()->current();
+    QVERIFY2(run->result->ok, run->result->error.c_str());
+    // Adam's two moments per parameter, there before the first op.
+    const auto first = run->trace().memory_at(0);
+    QVERIFY2(
+        first[state] >= 2 * first[parameters],
+        qPrintable(QString("state %1, parameters %2").arg(first[state]).arg(first[parameters])));
+    const StepPhases& phases = run->summary.step_phases;
+    QVERIFY(phases.has_optimizer_step);
+    QVERIFY(phases.peak_optimizer_step > phases.after_backward);
+    QVERIFY(!run->result->optimizer_state.empty());
+    auto* summary = w.findChild<SummaryView*>();
+    QVERIFY(summary);
+    QVERIFY(summary->toPlainText().contains(QStringLiteral("optimizer step peak")));
+    auto* code = w.findChild<CodeView*>();
+    QVERIFY(code);
+    QVERIFY(waitFor(
+        [&] { return code->toPlainText().contains(QStringLiteral("torch.optim.AdamW(")); }));
+    QVERIFY(code->toPlainText().contains(QStringLiteral("optimizer.step()")));
+    // Back to none: the run stops after backward again.
+    box->setCurrentIndex(box->findData(static_cast<int>(OptimizerKind::none)));
+    QVERIFY(waitFor([&] {
+      auto s = w.session()->current();
+      return s && s->request.settings.optimizer.kind == OptimizerKind::none && !s->realRunFollows &&
+             !w.session()->runs()->busy();
+    }));
+    QVERIFY(!w.session()->current()->summary.step_phases.has_optimizer_step);
   }
 
   void playerStepsAndKeys() {

@@ -175,6 +175,22 @@ void MainWindow::buildToolBar() {
          "inside checkpointed segments instead of recomputing them"));
   bar->addWidget(policy_);
   bar->addSeparator();
+  bar->addWidget(new QLabel(tr(" Optimizer ")));
+  optimizer_ = new QComboBox;
+  optimizer_->setObjectName(QStringLiteral("optimizerBox"));
+  for (auto [kind, text] :
+       {std::pair{OptimizerKind::none, tr("none (stop after backward)")},
+        std::pair{OptimizerKind::sgd, tr("SGD")},
+        std::pair{OptimizerKind::momentum, tr("SGD, momentum 0.9")},
+        std::pair{OptimizerKind::adam, tr("Adam")}, std::pair{OptimizerKind::adamw, tr("AdamW")}})
+    optimizer_->addItem(text, static_cast<int>(kind));
+  optimizer_->setToolTip(
+      tr("The training step's end: the optimizer's step after backward, computed with "
+         "torch.optim's update rules. Its state (momentum buffers, Adam's two moments) is live "
+         "from the start, as in steady-state training, and its step's temporaries are "
+         "PyTorch's default implementation's on the device shown."));
+  bar->addWidget(optimizer_);
+  bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Batch ")));
   batch_ = new QSpinBox;
   batch_->setRange(1, 1 << 24);  // any batch: a dry run shows what does not fit
@@ -214,9 +230,10 @@ void MainWindow::syncControls() {
   policy_->setCurrentIndex(c.plan.policy == SelectivePolicy::none ? 0 : 1);
   batch_->setValue(static_cast<int>(std::max<std::int64_t>(1, session_->effectiveBatch())));
   device_->setCurrentIndex(c.settings.device == Device::cuda ? 1 : 0);
+  optimizer_->setCurrentIndex(optimizer_->findData(static_cast<int>(c.settings.optimizer.kind)));
   const bool has = session_->model() != nullptr;
-  for (QWidget* w :
-       std::initializer_list<QWidget*>{device_, variant_, preserveRng_, policy_, batch_})
+  for (QWidget* w : std::initializer_list<QWidget*>{device_, variant_, preserveRng_, policy_,
+                                                    optimizer_, batch_})
     w->setEnabled(has);
   syncing_ = false;
 }

@@ -172,6 +172,7 @@ class MainWindow : public QMainWindow {
   QCheckBox* preserveRng_ = nullptr;
   QComboBox* policy_ = nullptr;
   QComboBox* device_ = nullptr;
+  QComboBox* optimizer_ = nullptr;
   QSpinBox* batch_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QMenu* sampleMenu_ = nullptr;

@@ -38,6 +38,10 @@ void MainWindow::wireRunOptions() {
   connect(device_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (!syncing_) session_->setDevice(static_cast<Device>(device_->itemData(i).toInt()));
   });
+  connect(optimizer_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (!syncing_)
+      session_->setOptimizer(static_cast<OptimizerKind>(optimizer_->itemData(i).toInt()));
+  });
   connect(batch_, &QSpinBox::valueChanged, this, [this](int v) {
     if (!syncing_) session_->setBatch(v);
   });

@@ -130,6 +130,13 @@ QString SummaryView::peakRows(const Palette& pal) const {
                     .arg(pal.categories[c].name(), categoryLabel(static_cast<MemoryCategory>(c))),
                 fmt(s.peak.by_category[c]));
   }
+  // The training step's phases, as torch.cuda.max_memory_allocated() reads them around each.
+  if (const StepPhases& p = s.step_phases; p.has_optimizer_step)
+    html +=
+        row(tr("training step"), tr("start %1 · forward+backward peak %2<br>after backward %3 · "
+                                    "optimizer step peak <b>%4</b>")
+                                     .arg(fmt(p.start), fmt(p.peak_forward_backward),
+                                          fmt(p.after_backward), fmt(p.peak_optimizer_step)));
   return html;
 }
 

@@ -302,6 +302,12 @@ void Session::setDevice(Device device) {
   configure();
 }
 
+void Session::setOptimizer(OptimizerKind kind) {
+  if (request_.settings.optimizer.kind == kind) return;
+  request_.settings.optimizer.kind = kind;
+  configure();
+}
+
 void Session::setBatch(std::int64_t batch) {
   if (model_ && batch == model_->scenario.batch) batch = 0;
   if (request_.settings.batch == batch) return;
@@ -382,6 +388,13 @@ bool Session::adoptRun(RunSnapshotPtr snapshot) {
   if (current_ && current_->result->ok && !same_run(current_->request, snapshot->request)) {
     ghost_ = current_->series;
     ghostLabel_ = QString::fromStdString(describe_request(current_->request));
+  }
+  // Another device's curve is another allocator's memory (CPU bytes against PyTorch 2.x's on a
+  // GPU): no baseline for what a configuration change buys.
+  if (ghost_ && current_ &&
+      current_->request.settings.device != snapshot->request.settings.device) {
+    ghost_.reset();
+    ghostLabel_.clear();
   }
   current_ = std::move(snapshot);
   return true;

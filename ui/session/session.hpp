@@ -54,6 +54,8 @@ class Session : public QObject {
   // Whose memory: this engine's CPU run, or PyTorch 2.x's on a CUDA GPU (whose real run the
   // engine's memory guard does not start: the CUDA engine runs no whole model yet).
   void setDevice(Device device);
+  // The optimizer the training step ends with (none: the run stops after backward).
+  void setOptimizer(OptimizerKind kind);
   std::int64_t effectiveBatch() const;
   void rerun();
   // Undo and redo of configuration changes (toggles, variant, RNG, policy, batch, plans,
