@@ -4,7 +4,8 @@
 //   hand-built DenseNet-121-shaped module hierarchy, frame times while stepping, the UI thread's
 //   longest block (a 5 ms heartbeat timer).
 // Run: ctest -C Bench -L bench -R ui_bench -V   (or build/tests/bench/ckptlab_ui_bench)
-// CKPTLAB_BENCH_ONLY=layout,densenet,heavy,click runs only those parts (to profile one).
+//   The Plan dock on torchvision's ViT-B/16 and ResNet-50 at batch 8: Plan -> frontier shown.
+// CKPTLAB_BENCH_ONLY=layout,densenet,heavy,plan,click runs only those parts (to profile one).
 
 #include <QApplication>
 #include <QDir>
@@ -20,13 +21,16 @@
 #include <cstdio>
 #include <vector>
 
+#include "engine/model/loader.hpp"
 #include "engine/report/run_summary.hpp"
+#include "engine/run/runner.hpp"
 #include "ui/app/main_window.hpp"
 #include "ui/app/sample_catalog.hpp"
 #include "ui/core/model_graph.hpp"
 #include "ui/graph/graph_view.hpp"
 #include "ui/layout/dot_format.hpp"
 #include "ui/layout/layout_engine.hpp"
+#include "ui/panels/plan_view.hpp"
 #include "ui/player/player.hpp"
 #include "ui/plot/memory_plot.hpp"
 
@@ -476,6 +480,67 @@ int main(int argc, char** argv) {
     (void)derived;
     w.session()->runs()->cancelAll();
     w.session()->runs()->waitForIdle();
+  }
+
+  // 3c. The Plan dock (issue 28): torchvision models at batch 8, 224 x 224, exported by
+  // samples/export_onnx.py (CKPTLAB_BENCH_ONNX_DIR keeps the exports between runs): Plan pressed
+  // -> the frontier shown, against one dry run of the same model in this process.
+  if (wanted("plan")) {
+    QTemporaryDir scratch;
+    const QString dir = qEnvironmentVariable("CKPTLAB_BENCH_ONNX_DIR", scratch.path());
+    const QStringList names =
+        qEnvironmentVariable("CKPTLAB_BENCH_PLAN_MODELS", QStringLiteral("vit_b_16,resnet50"))
+            .split(QLatin1Char(','), Qt::SkipEmptyParts);
+    for (const QString& name : names) {
+      const QString onnx = QDir(dir).filePath(name + QStringLiteral(".onnx"));
+      if (!QFileInfo::exists(onnx)) {
+        QProcess py;
+        py.start(QStringLiteral("/usr/bin/python3"),
+                 {QStringLiteral(CKPTLAB_SOURCE_DIR "/samples/export_onnx.py"),
+                  QStringLiteral("--torchvision"), name, QStringLiteral("--out"), dir,
+                  QStringLiteral("--batch"), QStringLiteral("8"), QStringLiteral("--size"),
+                  QStringLiteral("224")});
+        if (!py.waitForFinished(900000) || py.exitCode() != 0) {
+          std::printf("Plan dock, %s: not exported (%s), skipped\n", qPrintable(name),
+                      qPrintable(QString::fromUtf8(py.readAllStandardError()).right(200)));
+          continue;
+        }
+      }
+      QElapsedTimer load;
+      load.start();
+      std::shared_ptr<const Model> model = load_model(onnx.toStdString());
+      const double loadMs = static_cast<double>(load.nsecsElapsed()) / 1e6;
+      RunRequest request = scenario_request(*model);
+      request.settings.use_reentrant = false;
+      RunRequest dry = request;
+      dry.settings.dry_run = true;
+      QElapsedTimer one;
+      one.start();
+      const RunResult dryRun = Runner(model).run(dry);
+      const double dryMs = static_cast<double>(one.nsecsElapsed()) / 1e6;
+      PlanView view;
+      view.resize(420, 480);
+      view.show();
+      view.setModel(model, request);
+      QSignalSpy done(&view, &PlanView::planningFinished);
+      heartbeat.start();
+      QElapsedTimer t;
+      t.start();
+      view.startPlanning();
+      done.wait(600000);
+      const double planMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+      const auto results = view.results();
+      std::printf(
+          "Plan dock, torchvision %s at batch 8 (%zu ops, plain peak %.1f MiB): Plan -> "
+          "frontier shown in %.0f ms (%zu plans evaluated, %zu on the frontier%s); one dry run "
+          "%.0f ms (ratio %.2f), loading %.0f ms; UI thread blocked at most %.1f ms\n",
+          qPrintable(name), model->ops.size(),
+          static_cast<double>(dryRun.trace.peak().bytes) / (1 << 20), planMs,
+          results ? results->points.size() : 0, results ? results->front.size() : 0,
+          results && !results->error.empty() ? (", " + results->error).c_str() : "", dryMs,
+          planMs / std::max(1.0, dryMs), loadMs, heartbeat.stopMs());
+    }
+    std::printf("\n");
   }
 
   // 4. Click -> updated plot on the DenseNet block sample.
