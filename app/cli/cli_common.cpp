@@ -23,6 +23,10 @@ const char* const kRunOptionsHelp = R"(checkpoint options:
   --checkpoint-all           checkpoint every checkpointable module (nested ones too)
   --checkpoint-depth N       checkpoint every checkpointable module at depth N (1 = top level)
   --segments N               checkpoint_sequential over the top-level modules, N segments
+  --offload MODULE           with --device cuda: keep this module's saved tensors in host memory
+                             (torch.autograd.graph.save_on_cpu(pin_memory=True)), copied back
+                             in backward (repeatable; paths or patterns as --checkpoint)
+  --pcie GB/s                the host link's bandwidth the offload's copies are timed at (25)
   --variant V                reentrant (PyTorch 1.13's default) | non-reentrant
   --no-preserve-rng          do not stash the RNG state per checkpoint
   --early-stop               non-reentrant: stop recomputing once every needed tensor is back

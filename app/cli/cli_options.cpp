@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <initializer_list>
+#include <set>
 #include <string>
 
 #include "engine/model/module_range.hpp"
@@ -94,6 +95,12 @@ using S = const std::string&;
 const std::vector<RunOptionRule>& run_option_rules() {
   static const std::vector<RunOptionRule> rules = {
       {"--checkpoint", true, false, [](RunOptions& o, S, S v) { o.checkpoint.push_back(v); }},
+      {"--offload", true, false, [](RunOptions& o, S, S v) { o.offload.push_back(v); }},
+      {"--pcie", true, false,
+       [](RunOptions& o, S a, S v) {
+         o.pcie_gb_per_s = parse_real(a, v);
+         if (!(*o.pcie_gb_per_s > 0)) throw UsageError("--pcie must be a positive GB/s");
+       }},
       {"--checkpoint-range", true, false,
        [](RunOptions& o, S, S v) { o.checkpoint_ranges.push_back(v); }},
       {"--checkpoint-instances", true, false,
@@ -282,7 +289,37 @@ std::pair<std::string, std::vector<std::string>> split_config(const std::string&
 
 namespace {
 
-// --checkpoint (paths and patterns) and --checkpoint-instances: into c.modules.
+// The modules a --checkpoint or --offload argument names: a path, or a pattern
+// ("features.*.*.bottleneck") matching every module that can run as one call, `*` standing for
+// one path segment as in a shell glob over directories ('layer*.*' is the blocks of a ResNet,
+// not also every conv inside them). `verb` says what for, in the messages.
+std::set<std::string> named_modules(const Model& model, const std::string& p, const char* verb) {
+  if (p.find_first_of("*?[") == std::string::npos) {
+    const Module* m = model.find_module(p);
+    if (!m)
+      throw UsageError("no module '" + p + "' in " + model.source + "; " + suggestions(model, p));
+    if (!m->checkpointable)
+      throw UsageError("module '" + m->path + "' cannot be " + verb + ": " +
+                       m->not_checkpointable_reason);
+    return {m->path};
+  }
+  const auto as_path = [](std::string s) {
+    std::replace(s.begin(), s.end(), '.', '/');
+    return s;
+  };
+  const std::string glob = as_path(p);
+  std::set<std::string> out;
+  for (const Module* m : model.all_modules())
+    if (fnmatch(glob.c_str(), as_path(m->path).c_str(), FNM_PATHNAME) == 0 && m->checkpointable)
+      out.insert(m->path);
+  if (out.empty())
+    throw UsageError("no module that can be " + std::string(verb) + " matches '" + p + "' in " +
+                     model.source + "; " + suggestions(model, p.substr(0, p.find_first_of("*?["))));
+  return out;
+}
+
+// --checkpoint (paths and patterns) and --checkpoint-instances: into c.modules; --offload: into
+// c.offload.
 void select_named_modules(const Model& model, const RunOptions& o, CheckpointPlan& c) {
   auto add = [&](const Module* m, const std::string& asked) {
     if (!m)
@@ -293,30 +330,8 @@ void select_named_modules(const Model& model, const RunOptions& o, CheckpointPla
                        "' cannot be checkpointed: " + m->not_checkpointable_reason);
     c.modules.insert(m->path);
   };
-  for (const auto& p : o.checkpoint) {
-    if (p.find_first_of("*?[") == std::string::npos) {
-      add(model.find_module(p), p);
-      continue;
-    }
-    // A pattern ("features.*.*.bottleneck"): every checkpointable module whose path matches,
-    // `*` standing for one path segment, as in a shell glob over directories ('layer*.*' is
-    // the blocks of a ResNet, not also every conv inside them).
-    const auto as_path = [](std::string s) {
-      std::replace(s.begin(), s.end(), '.', '/');
-      return s;
-    };
-    const std::string glob = as_path(p);
-    bool any = false;
-    for (const Module* m : model.all_modules()) {
-      if (fnmatch(glob.c_str(), as_path(m->path).c_str(), FNM_PATHNAME) != 0 || !m->checkpointable)
-        continue;
-      c.modules.insert(m->path);
-      any = true;
-    }
-    if (!any)
-      throw UsageError("no checkpointable module matches '" + p + "' in " + model.source + "; " +
-                       suggestions(model, p.substr(0, p.find_first_of("*?["))));
-  }
+  for (const auto& p : o.checkpoint) c.modules.merge(named_modules(model, p, "checkpointed"));
+  for (const auto& p : o.offload) c.offload.merge(named_modules(model, p, "offloaded"));
   for (const auto& d : o.checkpoint_instances) {
     const auto inst = model.instances_of(d);
     if (inst.empty())
@@ -396,6 +411,7 @@ RunRequest make_request(const Model& model, const RunOptions& o) {
   s.inputs = read_inputs(model, o);
   s.optimizer = o.optimizer;
   s.amp = o.amp;
+  if (o.pcie_gb_per_s) s.pcie_gb_per_s = *o.pcie_gb_per_s;
   r.hooks.detect_anomaly = o.detect_anomaly;
   r.hooks.fail_allocation_at = o.fail_allocation;
   return r;

@@ -23,6 +23,8 @@ struct RunOptions {
   std::vector<std::string> checkpoint;            // --checkpoint (repeatable)
   std::vector<std::string> checkpoint_instances;  // --checkpoint-instances DEF
   std::vector<std::string> checkpoint_ranges;     // --checkpoint-range FIRST..LAST
+  std::vector<std::string> offload;               // --offload MODULE (repeatable, patterns)
+  std::optional<double> pcie_gb_per_s;            // --pcie GB/s
   bool checkpoint_all = false;
   std::optional<int> checkpoint_depth;
   int segments = 0;

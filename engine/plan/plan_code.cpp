@@ -57,6 +57,19 @@ const char* kWrapperHelper = R"(def checkpointed(module, impl):
     return wrapped
 )";
 
+const char* kOffloadHelper = R"(def offload(module):
+    """Keeps what `module` saves for backward in pinned host memory, copied back to the GPU in
+    backward (torch.autograd.graph.save_on_cpu): the same weights and names, another forward."""
+    forward = module.forward
+
+    def offloaded_forward(*args, **kwargs):
+        with torch.autograd.graph.save_on_cpu(pin_memory=True):
+            return forward(*args, **kwargs)
+
+    module.forward = offloaded_forward
+    return module
+)";
+
 // Names in the user's model: a module definition (all its calls), or an error text.
 std::string user_name(const Model& m, const std::string& path, std::string* problem) {
   const Module* mod = m.find_module(path);
@@ -144,6 +157,12 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
   s << "# Ranges and the modules nested with them, innermost first: each outer segment wraps the\n"
     << "# inner ones already in place, as the engine nested them.\n"
     << "STEPS = [" << steps.str() << (steps.str().empty() ? "]\n" : "\n]\n");
+  std::set<std::string> offloaded;
+  for (const auto& path : c.plan.offload) offloaded.insert(name(path));
+  s << "# Modules whose saved tensors wait in pinned host memory (save_on_cpu), for a GPU run.\n"
+    << "OFFLOAD = [";
+  for (const auto& n : offloaded) s << "\n    " << quote(n) << ",";
+  s << (offloaded.empty() ? "]\n" : "\n]\n");
   for (const auto& p : problems) s << "# NOTE: " << p << "\n";
   const std::string impl = c.settings.use_reentrant ? "REENTRANT" : "NO_REENTRANT";
   const std::string kwargs = std::string("use_reentrant=") +
@@ -152,6 +171,7 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
   s << "\n\n"
     << kWrapperHelper << "\n\n"
     << kRangeHelper << "\n\n"
+    << kOffloadHelper << "\n\n"
     << "def apply_plan(model):\n"
     << "    \"\"\"Checkpoints the plan's modules and ranges of `model` in place.\"\"\"\n"
     << "    wrapper = functools.partial(checkpointed, impl=CheckpointImpl." << impl << ")\n"
@@ -174,6 +194,8 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
     << "            parent_name, _, child = name.rpartition(\".\")\n"
     << "            parent = model.get_submodule(parent_name) if parent_name else model\n"
     << "            setattr(parent, child, wrapper(getattr(parent, child)))\n"
+    << "    for name in OFFLOAD:\n"
+    << "        offload(model.get_submodule(name))\n"
     << "    return model\n";
   return s.str();
 }

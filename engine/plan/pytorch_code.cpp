@@ -92,8 +92,8 @@ namespace ckpt {
 
 std::string pytorch_code(const Model& model, const RunRequest& request) {
   // Ranges of an exported model need the plan's code: its segments in the order that nests them
-  // as the engine did.
-  if (model.format == "onnx" && !request.plan.ranges.empty())
+  // as the engine did; so do offloaded modules (apply_plan's offload()).
+  if (model.format == "onnx" && (!request.plan.ranges.empty() || !request.plan.offload.empty()))
     return plan_pytorch_code(model, request);
   if (model.format == "onnx") return pytorch_code_detail::onnx_code(model, request);
   return pytorch_code_detail::NativeWriter(model, request).write();

@@ -43,7 +43,7 @@ std::string NativeWriter::leaf(const Module& m) const {
 }
 
 // 1: a plain chain of children named "0", "1", ... (an nn.Sequential); 2: the same with
-// every child checkpointed; 0 otherwise.
+// every child checkpointed; 0 otherwise (an offloaded child included).
 int NativeWriter::sequential_kind(const Module& m) const {
   if (m.path.empty() || m.children.empty()) return 0;
   for (const auto& p : m_.parameters)
@@ -58,6 +58,8 @@ int NativeWriter::sequential_kind(const Module& m) const {
         u.inputs[0] != (k == 0 ? m.inputs.at(0) : units[k - 1].outputs[0]))
       return 0;
     checkpointed += c_.plan.modules.count(u.child->path);
+    // An offloaded block is called through offloaded(): a forward of the module's own.
+    if (c_.plan.offload.count(u.child->path)) return 0;
   }
   if (m.inputs.size() != 1 || m.outputs.size() != 1 || units.back().outputs[0] != m.outputs[0])
     return 0;

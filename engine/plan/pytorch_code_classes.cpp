@@ -181,8 +181,17 @@ std::string NativeWriter::header() const {
     h << "# The training step ends with " << optimizer_name(c_.settings.optimizer.kind)
       << "'s step, its state live from the start as in steady-state training (the run's "
          "figures assume it).\n";
+  if (!c_.plan.offload.empty())
+    h << "# Offloaded modules keep their saved tensors in pinned host memory "
+         "(torch.autograd.graph.save_on_cpu), for a GPU run.\n";
   h << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
     << "from torch.utils.checkpoint import checkpoint, checkpoint_sequential\n";
+  if (!c_.plan.offload.empty())
+    h << "\n\ndef offloaded(fn, *args):\n"
+         "    \"\"\"fn(*args) with what it saves for backward in host memory, copied back in "
+         "backward.\"\"\"\n"
+         "    with torch.autograd.graph.save_on_cpu(pin_memory=True):\n"
+         "        return fn(*args)\n";
   return h.str();
 }
 

@@ -32,6 +32,8 @@ std::string NativeWriter::render(const Module& m, const Unit& u, Names& names, i
     if (c_.plan.modules.count(u.child->path))
       return "checkpoint(" + callee + (list.empty() ? "" : ", " + list) + checkpoint_kwargs(c_) +
              ")";
+    if (c_.plan.offload.count(u.child->path))
+      return "offloaded(" + callee + (list.empty() ? "" : ", " + list) + ")";
     return callee + "(" + list + ")";
   }
   const OpNode& op = m_.ops[static_cast<std::size_t>(u.op)];

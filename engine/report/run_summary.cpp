@@ -103,6 +103,12 @@ nlohmann::json to_json(const RunSummary& s) {
                                     {"total_bytes", s.gpu->total()},
                                     {"fits", s.gpu->fits()}}
                    : nlohmann::json(nullptr);
+  j["offload"] = s.offload ? nlohmann::json{{"host_peak_bytes", s.offload->host_peak_bytes},
+                                            {"to_host_bytes", s.offload->to_host_bytes},
+                                            {"to_device_bytes", s.offload->to_device_bytes},
+                                            {"copy_ms_estimate", s.offload->copy_ms},
+                                            {"pcie_gb_per_s", s.offload->pcie_gb_per_s}}
+                           : nlohmann::json(nullptr);
   nlohmann::json msgs = nlohmann::json::array();
   for (const auto& m : s.messages)
     msgs.push_back({{"step", m.step}, {"severity", severity_name(m.severity)}, {"text", m.text}});
@@ -153,6 +159,7 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
     s.reserved =
         RunSummary::Reserved{r.peak_bytes, r.peak_step, r.fragmentation_at_peak, r.segments};
   }
+  s.offload = run.offload;
   if (baseline) {
     RunSummary::Baseline b;
     b.peak_bytes = baseline->trace.peak().bytes;
@@ -293,6 +300,12 @@ std::string summary_text(const RunSummary& s) {
   os << "\n";
   category_table(os, s.peak.by_category);
   reserved_text(os, s);
+  if (s.offload)
+    os << "offload    host memory " << format_bytes(s.offload->host_peak_bytes)
+       << " at most (save_on_cpu's copies); copied " << format_bytes(s.offload->to_host_bytes)
+       << " to the host, " << format_bytes(s.offload->to_device_bytes) << " back: ~"
+       << fixed(s.offload->copy_ms, 1) << " ms at " << fixed(s.offload->pcie_gb_per_s, 0)
+       << " GB/s (estimate, --pcie)\n";
   os << "end of forward  " << format_bytes(s.end_of_forward_total) << " live\n";
   category_table(os, s.end_of_forward);
   const bool stepped = s.step_phases.has_optimizer_step;

@@ -44,6 +44,8 @@ struct RunSummary {
     std::int64_t segments = 0;
   };
   std::optional<Reserved> reserved;
+  // Offloaded modules' host memory and copies (RunResult::offload).
+  std::optional<RunResult::Offload> offload;
   std::optional<GpuFit> gpu;
   Device device = Device::cpu;  // whose memory semantics the figures follow
   std::string memory_of;        // in words ("PyTorch 2.x on an NVIDIA GPU (CUDA)")

@@ -6,6 +6,7 @@
 #include "engine/autograd/anomaly.hpp"
 #include "engine/model/module_range.hpp"
 #include "engine/run/segment_call.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -81,11 +82,39 @@ Executor::Executor(const Model& model, const CompiledModel& plan, const RunReque
     starts_[static_cast<std::size_t>(m->first_op)].push_back(m);
   }
   add_ranges();
+  add_offloaded();
   for (auto& list : starts_)
     std::sort(list.begin(), list.end(), [](const Module* a, const Module* b) {
       if (a->end_op != b->end_op) return a->end_op > b->end_op;
       return a->path.size() < b->path.size();  // an ancestor with the same ops goes first
     });
+}
+
+void Executor::add_offloaded() {
+  if (request_.plan.offload.empty()) return;
+  const MemorySemantics& rules = current_memory_semantics();
+  if (!rules.host_memory_apart)
+    throw std::invalid_argument(
+        std::string("cannot offload to host memory on ") + device_name(rules.device) +
+        ": save_on_cpu's copies would stay in the same memory (offloading is for a GPU: "
+        "--device cuda)");
+  for (const auto& path : request_.plan.offload) {
+    const Module* m = model_.find_module(path);
+    if (!m || path.empty())
+      throw std::invalid_argument("cannot offload '" + path + "': " + model_.source +
+                                  " has no such module");
+    if (!m->checkpointable)
+      throw std::invalid_argument("cannot offload '" + path +
+                                  "': its ops cannot run as one call, "
+                                  "because " +
+                                  m->not_checkpointable_reason);
+    if (request_.plan.modules.count(path))
+      throw std::invalid_argument("cannot both checkpoint and offload '" + path +
+                                  "': a checkpoint keeps nothing of it to offload");
+    offloaded_.insert(m);
+    starts_[static_cast<std::size_t>(m->first_op)].push_back(m);
+  }
+  offload_ = std::make_unique<HostOffload>();
 }
 
 void Executor::add_ranges() {
@@ -191,9 +220,14 @@ void Executor::run_range(Frame& f, std::int64_t a, std::int64_t b, const Module*
       TensorList args;
       const auto in_ids = plan_.ids(seg->inputs);
       for (int id : in_ids) args.push_back(f.get(id));
-      const TensorList outs =
-          call_checkpoint([this, seg](const TensorList& xs) { return run_module(*seg, xs); }, args,
-                          options_for(request_, seg->path));
+      TensorList outs;
+      if (offloaded_.count(seg)) {
+        SavedTensorHooksScope to_host(offload_->hooks());
+        outs = run_module(*seg, args);
+      } else {
+        outs = call_checkpoint([this, seg](const TensorList& xs) { return run_module(*seg, xs); },
+                               args, options_for(request_, seg->path));
+      }
       const auto out_ids = plan_.ids(seg->outputs);
       for (std::size_t i = 0; i < out_ids.size(); ++i) f.set(out_ids[i], outs.at(i));
       e = seg->end_op;

@@ -6,11 +6,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/checkpoint/offload.hpp"
 #include "engine/ops/schema/op_schema.hpp"
 #include "engine/run/compiled_model.hpp"
 #include "engine/run/runner.hpp"
@@ -34,6 +36,8 @@ class Executor {
   // Collects each model node's forward cost (its op-table row's FLOPs and bytes) into `sink`:
   // a dry run's time estimates.
   void collect_costs(std::unordered_map<std::string, OpCost>* sink) { costs_ = sink; }
+  // The offloaded modules' host memory and copies so far (null without offloaded modules).
+  const HostOffload* offload() const { return offload_.get(); }
 
  private:
   struct Frame;
@@ -44,6 +48,7 @@ class Executor {
   void run_sequential(Frame& root, std::int64_t chain_end);
   void check_cancel() const;
   void add_ranges();
+  void add_offloaded();
 
   const Model& model_;
   const CompiledModel& plan_;
@@ -53,6 +58,8 @@ class Executor {
   // Checkpointed modules by first op, outermost first.
   std::vector<std::vector<const Module*>> starts_;
   std::vector<std::unique_ptr<Module>> ranges_;  // the plan's ranges as modules of their own
+  std::set<const Module*> offloaded_;            // in starts_ too, run under offload_'s hooks
+  std::unique_ptr<HostOffload> offload_;
   std::unordered_map<std::string, OpCost>* costs_ = nullptr;
   // An op's node name and a value's name as labels of the run's context: the compiled model's
   // ids when the context starts from its table (a Runner's always does), without hashing the

@@ -55,12 +55,17 @@ std::string CheckpointPlan::key() const {
   for (const auto& [a, b] : sorted) key += a + ".." + b + ";";
   if (segments > 0) key += "|segments=" + std::to_string(segments);
   if (policy != SelectivePolicy::none) key += std::string("|policy=") + policy_key(policy);
+  if (!offload.empty()) {
+    key += "|offload=";
+    for (const auto& m : offload) key += m + ";";
+  }
   return key;
 }
 
 CheckpointPlan CheckpointPlan::without(const std::string& path) const {
   CheckpointPlan p = *this;
   p.modules.erase(path);
+  p.offload.erase(path);
   std::erase_if(p.ranges, [&](const auto& r) { return range_label(r.first, r.second) == path; });
   return p;
 }

@@ -63,9 +63,16 @@ struct CheckpointPlan {
   std::vector<std::pair<std::string, std::string>> ranges;
   int segments = 0;  // > 0: checkpoint_sequential over the top-level modules
   SelectivePolicy policy = SelectivePolicy::none;
+  // Module instance paths whose saved tensors go to host memory instead of being recomputed
+  // (torch.autograd.graph.save_on_cpu(pin_memory=True) around their call): on a device whose
+  // host memory is apart from its own (cuda), engine/checkpoint/offload.hpp.
+  std::set<std::string> offload;
 
-  // Checkpoints nothing (a policy alone changes nothing: it acts inside checkpointed regions).
-  bool empty() const { return modules.empty() && ranges.empty() && segments == 0; }
+  // Changes nothing from the plain run (a policy alone changes nothing: it acts inside
+  // checkpointed regions).
+  bool empty() const {
+    return modules.empty() && ranges.empty() && segments == 0 && offload.empty();
+  }
   // A canonical text of the plan: equal for equal plans whatever the order of their ranges (the
   // planner's cache key, and how tests compare plans).
   std::string key() const;
@@ -119,6 +126,8 @@ struct RunSettings {
   // run's start as in every step after the first (none: the run stops after backward).
   OptimizerSettings optimizer;
   AmpMode amp = AmpMode::off;
+  // The host link's bandwidth an offloaded module's copies are timed at (`--pcie`, GB/s).
+  double pcie_gb_per_s = 25;
 
   bool operator==(const RunSettings&) const = default;
 };
@@ -190,6 +199,16 @@ struct RunResult {
   // On a device with a caching allocator (cuda), the memory it reserves for the trace's
   // allocations (engine/trace/caching_allocator.hpp); absent on the cpu.
   std::optional<ReservedMemory> reserved;
+  // With offloaded modules: the host memory their saved tensors took and the copies each way,
+  // with the copies' time at the settings' bandwidth (an estimate, not in the phase times).
+  struct Offload {
+    std::int64_t host_peak_bytes = 0;
+    std::int64_t to_host_bytes = 0;
+    std::int64_t to_device_bytes = 0;
+    double copy_ms = 0;
+    double pcie_gb_per_s = 0;  // the bandwidth copy_ms assumes
+  };
+  std::optional<Offload> offload;
 
   void set_status(RunStatus s, std::string message = {}) {
     status = s;

@@ -270,6 +270,15 @@ void apply_estimated_times(RunResult& result,
   }
 }
 
+// The offload's figures with its copies timed at the link's bandwidth: an estimate whatever the
+// run (the copies PyTorch makes are asynchronous and may overlap compute; none is measured here).
+RunResult::Offload offload_figures(const OffloadFigures& f, double gb_per_s) {
+  if (!(gb_per_s > 0)) throw std::invalid_argument("--pcie: the bandwidth must be positive");
+  const double bytes = static_cast<double>(f.to_host_bytes + f.to_device_bytes);
+  return {f.host_peak_bytes, f.to_host_bytes, f.to_device_bytes, bytes / (gb_per_s * 1e9) * 1e3,
+          gb_per_s};
+}
+
 // Copies of `ts` in a ledger of their own, which the run's trace does not see: values the run
 // hands back without holding them (a dry run's are meta tensors, shapes only).
 TensorList held_outside(const TensorList& ts) {
@@ -389,6 +398,8 @@ RunResult Runner::run(const RunRequest& request, const std::atomic<bool>* cancel
     if (settings.backward) run_backward(settings, result);
     if (cancel && cancel->load()) throw RunCancelled();
     if (optimizer) run_optimizer_step(*optimizer, result);
+    if (const HostOffload* offload = executor.offload())
+      result.offload = offload_figures(offload->figures(), settings.pcie_gb_per_s);
     collect_results(model, statics, inputs, result);
     result.set_status(RunStatus::ok);
   } catch (const RunCancelled& e) {

@@ -42,6 +42,7 @@ const MemorySemantics kCudaSemantics{
     // generator, a CPU tensor) and, for CUDA inputs, torch.cuda.get_rng_state() per device,
     // which is also a CPU tensor: 16 bytes (CUDAGeneratorImpl::get_state: seed and offset).
     .rng_stash_in_host_memory = true,
+    .host_memory_apart = true,
     .device_generator_state_bytes = 16,
     // torch/utils/checkpoint.py (2.1+): _checkpoint_early_stop defaults to True, so a
     // non-reentrant checkpoint's recomputation stops once every saved tensor is back

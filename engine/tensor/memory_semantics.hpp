@@ -47,6 +47,9 @@ struct MemorySemantics {
   // not the device's; `device_generator_state_bytes` of the device's own generator are stashed
   // beside it (also in host memory).
   bool rng_stash_in_host_memory = false;
+  // Host memory is not the device's: save_on_cpu's copies leave the device (on the CPU they
+  // would be a second copy in the same memory, so offloading is refused there).
+  bool host_memory_apart = false;
   std::int64_t device_generator_state_bytes = 0;
   // Non-reentrant checkpoints stop their recomputation early unless told otherwise.
   bool checkpoint_early_stop = false;
