@@ -33,17 +33,27 @@ std::string checkpoints_text(const RunRequest& request) {
   return what;
 }
 
+// ", offload h.0 + 3 more": the modules whose saved tensors wait in host memory.
+std::string offload_text(const CheckpointPlan& p) {
+  if (p.offload.empty()) return "";
+  std::string out = ", offload " + *p.offload.begin();
+  if (p.offload.size() > 1) out += " + " + std::to_string(p.offload.size() - 1) + " more";
+  return out;
+}
+
 }  // namespace
 
 std::string describe_request(const RunRequest& request) {
   const RunSettings& s = request.settings;
-  std::string what = checkpoints_text(request) + step_text(s);
+  std::string what = checkpoints_text(request) + offload_text(request.plan) + step_text(s);
   if (s.device == Device::cpu) return what;
   // Whose memory, and PyTorch 2.x's checkpoint default where it differs from 1.13's
   // (MemorySemantics::checkpoint_early_stop: torch.utils.checkpoint.set_checkpoint_early_stop).
   const MemorySemantics& rules = memory_semantics(s.device);
   what += std::string(", ") + rules.whose;
-  const bool non_reentrant = !s.use_reentrant && !request.plan.empty();
+  const CheckpointPlan& p = request.plan;
+  const bool checkpoints = !p.modules.empty() || !p.ranges.empty() || p.segments > 0;
+  const bool non_reentrant = !s.use_reentrant && checkpoints;
   if (non_reentrant && rules.checkpoint_early_stop && !s.early_stop)
     what += ", early stop (2.x's default)";
   return what;
