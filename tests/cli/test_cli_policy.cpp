@@ -144,6 +144,17 @@ class TestCliPolicy : public QObject {
     const Result both = python({"-c", kDecisions, file, "mm,sdpa", "1"});
     QVERIFY2(both.code == 0, qPrintable(both.err));
     QCOMPARE(both.out, QString("S r S S S r S\nS r S S S r S\n"));
+    // The planner plans under the policy and says so; its --code export carries it.
+    const QString planned = dir_.filePath("gpt_plan.py");
+    const Result plan = cli({"plan", sample("gpt_mini.json"), "--budget", "60%", "--policy",
+                             "save:mm/2", "--code", planned});
+    QVERIFY2(plan.code == 0, qPrintable(plan.err));
+    QVERIFY2(plan.out.contains("policy      save:mm/2 in every checkpointed region"),
+             qPrintable(plan.out));
+    QFile pf(planned);
+    QVERIFY(pf.open(QIODevice::ReadOnly));
+    QVERIFY(pf.readAll().contains("context_fn=selective((\"mm\", ), every=2)"));
+    QVERIFY2(python({"-m", "py_compile", planned}).code == 0, qPrintable(planned));
     // No policy: no helper, nothing that needs PyTorch 2.4.
     const Result plain = cli({"code", sample("gpt_mini.json"), "--checkpoint", "h.*"});
     QVERIFY2(plain.code == 0, qPrintable(plain.err));
