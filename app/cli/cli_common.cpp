@@ -31,7 +31,12 @@ const char* const kRunOptionsHelp = R"(checkpoint options:
   --no-preserve-rng          do not stash the RNG state per checkpoint
   --early-stop               non-reentrant: stop recomputing once every needed tensor is back
   --no-check-recompute       do not compare recomputed values with the forward's
-  --policy P                 none | save-matmul (keep matmul/linear/conv2d outputs in segments)
+  --policy P                 per-op policy inside checkpointed segments: none (recompute
+                             everything) | save:KIND[,KIND...][/N] keeps the outputs of the
+                             ops of those kinds (mm: linear, matmul; conv: conv2d,
+                             conv_transpose2d; sdpa: attention) instead of recomputing them;
+                             /N keeps the 1st, (N+1)-th, ... of them in each segment |
+                             save-matmul (= save:conv,mm,sdpa)
 run options:
   --batch N  --seed S  --threads N
   --dry-run                  run on the meta device: exact bytes and peak, estimated times, no

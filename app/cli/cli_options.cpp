@@ -126,9 +126,11 @@ const std::vector<RunOptionRule>& run_option_rules() {
        [](RunOptions& o, S, S) { o.no_check_recompute = true; }},
       {"--policy", true, false,
        [](RunOptions& o, S a, S v) {
-         o.policy = choice<SelectivePolicy>(
-             a, v,
-             {{"save-matmul", SelectivePolicy::save_matmul}, {"none", SelectivePolicy::none}});
+         try {
+           o.policy = SelectivePolicy::parse(v);
+         } catch (const std::invalid_argument& e) {
+           throw UsageError(a + ": " + e.what());
+         }
        }},
       {"--batch", true, false,
        [](RunOptions& o, S a, S v) {

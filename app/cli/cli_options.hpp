@@ -32,7 +32,7 @@ struct RunOptions {
   bool no_preserve_rng = false;
   bool early_stop = false;
   bool no_check_recompute = false;
-  SelectivePolicy policy = SelectivePolicy::none;
+  SelectivePolicy policy;
   std::optional<std::int64_t> batch;
   std::optional<std::uint64_t> seed;
   int threads = 0;

@@ -182,6 +182,7 @@ void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
                    {"plain_peak_bytes", r.ev.baseline().peak_bytes},
                    {"times", r.ev.times_measured() ? "measured" : "estimated"},
                    {"evaluations", r.ev.runs()},
+                   {"policy", r.ev.policy().spelling()},
                    {"plan", point_json(chosen)}};
   if (r.gpu)
     j["gpu"] = {{"card_bytes", r.gpu->card},
@@ -222,8 +223,11 @@ void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
             << "strategy    " << strategy_name(r.strategy)
             << (chosen.detail.empty() ? "" : " (" + chosen.detail + ")")
             << (chosen.repaired && chosen.fits ? ", repaired to fit" : "") << "\n"
-            << "plan        " << plan_text(chosen) << "\n"
-            << "peak        " << format_bytes(chosen.eval.peak_bytes)
+            << "plan        " << plan_text(chosen) << "\n";
+  if (!r.ev.policy().empty())
+    std::cout << "policy      " << r.ev.policy().spelling()
+              << " in every checkpointed region (--policy)\n";
+  std::cout << "peak        " << format_bytes(chosen.eval.peak_bytes)
             << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n";
   if (r.gpu)
     std::cout << "on the GPU  reserved " << format_bytes(r.gpu->reserved_peak())

@@ -8,11 +8,11 @@
 
 namespace ckpt {
 
-std::vector<std::string> save_matmul_ops() {
+std::vector<std::string> ops_of_kinds(const std::vector<std::string>& kinds) {
   std::vector<std::string> out;
-  const OpTable& table = OpTable::instance();
-  for (const std::string& type : table.types())
-    if (table.find(type)->compute_heavy) out.push_back(type);
+  for (const std::string& kind : kinds)
+    for (std::string& type : OpTable::instance().types_of_policy_kind(kind))
+      out.push_back(std::move(type));
   return out;
 }
 

@@ -24,9 +24,11 @@ struct CheckpointOptions {
   // on CUDA, torch.utils.checkpoint's _checkpoint_early_stop).
   std::optional<bool> early_stop;
   bool determinism_check = true;  // compare recomputed op outputs with the forward's checksums
-  // Selective policy: op kinds whose outputs are saved inside the segment instead of
-  // recomputed ("matmul", "linear", "conv2d" for save-matmul); empty for none.
+  // Selective policy: op types whose outputs are saved inside the segment instead of
+  // recomputed (ops_of_kinds), empty for none; of those, the 1st, (n+1)-th, (2n+1)-th ... in
+  // the segment's forward with save_every = n (torchtitan saves every second matmul).
   std::vector<std::string> save_ops;
+  int save_every = 1;
   std::string name;  // segment name for the trace ("features.denseblock1")
 };
 
@@ -42,8 +44,9 @@ struct CheckpointOptions {
 TensorList checkpoint(const SegmentFunction& fn, const TensorList& inputs,
                       const CheckpointOptions& options = {});
 
-// The op kinds of the save-matmul policy: matmul, linear, conv2d.
-std::vector<std::string> save_matmul_ops();
+// The op types a per-op policy naming `kinds` keeps (the op table's PolicyKind names: "mm",
+// "conv", "sdpa").
+std::vector<std::string> ops_of_kinds(const std::vector<std::string>& kinds);
 
 // 1.13's split: segment size len / segments, the first segments - 1 checkpointed, the rest
 // run plainly. Bad `segments` (< 1, or more than there are functions) is a

@@ -3,6 +3,7 @@
 // segment's intermediates die by refcount as soon as the forward has moved on. The first unpack
 // in backward re-runs the segment under inner hooks that fill every placeholder still alive.
 
+#include <algorithm>
 #include <any>
 #include <optional>
 #include <stdexcept>
@@ -122,6 +123,7 @@ TensorList checkpoint_non_reentrant(const SegmentFunction& fn, const TensorList&
   segment->record.name = segment_name(options);
   segment->record.check = options.determinism_check;
   segment->record.save_ops = options.save_ops;
+  segment->record.save_every = std::max(1, options.save_every);
   // Marked before the stash, as the reentrant variant does: the stash is the segment's own.
   SegmentMark mark(false, segment->record.name);
   if (options.preserve_rng_state) segment->rng = stash_rng_state(segment->record.name);

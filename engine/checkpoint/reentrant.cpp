@@ -2,6 +2,7 @@
 // keeps only the inputs; the backward recomputes the whole segment with grad enabled and runs a
 // backward of its own through it (hence "reentrant").
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 
@@ -113,6 +114,7 @@ TensorList checkpoint_reentrant(const SegmentFunction& fn, const TensorList& inp
   rec.name = name;
   rec.check = options.determinism_check;
   rec.save_ops = options.save_ops;
+  rec.save_every = std::max(1, options.save_every);
   if (options.preserve_rng_state) node->set_rng(stash_rng_state(name));
   if (record) {
     node->save_inputs(inputs);

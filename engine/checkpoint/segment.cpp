@@ -218,7 +218,8 @@ bool is_save_op(const SegmentRecord& r, std::string_view op) {
 }  // namespace
 
 TensorList ForwardObserver::replay_outputs(std::string_view op) {
-  if (is_save_op(record_, op)) replayable_ = record_.ops;
+  if (is_save_op(record_, op) && record_.save_seen++ % record_.save_every == 0)
+    replayable_ = record_.ops;
   return {};
 }
 

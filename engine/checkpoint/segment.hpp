@@ -95,6 +95,8 @@ struct SegmentRecord {
   std::string name;
   bool check = true;
   std::vector<std::string> save_ops;
+  int save_every = 1;          // keep the 1st, (n+1)-th, ... save_ops output
+  std::int64_t save_seen = 0;  // save_ops outputs seen in the forward
   std::vector<OpChecksum> checksums;
   std::vector<KeptOutput> kept;
   std::int64_t ops = 0;  // op outputs seen in the forward

@@ -86,7 +86,11 @@ void register_attention_ops(OpTable& t) {
          .min_inputs = 3,
          .max_inputs = 4,
          .kernel = run_attention,
-         .compute_heavy = true,
+         .policy_kind = {.name = "sdpa",
+                         .aten = {"_scaled_dot_product_flash_attention",
+                                  "_scaled_dot_product_efficient_attention",
+                                  "_scaled_dot_product_cudnn_attention",
+                                  "_scaled_dot_product_flash_attention_for_cpu"}},
          .cost = attention_cost,
          .python = python_attention,
          .onnx_patterns = attention_patterns()});

@@ -167,7 +167,7 @@ void register_conv_ops(OpTable& t) {
          .min_inputs = 2,
          .max_inputs = 3,
          .kernel = run_conv2d,
-         .compute_heavy = true,
+         .policy_kind = {.name = "conv", .aten = {"convolution"}},
          .cost = conv_cost,
          .python = python_conv2d,
          .python_module = module_conv2d,
@@ -181,7 +181,7 @@ void register_conv_ops(OpTable& t) {
          .min_inputs = 2,
          .max_inputs = 3,
          .kernel = run_conv_transpose2d,
-         .compute_heavy = true,
+         .policy_kind = {.name = "conv", .aten = {"convolution"}},
          .cost = conv_transpose_cost,
          .python = python_conv_transpose2d,
          .onnx = {{.op_type = "ConvTranspose", .translate = onnx_conv_transpose}}});

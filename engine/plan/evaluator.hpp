@@ -57,8 +57,8 @@ class PlanEvaluator {
   // checkpoints, `policy`. Measures the baseline (no checkpoint) once: one dry run, and three
   // real runs for the per-node times when `measure_times` (and the memory guard lets them).
   PlanEvaluator(std::shared_ptr<const Model> model, RunSettings settings,
-                SelectivePolicy policy = SelectivePolicy::none,
-                const std::atomic<bool>* cancel = nullptr, bool measure_times = false);
+                SelectivePolicy policy = {}, const std::atomic<bool>* cancel = nullptr,
+                bool measure_times = false);
 
   // Thread-safe; the same plan is run once (results are cached by its key).
   Evaluation evaluate(const CheckpointPlan& plan) const;
@@ -89,7 +89,7 @@ class PlanEvaluator {
   bool times_measured() const { return times_measured_; }
   const Model& model() const { return target_.model(); }
   const RunSettings& settings() const { return settings_; }
-  SelectivePolicy policy() const { return policy_; }
+  const SelectivePolicy& policy() const { return policy_; }
   // The plan as the evaluator runs it: the evaluator's policy, and the settings as asked (the
   // request a user runs, and the code export writes).
   RunRequest request(const CheckpointPlan& plan) const;

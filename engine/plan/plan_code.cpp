@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/model/module_range.hpp"
+#include "engine/plan/policy_code.hpp"
 #include "engine/plan/pytorch_code.hpp"
 
 namespace ckpt {
@@ -46,11 +47,11 @@ const char* kRangeHelper = R"(def checkpoint_range(model, first, last, checkpoin
         m.forward = lambda x: x
 )";
 
-const char* kWrapperHelper = R"(def checkpointed(module, impl):
+const char* kWrapperHelper = R"(def checkpointed(module, impl, **checkpoint_kwargs):
     """checkpoint_wrapper(module), called with its list arguments as tuples: a caller that
     appends to the list it passed (torchvision's DenseNet blocks do) would otherwise hand the
     recomputation a longer list than the forward had."""
-    wrapped = checkpoint_wrapper(module, checkpoint_impl=impl)
+    wrapped = checkpoint_wrapper(module, checkpoint_impl=impl, **checkpoint_kwargs)
     forward = wrapped.forward
     wrapped.forward = lambda *args, **kwargs: forward(
         *(tuple(a) if isinstance(a, list) else a for a in args), **kwargs)
@@ -151,6 +152,7 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
       steps << "\n    (\"range\", " << quote(name(g.first)) << ", " << quote(name(g.last)) << "),";
     }
   }
+  s << selective_helper(c.plan.policy) << (c.plan.policy.empty() ? "" : "\n\n");
   s << "MODULES = [";
   for (const auto& n : names) s << "\n    " << quote(n) << ",";
   s << (names.empty() ? "]\n" : "\n]\n");
@@ -164,17 +166,19 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
   for (const auto& n : offloaded) s << "\n    " << quote(n) << ",";
   s << (offloaded.empty() ? "]\n" : "\n]\n");
   for (const auto& p : problems) s << "# NOTE: " << p << "\n";
-  const std::string impl = c.settings.use_reentrant ? "REENTRANT" : "NO_REENTRANT";
+  const std::string impl = exported_reentrant(c) ? "REENTRANT" : "NO_REENTRANT";
   const std::string kwargs = std::string("use_reentrant=") +
-                             (c.settings.use_reentrant ? "True" : "False") +
-                             (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False");
+                             (exported_reentrant(c) ? "True" : "False") +
+                             (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False") +
+                             policy_kwargs(c.plan.policy);
   s << "\n\n"
     << kWrapperHelper << "\n\n"
     << kRangeHelper << "\n\n"
     << kOffloadHelper << "\n\n"
     << "def apply_plan(model):\n"
     << "    \"\"\"Checkpoints the plan's modules and ranges of `model` in place.\"\"\"\n"
-    << "    wrapper = functools.partial(checkpointed, impl=CheckpointImpl." << impl << ")\n"
+    << "    wrapper = functools.partial(checkpointed, impl=CheckpointImpl." << impl
+    << policy_kwargs(c.plan.policy) << ")\n"
     << "    for step in STEPS:\n"
     << "        if step[0] == \"range\":\n"
     << "            checkpoint_range(model, step[1], step[2], " << kwargs << ")\n"
@@ -236,7 +240,8 @@ std::string plan_pytorch_code(const Model& model, const RunRequest& request) {
       }
     ranges += "    checkpoint_range(model, " + quote(g.first) + ", " + quote(g.last) +
               (members.empty() ? "" : ", checkpointed=(" + members + ")") +
-              ", use_reentrant=" + (request.settings.use_reentrant ? "True" : "False") + ")\n";
+              ", use_reentrant=" + (exported_reentrant(request) ? "True" : "False") +
+              policy_kwargs(request.plan.policy) + ")\n";
   }
   std::string code = pytorch_code(model, outside);
   const std::string anchor = "    model.train()\n";

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/plan/plan_code.hpp"
+#include "engine/plan/policy_code.hpp"
 #include "engine/plan/python_expr.hpp"
 #include "engine/plan/pytorch_code_detail.hpp"
 
@@ -31,8 +32,9 @@ std::string owner_of(const std::string& param) {
 }
 
 std::string checkpoint_kwargs(const RunRequest& c) {
-  std::string s = std::string(", use_reentrant=") + (c.settings.use_reentrant ? "True" : "False");
+  std::string s = std::string(", use_reentrant=") + (exported_reentrant(c) ? "True" : "False");
   if (!c.settings.preserve_rng_state) s += ", preserve_rng_state=False";
+  s += policy_kwargs(c.plan.policy);
   return s;
 }
 

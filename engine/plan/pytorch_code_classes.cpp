@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/model/finalize.hpp"
+#include "engine/plan/policy_code.hpp"
 #include "engine/plan/pytorch_code_detail.hpp"
 
 // The script around the forward bodies: one nn.Module class per distinct module body, their
@@ -167,16 +168,13 @@ std::string NativeWriter::header() const {
   } else {
     h << "# checkpoint() goes in forward(), around the call it covers, never in __init__.\n";
     h << "# Variant: "
-      << (c_.settings.use_reentrant ? "reentrant (use_reentrant=True, 1.13's default)"
-                                    : "non-reentrant (use_reentrant=False)")
+      << (exported_reentrant(c_) ? "reentrant (use_reentrant=True, 1.13's default)"
+                                 : "non-reentrant (use_reentrant=False)")
       << "; preserve_rng_state=" << (c_.settings.preserve_rng_state ? "True" : "False") << ".\n";
   }
   if (c_.settings.early_stop)
     h << "# early_stop=True needs PyTorch 2.1+ "
          "(torch.utils.checkpoint.set_checkpoint_early_stop).\n";
-  if (c_.plan.policy == SelectivePolicy::save_matmul)
-    h << "# The save-matmul selective policy needs PyTorch 2.4+ "
-         "(create_selective_checkpoint_contexts).\n";
   if (c_.settings.optimizer.kind != OptimizerKind::none)
     h << "# The training step ends with " << optimizer_name(c_.settings.optimizer.kind)
       << "'s step, its state live from the start as in steady-state training (the run's "
@@ -192,6 +190,9 @@ std::string NativeWriter::header() const {
          "backward.\"\"\"\n"
          "    with torch.autograd.graph.save_on_cpu(pin_memory=True):\n"
          "        return fn(*args)\n";
+  // Only where a checkpoint() is written: a policy alone changes nothing.
+  if (!c_.plan.modules.empty() || !c_.plan.ranges.empty() || c_.plan.segments > 0)
+    h << selective_helper(c_.plan.policy);
   return h.str();
 }
 

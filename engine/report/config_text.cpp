@@ -29,7 +29,7 @@ std::string checkpoints_text(const RunRequest& request) {
   }
   what += s.use_reentrant ? ", reentrant" : ", non-reentrant";
   if (!s.preserve_rng_state) what += ", RNG not preserved";
-  if (p.policy == SelectivePolicy::save_matmul) what += ", save matmuls";
+  if (!p.policy.empty()) what += ", policy " + p.policy.spelling();
   return what;
 }
 

@@ -150,7 +150,11 @@ CheckpointOptions options_for(const RunRequest& r, const std::string& name) {
   // Unset unless asked for: the device's default (PyTorch 2.x's on cuda, issue 26).
   if (r.settings.early_stop) o.early_stop = true;
   o.determinism_check = r.settings.check_recompute;
-  if (r.plan.policy == SelectivePolicy::save_matmul) o.save_ops = save_matmul_ops();
+  const SelectivePolicy& policy = r.plan.policy;
+  if (!policy.empty()) {
+    o.save_ops = ops_of_kinds(policy.save);
+    o.save_every = policy.every;
+  }
   o.name = name;
   return o;
 }

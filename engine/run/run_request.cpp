@@ -5,20 +5,11 @@
 #include <stdexcept>
 
 #include "engine/model/module_range.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
 
 namespace {
-
-const char* policy_key(SelectivePolicy p) {
-  switch (p) {
-    case SelectivePolicy::none:
-      return "";
-    case SelectivePolicy::save_matmul:
-      return "save-matmul";
-  }
-  return "";
-}
 
 constexpr const char* kOptimizerNames[] = {"none", "sgd", "momentum", "adam", "adamw"};
 constexpr const char* kAmpNames[] = {"off", "bf16", "fp16"};
@@ -46,6 +37,68 @@ AmpMode amp_from_name(const std::string& name) {
   throw std::invalid_argument("unknown precision '" + name + "' (off, bf16 or fp16)");
 }
 
+SelectivePolicy SelectivePolicy::save_matmul() {
+  return SelectivePolicy{OpTable::instance().policy_kinds(), 1};
+}
+
+std::string SelectivePolicy::spelling() const {
+  if (empty()) return "none";
+  if (*this == save_matmul()) return "save-matmul";
+  std::string s = "save:";
+  // Appended piece by piece: GCC 12 misreports "/" + std::to_string(...) under -O3.
+  for (std::size_t i = 0; i < save.size(); ++i) {
+    if (i > 0) s.push_back(',');
+    s.append(save[i]);
+  }
+  if (every > 1) {
+    s.push_back('/');
+    s.append(std::to_string(every));
+  }
+  return s;
+}
+
+SelectivePolicy SelectivePolicy::parse(const std::string& text) {
+  if (text == "none") return {};
+  if (text == "save-matmul") return save_matmul();
+  const std::vector<std::string> known = OpTable::instance().policy_kinds();
+  auto fail = [&](const std::string& why) {
+    std::string kinds;
+    for (const auto& k : known) {
+      if (!kinds.empty()) kinds.append(", ");
+      kinds.append(k);
+    }
+    throw std::invalid_argument("policy '" + text + "': " + why +
+                                " (none, save-matmul, or save:KIND[,KIND...][/N] with the op "
+                                "kinds " +
+                                kinds + ", e.g. save:mm,sdpa or save:mm/2)");
+  };
+  if (text.rfind("save:", 0) != 0) fail("not a policy");
+  std::string body = text.substr(5);
+  SelectivePolicy p;
+  if (const auto slash = body.find('/'); slash != std::string::npos) {
+    const std::string n = body.substr(slash + 1);
+    const bool digits = !n.empty() && n.size() <= 6 && std::all_of(n.begin(), n.end(), [](char c) {
+      return c >= '0' && c <= '9';
+    });
+    p.every = digits ? std::stoi(n) : 0;
+    if (p.every < 1) fail("'/" + n + "' is not a whole number from 1 to 999999");
+    body = body.substr(0, slash);
+  }
+  for (std::size_t start = 0;;) {
+    const auto comma = body.find(',', start);
+    const std::string kind = body.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (kind.empty()) fail("an empty op kind");
+    if (std::find(known.begin(), known.end(), kind) == known.end())
+      fail("unknown op kind '" + kind + "'");
+    p.save.push_back(kind);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::sort(p.save.begin(), p.save.end());
+  p.save.erase(std::unique(p.save.begin(), p.save.end()), p.save.end());
+  return p;
+}
+
 std::string CheckpointPlan::key() const {
   std::string key;
   for (const auto& m : modules) key += m + ";";
@@ -54,7 +107,7 @@ std::string CheckpointPlan::key() const {
   key += "|";
   for (const auto& [a, b] : sorted) key += a + ".." + b + ";";
   if (segments > 0) key += "|segments=" + std::to_string(segments);
-  if (policy != SelectivePolicy::none) key += std::string("|policy=") + policy_key(policy);
+  if (!policy.empty()) key += "|policy=" + policy.spelling();
   if (!offload.empty()) {
     key += "|offload=";
     for (const auto& m : offload) key += m + ";";

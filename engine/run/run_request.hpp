@@ -25,9 +25,25 @@
 
 namespace ckpt {
 
-// A per-op policy inside checkpointed regions: which op outputs a segment keeps instead of
-// recomputing them (PyTorch 2.4+'s selective activation checkpointing).
-enum class SelectivePolicy : std::uint8_t { none, save_matmul };
+// A per-op policy inside checkpointed regions (PyTorch 2.4+'s selective activation
+// checkpointing, torchtitan's per-op mode): the outputs of the ops of the named kinds (the op
+// table's PolicyKind names: mm, conv, sdpa) are kept for backward instead of recomputed; with
+// every = n only the 1st, (n+1)-th, (2n+1)-th ... such op of each region (torchtitan keeps
+// every second matmul: every = 2). No kind: the whole region is recomputed.
+struct SelectivePolicy {
+  std::vector<std::string> save;  // kinds, sorted, each once
+  int every = 1;
+
+  bool empty() const { return save.empty(); }
+  // "none", "save-matmul" (every kind, the engine's first policy) or "save:KIND[,KIND...][/N]".
+  std::string spelling() const;
+  // The inverse of spelling(); a bad text is a std::invalid_argument naming the problem (an
+  // unknown kind: the kinds there are).
+  static SelectivePolicy parse(const std::string& text);
+  static SelectivePolicy save_matmul();
+
+  bool operator==(const SelectivePolicy&) const = default;
+};
 
 // The optimizer a training step ends with (engine/run/optimizer.hpp): none (the run stops after
 // backward), SGD, SGD with momentum 0.9, Adam, AdamW, with PyTorch's update rules.
@@ -61,8 +77,8 @@ struct CheckpointPlan {
   // or ops that run directly in the common parent (see engine/model/module_range.hpp). A range
   // may hold or sit inside checkpointed modules, never overlap one partly.
   std::vector<std::pair<std::string, std::string>> ranges;
-  int segments = 0;  // > 0: checkpoint_sequential over the top-level modules
-  SelectivePolicy policy = SelectivePolicy::none;
+  int segments = 0;        // > 0: checkpoint_sequential over the top-level modules
+  SelectivePolicy policy;  // in every checkpointed region
   // Module instance paths whose saved tensors go to host memory instead of being recomputed
   // (torch.autograd.graph.save_on_cpu(pin_memory=True) around their call): on a device whose
   // host memory is apart from its own (cuda), engine/checkpoint/offload.hpp.

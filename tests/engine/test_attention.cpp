@@ -117,9 +117,9 @@ class TestAttention : public QObject {
     QVERIFY(attention_kernel_for(q, kQueryScaled) == AttentionKernel::math);  // on the CPU
   }
 
-  // save-matmul in a checkpoint keeps the efficient kernel's output and log-sum-exp, so the
-  // recompute runs no attention; the math kernel's two products (the scores and the output),
-  // as the decomposed graph's matmuls are kept.
+  // save-matmul (save:mm,sdpa) in a checkpoint keeps the efficient kernel's output and
+  // log-sum-exp, so the recompute runs no attention; the math kernel's two products (the scores
+  // and the output), as the decomposed graph's matmuls are kept.
   void saveMatmulKeepsTheAttention() {
     for (const bool efficient : {true, false}) {
       const auto kernel = efficient ? AttentionKernel::efficient : AttentionKernel::math;
@@ -132,7 +132,7 @@ class TestAttention : public QObject {
         const Tensor k = randn({2, 3, 7, 8}, 2).set_requires_grad(true);
         CheckpointOptions o;
         o.name = "attention";
-        if (mode == 1) o.save_ops = save_matmul_ops();
+        if (mode == 1) o.save_ops = ops_of_kinds({"mm", "sdpa"});
         Run r = run_recorded([&] { return sum(checkpoint(block, {in.q, k, in.v}, o)[0]); });
         grad = in.q.grad();
         return r;

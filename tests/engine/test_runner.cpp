@@ -185,7 +185,7 @@ class TestRunner : public QObject {
     c.plan.ranges = {{"a", "b"}};
     QVERIFY(!same_run(c, base));
     c = base;
-    c.plan.policy = SelectivePolicy::save_matmul;
+    c.plan.policy = SelectivePolicy::save_matmul();
     QVERIFY(!same_run(c, base));
     c = base;
     c.hooks.fail_allocation_at = 3;
@@ -212,7 +212,7 @@ class TestRunner : public QObject {
     CheckpointPlan b = a;
     b.ranges = {{"p", "q"}, {"x", "y"}};
     QCOMPARE(a.key(), b.key());
-    b.policy = SelectivePolicy::save_matmul;
+    b.policy = SelectivePolicy::save_matmul();
     QVERIFY(a.key() != b.key());
     QVERIFY(!a.empty());
     QVERIFY(a.without().empty());
@@ -220,8 +220,37 @@ class TestRunner : public QObject {
     QCOMPARE(a.without("x..y").ranges.size(), std::size_t{1});
     QCOMPARE(a.without("nothing"), a);
     CheckpointPlan policy_only;
-    policy_only.policy = SelectivePolicy::save_matmul;
+    policy_only.policy = SelectivePolicy::save_matmul();
     QVERIFY(policy_only.empty());
+  }
+
+  // A per-op policy's spelling and its parse are inverses; the kinds are the op table's, a bad
+  // spelling names what is wrong and the kinds there are.
+  void policySpellingsRoundTrip() {
+    for (const char* text :
+         {"none", "save-matmul", "save:mm", "save:mm,sdpa", "save:mm/2", "save:conv,mm/3"})
+      QCOMPARE(SelectivePolicy::parse(text).spelling(), std::string(text));
+    QCOMPARE(SelectivePolicy::parse("save:sdpa,mm,mm").spelling(), std::string("save:mm,sdpa"));
+    QCOMPARE(SelectivePolicy::parse("save:conv,mm,sdpa"), SelectivePolicy::save_matmul());
+    QCOMPARE(SelectivePolicy::parse("save:mm/1"), SelectivePolicy::parse("save:mm"));
+    QCOMPARE(SelectivePolicy::parse("save:mm/2").every, 2);
+    QVERIFY(SelectivePolicy::parse("none").empty());
+    for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+             {"save:matmul", "unknown op kind 'matmul'"},
+             {"save:", "an empty op kind"},
+             {"save:mm/-1", "'/-1' is not a whole number"},
+             {"save:mm/", "'/' is not a whole number"},
+             {"save:mm/99999999999", "is not a whole number"},
+             {"keep", "not a policy"}}) {
+      try {
+        SelectivePolicy::parse(text);
+        QFAIL(qPrintable(QString::fromStdString(text + " parsed")));
+      } catch (const std::invalid_argument& e) {
+        const std::string what = e.what();
+        QVERIFY2(what.find(says) != std::string::npos, e.what());
+        QVERIFY2(what.find("op kinds conv, mm, sdpa") != std::string::npos, e.what());
+      }
+    }
   }
 
   void overridesBatchInputsRequiresGradAndLoss() {

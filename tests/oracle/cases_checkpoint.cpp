@@ -222,3 +222,57 @@ CKPTLAB_ORACLE_CASE(ckpt_detached) {
   check_text(c, "error at backward", error, c.attr_string("error"));
   return {y.detach()};
 }
+
+// Per-op policies (issue 28) against PyTorch 2.4's selective checkpointing as cases_checkpoint.py
+// emulates it in 1.13: the same op outputs kept (bytes), the same reused in the recompute, the
+// same gradients.
+CKPTLAB_ORACLE_CASE(ckpt_selective) {
+  const std::string kinds = c.attr_string("kinds");
+  Tensor x = c.input("x");
+  std::vector<std::pair<Tensor, Tensor>> layers;
+  for (std::size_t i = 0; i < 4; ++i)
+    layers.emplace_back(c.param(indexed("l", i) + "w"), c.param(indexed("l", i) + "b"));
+  Tensor w = c.param("w");
+  SegmentFunction block = [layers, w](const TensorList& in) {
+    Tensor t = in[0];
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      t = linear(t, layers[i].first, layers[i].second);
+      t = i % 2 ? tanh(t) : gelu(t);
+    }
+    return TensorList{matmul(t, w)};
+  };
+  auto run = [&](bool with_policy) {
+    CheckpointOptions o;
+    o.use_reentrant = false;
+    o.name = "block";
+    if (with_policy && !kinds.empty()) o.save_ops = ops_of_kinds({kinds});
+    o.save_every = static_cast<int>(c.attr_int("every"));
+    return checkpoint(block, {sin(x)}, o)[0];
+  };
+  // The bytes the policy keeps: activations after its forward beyond a full recompute's.
+  const MemoryLedger& ledger = ExecutionContext::current()->ledger();
+  auto activation_after = [&](bool with_policy) {
+    const std::int64_t before = ledger.live_bytes(MemoryCategory::activation);
+    Tensor out = run(with_policy);
+    return std::pair{ledger.live_bytes(MemoryCategory::activation) - before, out};
+  };
+  const auto full = activation_after(false);
+  auto [kept, out] = activation_after(true);
+  check_count(c, "kept_bytes", static_cast<double>(kept - full.first));
+  // The recompute (in this backward) says how many outputs it reused.
+  const std::size_t from = ExecutionContext::current()->messages().size();
+  out.backward(Tensor::ones(out.shape()));
+  const std::string info = messages_since(from, Severity::info);
+  const auto at = info.find(" op outputs reused");
+  const std::size_t start = info.rfind(' ', at == std::string::npos ? 0 : at - 1);
+  const double reused =
+      at == std::string::npos ? 0 : std::stod(info.substr(start + 1, at - start - 1));
+  check_count(c, "reused", reused);
+  for (auto& [wi, bi] : layers) {
+    wi.set_grad(Tensor());
+    bi.set_grad(Tensor());
+  }
+  w.set_grad(Tensor());
+  x.set_grad(Tensor());
+  return {run(true)};
+}

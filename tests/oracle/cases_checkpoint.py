@@ -228,3 +228,79 @@ def detached(c):
         error = str(e)
     c.attr("error", error)
     return y.detach()
+
+
+# --- per-op policies (issue 28): PyTorch 2.4's selective checkpointing, emulated in 1.13 ------
+# 1.13 has no create_selective_checkpoint_contexts; it has the two things 2.4 builds it from: a
+# TorchDispatchMode that sees every aten op under autograd, and the non-reentrant checkpoint.
+# The forward keeps the outputs of the policy's ops (MUST_SAVE) in a cache; the recomputation
+# hands those back instead of running the op (2.4's _CachingTorchDispatchMode /
+# _CachedTorchDispatchMode), everything else is recomputed.
+_MM_OPS = (torch.ops.aten.addmm.default, torch.ops.aten.mm.default, torch.ops.aten.bmm.default)
+
+
+def _selective_checkpoint(fn, x, ops, every, counts):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    cache, seen, passes = [], [0], [0]
+
+    class Selective(TorchDispatchMode):
+        def __init__(self, recompute):
+            super().__init__()
+            self.recompute = recompute
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            keep = func in ops and seen[0] % every == 0
+            if func in ops:
+                seen[0] += 1
+            if keep and self.recompute:
+                counts["reused"] += 1
+                return cache.pop(0)
+            out = func(*args, **kwargs)
+            if keep:
+                cache.append(out.detach())
+                counts["kept_bytes"] += out.storage().nbytes()
+            return out
+
+    def region(t):
+        recompute = passes[0] > 0
+        passes[0] += 1
+        seen[0] = 0
+        with Selective(recompute):
+            return fn(t)
+
+    return checkpoint(region, x, use_reentrant=False)
+
+
+def selective_case(variant, every):
+    @case(f"ckpt_selective@{variant}", compare_saved=False)
+    def f(c):
+        c.attr("kinds", "" if every == 0 else "mm")
+        c.attr("every", max(every, 1))
+        x = c.input("x", [8, 16], requires_grad=True)
+        layers = [_linear_params(c, f"l{i}", n_in, n_out)
+                  for i, (n_in, n_out) in enumerate([(16, 32), (32, 32), (32, 32), (32, 16)])]
+        w = c.param("w", [16, 24])
+
+        def block(t):
+            for i, (wi, bi) in enumerate(layers):
+                t = F.linear(t, wi, bi)
+                t = torch.tanh(t) if i % 2 else F.gelu(t)
+            return torch.matmul(t, w)  # aten.mm: the fifth op of kind mm
+
+        ops = () if every == 0 else _MM_OPS
+        # A run of its own for the counts (the harness's backward comes after f returns).
+        counts = {"reused": 0, "kept_bytes": 0}
+        out = _selective_checkpoint(block, torch.sin(x), ops, max(every, 1), counts)
+        torch.autograd.backward(out, torch.ones_like(out))  # the recompute runs here
+        c.report("kept_bytes", counts["kept_bytes"])
+        c.report("reused", counts["reused"])
+        for t, _ in c.tensors.values():
+            t.grad = None
+        return _selective_checkpoint(block, torch.sin(x), ops, max(every, 1), dict(counts))
+
+
+selective_case("none", 0)
+selective_case("mm", 1)
+selective_case("mm_every2", 2)

@@ -65,7 +65,7 @@ class TestRandomSession : public QObject {
                       std::to_string(snap->request.settings.batch) + "|" +
                       std::to_string(snap->request.settings.use_reentrant) +
                       std::to_string(snap->request.settings.preserve_rng_state) +
-                      std::to_string(static_cast<int>(snap->request.plan.policy));
+                      snap->request.plan.policy.spelling();
     for (const auto& m : snap->request.plan.modules) key += "|" + m;
     auto it = peaks.find(key);
     if (it == peaks.end()) {
@@ -114,7 +114,8 @@ class TestRandomSession : public QObject {
         s->setPreserveRng(pick(2) == 0);
       } else if (kind < 55) {
         what = QStringLiteral("policy");
-        s->setPolicy(pick(2) ? SelectivePolicy::save_matmul : SelectivePolicy::none);
+        s->setPolicy(SelectivePolicy::parse(std::array<const char*, 4>{
+            "none", "save-matmul", "save:mm", "save:mm/2"}[static_cast<std::size_t>(pick(4))]));
       } else if (kind < 60) {
         what = QStringLiteral("batch");
         s->setBatch(std::array<std::int64_t, 4>{0, 1, 2, 8}[static_cast<std::size_t>(pick(4))]);

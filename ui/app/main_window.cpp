@@ -168,11 +168,18 @@ void MainWindow::buildToolBar() {
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Policy ")));
   policy_ = new QComboBox;
-  policy_->addItem(tr("recompute everything"), static_cast<int>(SelectivePolicy::none));
-  policy_->addItem(tr("save matmuls (selective)"), static_cast<int>(SelectivePolicy::save_matmul));
+  // Each item's data is the policy's spelling (SelectivePolicy::parse), as in ckptlab-cli.
+  for (const auto& [label, spelling] :
+       {std::pair{tr("recompute everything"), "none"},
+        {tr("save matmuls, convs, attention (save-matmul)"), "save-matmul"},
+        {tr("save matmuls (save:mm)"), "save:mm"},
+        {tr("save matmuls and attention (save:mm,sdpa)"), "save:mm,sdpa"},
+        {tr("save every 2nd matmul (save:mm/2)"), "save:mm/2"}})
+    policy_->addItem(label, QString::fromLatin1(spelling));
   policy_->setToolTip(
-      tr("Selective checkpointing: keep the outputs of matmul, linear and conv "
-         "inside checkpointed segments instead of recomputing them"));
+      tr("Per-op policy inside checkpointed segments (PyTorch 2.4+'s selective activation "
+         "checkpointing): the outputs of the ops it names are kept instead of recomputed; "
+         "/2 keeps every other one, as torchtitan does"));
   bar->addWidget(policy_);
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Optimizer ")));
@@ -227,7 +234,9 @@ void MainWindow::syncControls() {
   const RunRequest& c = session_->request();
   variant_->setCurrentIndex(c.settings.use_reentrant ? 0 : 1);
   preserveRng_->setChecked(c.settings.preserve_rng_state);
-  policy_->setCurrentIndex(c.plan.policy == SelectivePolicy::none ? 0 : 1);
+  const QString spelling = QString::fromStdString(c.plan.policy.spelling());
+  if (policy_->findData(spelling) < 0) policy_->addItem(spelling, spelling);  // a lesson's own
+  policy_->setCurrentIndex(policy_->findData(spelling));
   batch_->setValue(static_cast<int>(std::max<std::int64_t>(1, session_->effectiveBatch())));
   device_->setCurrentIndex(c.settings.device == Device::cuda ? 1 : 0);
   optimizer_->setCurrentIndex(optimizer_->findData(static_cast<int>(c.settings.optimizer.kind)));

@@ -33,7 +33,8 @@ void MainWindow::wireRunOptions() {
     if (!syncing_) session_->setPreserveRng(on);
   });
   connect(policy_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    if (!syncing_) session_->setPolicy(static_cast<SelectivePolicy>(policy_->itemData(i).toInt()));
+    if (!syncing_)
+      session_->setPolicy(SelectivePolicy::parse(policy_->itemData(i).toString().toStdString()));
   });
   connect(device_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (!syncing_) session_->setDevice(static_cast<Device>(device_->itemData(i).toInt()));

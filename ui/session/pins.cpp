@@ -133,7 +133,7 @@ QByteArray savedPinsJson(const std::vector<Pin>& pins) {
         {QStringLiteral("segments"), p.request.plan.segments},
         {QStringLiteral("reentrant"), p.request.settings.use_reentrant},
         {QStringLiteral("preserve_rng"), p.request.settings.preserve_rng_state},
-        {QStringLiteral("save_matmul"), p.request.plan.policy == SelectivePolicy::save_matmul},
+        {QStringLiteral("policy"), QString::fromStdString(p.request.plan.policy.spelling())},
         {QStringLiteral("batch"), static_cast<qint64>(p.request.settings.batch)},
     });
   }
@@ -166,9 +166,16 @@ std::vector<SavedPin> savedPinsFromJson(const QByteArray& json, const RunRequest
         o.value(QStringLiteral("reentrant")).toBool(base.settings.use_reentrant);
     p.request.settings.preserve_rng_state =
         o.value(QStringLiteral("preserve_rng")).toBool(base.settings.preserve_rng_state);
-    p.request.plan.policy = o.value(QStringLiteral("save_matmul")).toBool(false)
-                                ? SelectivePolicy::save_matmul
-                                : SelectivePolicy::none;
+    // "policy" (a spelling); pins saved before per-op policies said "save_matmul": true.
+    try {
+      p.request.plan.policy =
+          o.contains(QStringLiteral("policy"))
+              ? SelectivePolicy::parse(o.value(QStringLiteral("policy")).toString().toStdString())
+          : o.value(QStringLiteral("save_matmul")).toBool(false) ? SelectivePolicy::save_matmul()
+                                                                 : SelectivePolicy{};
+    } catch (const std::invalid_argument&) {
+      continue;  // a pin from elsewhere naming a policy this build does not know
+    }
     p.request.settings.batch = batch;
     out.push_back(std::move(p));
   }

@@ -290,7 +290,7 @@ void Session::setPreserveRng(bool preserve) {
   configure();
 }
 
-void Session::setPolicy(SelectivePolicy policy) {
+void Session::setPolicy(const SelectivePolicy& policy) {
   if (request_.plan.policy == policy) return;
   request_.plan.policy = policy;
   configure();

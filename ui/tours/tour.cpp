@@ -68,7 +68,7 @@ struct StepFields {
     into = v.toBool();
   }
 
-  // A field that names one of a few values: "policy": "save-matmul", "device": "cuda".
+  // A field that names one of a few values: "device": "cuda".
   template <typename T>
   void named(const char* key, std::initializer_list<std::pair<const char*, T>> values,
              std::optional<T>& into) const {
@@ -83,6 +83,17 @@ struct StepFields {
       names << QLatin1String(name);
     }
     fail(QStringLiteral("%1 '%2' (%3)").arg(key, v, names.join(QStringLiteral(" or "))));
+  }
+
+  // "policy": "save:mm/2", spelled as --policy is.
+  void policy(std::optional<SelectivePolicy>& into) const {
+    if (!o.contains(QStringLiteral("policy"))) return;
+    const QString p = o.value(QStringLiteral("policy")).toString();
+    try {
+      into = SelectivePolicy::parse(p.toStdString());
+    } catch (const std::invalid_argument& e) {
+      fail(QString::fromStdString(e.what()));
+    }
   }
 
   std::optional<std::int64_t> count(const char* key, std::int64_t most) const {
@@ -128,15 +139,13 @@ TourStep parseStep(const QJsonObject& o, const TourStep& previous, const QString
     s.caption = f.caption();
     s.sample = o.value(QStringLiteral("sample")).toString();
     s.modules = std::set<std::string>{};
-    s.policy = SelectivePolicy::none;
+    s.policy = SelectivePolicy{};
   }
   if (s.sample.isEmpty()) f.fail(QStringLiteral("no sample (the first step names one)"));
   if (auto m = f.modules()) s.modules = std::move(*m);
   f.flag("reentrant", s.reentrant);
   f.flag("preserve_rng", s.preserveRng);
-  f.named<SelectivePolicy>(
-      "policy", {{"none", SelectivePolicy::none}, {"save-matmul", SelectivePolicy::save_matmul}},
-      s.policy);
+  f.policy(s.policy);
   f.named<Device>("device", {{"cpu", Device::cpu}, {"cuda", Device::cuda}}, s.device);
   if (const auto n = f.count("segments", 1 << 20)) s.segments = static_cast<int>(*n);
   if (const auto n = f.count("batch", 1 << 24)) s.batch = *n;

@@ -77,7 +77,7 @@ RunRequest TourRunner::expectedRequest() const {
   c.settings.batch = step.batch && *step.batch > 0 ? *step.batch : defaults.settings.batch;
   c.settings.use_reentrant = step.reentrant.value_or(defaults.settings.use_reentrant);
   c.settings.preserve_rng_state = step.preserveRng.value_or(defaults.settings.preserve_rng_state);
-  c.plan.policy = step.policy.value_or(SelectivePolicy::none);
+  c.plan.policy = step.policy.value_or(SelectivePolicy{});
   c.settings.device = step.device.value_or(Device::cpu);
   return c;
 }

@@ -35,6 +35,14 @@ struct OnnxRule {
   std::vector<int> buffer_inputs;
 };
 
+// What a per-op checkpoint policy calls an op (`--policy save:mm,sdpa`), and the aten functions
+// PyTorch 2.4+'s selective activation checkpointing sees for it when it runs, which the code
+// export's policy function names (torch.ops.aten.<name>.default).
+struct PolicyKind {
+  const char* name = nullptr;     // "mm", "conv", "sdpa"; null: no policy names this op
+  std::vector<const char*> aten;  // "addmm", "mm", ...
+};
+
 // FLOPs and bytes moved by one forward execution (backward is estimated from them).
 struct OpCost {
   double flops = 0;
@@ -53,9 +61,9 @@ struct OpSchema {
   int min_inputs = 1;
   int max_inputs = 1;  // -1: any number (cat)
   TensorList (*kernel)(const OpCall& op, const TensorList& inputs) = nullptr;
-  // The save-matmul policy keeps this op's outputs (matmul, linear, conv) instead of
+  // A policy naming this kind keeps the op's outputs inside checkpointed regions instead of
   // recomputing them.
-  bool compute_heavy = false;
+  PolicyKind policy_kind;
   OpCost (*cost)(const OpCall& op, const TensorList& inputs, const TensorList& outputs) = nullptr;
   PythonExpression python = nullptr;
   PythonModule python_module = nullptr;
@@ -96,6 +104,11 @@ class OpTable {
   // The native layer named `layer` and its row, or nulls.
   NativeLayerEntry find_native_layer(const std::string& layer) const;
   std::vector<std::string> native_layers() const;  // sorted
+  // The kinds per-op policies name ops by (PolicyKind::name), sorted, each once.
+  std::vector<std::string> policy_kinds() const;
+  // The op types of the kind `kind`, and the aten functions they run as (sorted, each once).
+  std::vector<std::string> types_of_policy_kind(const std::string& kind) const;
+  std::vector<std::string> aten_of_policy_kind(const std::string& kind) const;
 
   void add(OpSchema row);  // for the family registration functions only
 

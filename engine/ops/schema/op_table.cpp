@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "engine/ops/schema/op_schema.hpp"
@@ -86,6 +87,28 @@ std::vector<std::string> OpTable::native_layers() const {
   std::vector<std::string> out;
   for (const auto& [layer, where] : layers_) out.push_back(layer);
   return out;
+}
+
+std::vector<std::string> OpTable::policy_kinds() const {
+  std::set<std::string> kinds;
+  for (const auto& [type, row] : rows_)
+    if (row.policy_kind.name) kinds.insert(row.policy_kind.name);
+  return {kinds.begin(), kinds.end()};
+}
+
+std::vector<std::string> OpTable::types_of_policy_kind(const std::string& kind) const {
+  std::vector<std::string> out;
+  for (const auto& [type, row] : rows_)
+    if (row.policy_kind.name && kind == row.policy_kind.name) out.push_back(type);
+  return out;
+}
+
+std::vector<std::string> OpTable::aten_of_policy_kind(const std::string& kind) const {
+  std::set<std::string> aten;
+  for (const auto& [type, row] : rows_)
+    if (row.policy_kind.name && kind == row.policy_kind.name)
+      aten.insert(row.policy_kind.aten.begin(), row.policy_kind.aten.end());
+  return {aten.begin(), aten.end()};
 }
 
 std::string describe_tensors(const TensorList& ts) {

@@ -46,7 +46,7 @@ inline std::vector<std::pair<std::string, RunRequest>> sample_configurations(con
   inputs_grad.settings.input_requires_grad = true;
   out.emplace_back("all reentrant, inputs require grad", inputs_grad);
   RunRequest policy = every_module(m, false);
-  policy.plan.policy = SelectivePolicy::save_matmul;
+  policy.plan.policy = SelectivePolicy::save_matmul();
   out.emplace_back("all non-reentrant save-matmul", policy);
   RunRequest early = every_module(m, false);
   early.settings.early_stop = true;
