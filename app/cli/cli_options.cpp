@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "engine/model/module_range.hpp"
 #include "engine/plan/planner.hpp"
@@ -315,8 +316,12 @@ std::set<std::string> named_modules(const Model& model, const std::string& p, co
     if (fnmatch(glob.c_str(), as_path(m->path).c_str(), FNM_PATHNAME) == 0 && m->checkpointable)
       out.insert(m->path);
   if (out.empty())
-    throw UsageError("no module that can be " + std::string(verb) + " matches '" + p + "' in " +
-                     model.source + "; " + suggestions(model, p.substr(0, p.find_first_of("*?["))));
+    throw UsageError("no " +
+                     std::string(std::string_view(verb) == "checkpointed"
+                                     ? "checkpointable module"
+                                     : "module that can be " + std::string(verb)) +
+                     " matches '" + p + "' in " + model.source + "; " +
+                     suggestions(model, p.substr(0, p.find_first_of("*?["))));
   return out;
 }
 
