@@ -144,7 +144,7 @@ void MainWindow::buildToolBar() {
   device_ = new QComboBox;
   device_->setObjectName(QStringLiteral("deviceBox"));
   device_->addItem(tr("CPU (this engine)"), static_cast<int>(Device::cpu));
-  device_->addItem(tr("CUDA GPU (as PyTorch 2.x holds it)"), static_cast<int>(Device::cuda));
+  device_->addItem(tr("CUDA GPU (PyTorch 2.x)"), static_cast<int>(Device::cuda));
   device_->setToolTip(
       tr("Whose memory the run shows: this engine's CPU run (PyTorch 1.13's CPU figures), or "
          "what PyTorch 2.x holds on an NVIDIA GPU — cuBLAS's workspace, 512-byte rounding, "
@@ -169,12 +169,11 @@ void MainWindow::buildToolBar() {
   bar->addWidget(new QLabel(tr(" Policy ")));
   policy_ = new QComboBox;
   // Each item's data is the policy's spelling (SelectivePolicy::parse), as in ckptlab-cli.
-  for (const auto& [label, spelling] :
-       {std::pair{tr("recompute everything"), "none"},
-        {tr("save matmuls, convs, attention (save-matmul)"), "save-matmul"},
-        {tr("save matmuls (save:mm)"), "save:mm"},
-        {tr("save matmuls and attention (save:mm,sdpa)"), "save:mm,sdpa"},
-        {tr("save every 2nd matmul (save:mm/2)"), "save:mm/2"}})
+  for (const auto& [label, spelling] : {std::pair{tr("recompute everything"), "none"},
+                                        {tr("save-matmul (mm, conv, sdpa)"), "save-matmul"},
+                                        {tr("save matmuls (save:mm)"), "save:mm"},
+                                        {tr("save:mm,sdpa"), "save:mm,sdpa"},
+                                        {tr("every 2nd matmul (save:mm/2)"), "save:mm/2"}})
     policy_->addItem(label, QString::fromLatin1(spelling));
   policy_->setToolTip(
       tr("Per-op policy inside checkpointed segments (PyTorch 2.4+'s selective activation "
@@ -186,8 +185,7 @@ void MainWindow::buildToolBar() {
   optimizer_ = new QComboBox;
   optimizer_->setObjectName(QStringLiteral("optimizerBox"));
   for (auto [kind, text] :
-       {std::pair{OptimizerKind::none, tr("none (stop after backward)")},
-        std::pair{OptimizerKind::sgd, tr("SGD")},
+       {std::pair{OptimizerKind::none, tr("none")}, std::pair{OptimizerKind::sgd, tr("SGD")},
         std::pair{OptimizerKind::momentum, tr("SGD, momentum 0.9")},
         std::pair{OptimizerKind::adam, tr("Adam")}, std::pair{OptimizerKind::adamw, tr("AdamW")}})
     optimizer_->addItem(text, static_cast<int>(kind));
