@@ -24,6 +24,7 @@
 #include "ui/panels/summary_view.hpp"
 #include "ui/player/player.hpp"
 #include "ui/plot/memory_plot.hpp"
+#include "ui/session/session.hpp"
 
 using namespace ckpt;
 using namespace ckpt::ui;
@@ -254,6 +255,55 @@ class TestMainWindow : public QObject {
              !w.session()->runs()->busy();
     }));
     QVERIFY(!w.session()->current()->summary.step_phases.has_optimizer_step);
+  }
+
+  // Offload from the Modules tree: refused on the CPU (the copies would stay in the same
+  // memory), then on the CUDA device the block's saved tensors leave the device and the run
+  // summary names the host memory they take.
+  void offloadFromTheModulesTree() {
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    w.openPath(models_.path(QStringLiteral("blocks.json")));
+    QVERIFY(waitReady(w));
+    Session* s = w.session();
+    const std::string block = "block";
+    QSignalSpy said(s, &Session::message);
+    QVERIFY(!s->toggleOffload(QString::fromStdString(block)));
+    QVERIFY(!said.isEmpty() && said.last().at(0).toString().contains(QStringLiteral("GPU")));
+    QVERIFY(s->request().plan.offload.empty());
+    s->setDevice(Device::cuda);
+    QVERIFY(waitFor([&] {
+      auto c = s->current();
+      return c && c->request.settings.device == Device::cuda && !s->runs()->busy();
+    }));
+    const std::int64_t plain = s->current()->trace().peak().bytes;
+    const auto activation = static_cast<std::size_t>(MemoryCategory::activation);
+    auto savedAtForwardEnd = [&] {
+      const Trace& t = s->current()->trace();
+      return t.memory_at(t.forward_end())[activation];
+    };
+    const std::int64_t plainSaved = savedAtForwardEnd();
+    QVERIFY(s->toggleOffload(QString::fromStdString(block)));
+    QVERIFY(waitFor([&] {
+      auto c = s->current();
+      return c && c->request.plan.offload.count(block) && !s->runs()->busy();
+    }));
+    auto run = s->current();
+    QVERIFY2(run->result->ok, run->result->error.c_str());
+    QVERIFY(run->summary.offload && run->summary.offload->to_host_bytes > 0);
+    // The block's saved tensors are off the device once the forward has moved on (the peak may
+    // still rise: a storage two nodes save comes back twice, as with save_on_cpu).
+    QVERIFY(savedAtForwardEnd() < plainSaved);
+    auto* summary = w.findChild<SummaryView*>();
+    QVERIFY(summary->toPlainText().contains(QStringLiteral("offloaded")));
+    // Toggled again: kept on the device as before.
+    QVERIFY(s->toggleOffload(QString::fromStdString(block)));
+    QVERIFY(waitFor([&] {
+      auto c = s->current();
+      return c && c->request.plan.offload.empty() && !s->runs()->busy();
+    }));
+    QCOMPARE(s->current()->trace().peak().bytes, plain);
   }
 
   void playerStepsAndKeys() {

@@ -57,6 +57,7 @@ void MainWindow::wireSession() {
   });
   connect(session_, &Session::configChanged, this, [this] {
     modules_->setCheckpointed(session_->request().plan.modules);
+    modules_->setOffloaded(session_->request().plan.offload);
     graph_->setCheckpointed(session_->request().plan.modules);
     code_->setRequest(session_->model(), session_->request());
     plan_->setCurrentRequest(session_->request());
@@ -114,6 +115,7 @@ void MainWindow::wireViews() {
   connect(modules_, &ModuleTree::toggleRequested, this, [this](const QString& m) {
     if (!session_->toggleModule(m)) modules_->setCheckpointed(session_->request().plan.modules);
   });
+  connect(modules_, &ModuleTree::offloadToggleRequested, session_, &Session::toggleOffload);
   connect(modules_, &ModuleTree::moduleSelected, inspector_, &Inspector::showModule);
   connect(modules_, &ModuleTree::expandInGraphRequested, session_, &Session::expand);
   connect(modules_, &ModuleTree::setAllInstancesRequested, this,

@@ -89,6 +89,20 @@ void ModuleTree::setCheckpointed(const std::set<std::string>& modules) {
   updating_ = false;
 }
 
+void ModuleTree::setOffloaded(const std::set<std::string>& modules) {
+  offloaded_ = modules;
+  for (auto& [path, item] : items_)
+    item->setToolTip(0, modules.count(path)
+                            ? tr("%1: its saved tensors wait in host memory (save_on_cpu)")
+                                  .arg(QString::fromStdString(path))
+                            : QString());
+  for (auto& [path, item] : items_) {
+    QFont f = item->font(0);
+    f.setItalic(modules.count(path) > 0);
+    item->setFont(0, f);
+  }
+}
+
 QTreeWidgetItem* ModuleTree::itemFor(const QString& module) const {
   auto it = items_.find(module.toStdString());
   return it == items_.end() ? nullptr : it->second;
@@ -130,6 +144,12 @@ void ModuleTree::showMenu(const QPoint& pos) {
     menu.addAction(tr("Checkpoint no instance of %1").arg(def), this,
                    [this, def] { emit setAllInstancesRequested(def, false); });
   }
+  // Offload: a third choice beside keeping and recomputing (a GPU's, Session says why not on
+  // the CPU).
+  QAction* offload = menu.addAction(tr("Offload saved tensors to host memory (GPU)"), this,
+                                    [this, path] { emit offloadToggleRequested(path); });
+  offload->setCheckable(true);
+  offload->setChecked(offloaded_.count(path.toStdString()) > 0);
   menu.exec(viewport()->mapToGlobal(pos));
 }
 

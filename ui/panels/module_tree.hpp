@@ -18,6 +18,9 @@ class ModuleTree : public QTreeWidget {
   explicit ModuleTree(QWidget* parent = nullptr);
   void setModel(std::shared_ptr<const Model> model);
   void setCheckpointed(const std::set<std::string>& modules);
+  // Modules whose saved tensors are offloaded to host memory: marked in the tree's Type column
+  // and checked in their context menu.
+  void setOffloaded(const std::set<std::string>& modules);
   void selectModule(const QString& module);
   QTreeWidgetItem* itemFor(const QString& module) const;
 
@@ -26,11 +29,13 @@ class ModuleTree : public QTreeWidget {
   void moduleSelected(const QString& module);
   void expandInGraphRequested(const QString& module);
   void setAllInstancesRequested(const QString& definition, bool checkpointed);
+  void offloadToggleRequested(const QString& module);
 
  private:
   void onItemChanged(QTreeWidgetItem* item, int column);
   void showMenu(const QPoint& pos);
 
+  std::set<std::string> offloaded_;
   std::shared_ptr<const Model> model_;
   std::unordered_map<std::string, QTreeWidgetItem*> items_;
   bool updating_ = false;

@@ -130,6 +130,13 @@ QString SummaryView::peakRows(const Palette& pal) const {
                     .arg(pal.categories[c].name(), categoryLabel(static_cast<MemoryCategory>(c))),
                 fmt(s.peak.by_category[c]));
   }
+  if (const auto& o = s.offload)
+    html += row(tr("offloaded"),
+                tr("host memory <b>%1</b> at most; %2 to the host and back, ~%3 ms at %4 GB/s "
+                   "(estimate)")
+                    .arg(fmt(o->host_peak_bytes), fmt(o->to_host_bytes))
+                    .arg(o->copy_ms, 0, 'f', 1)
+                    .arg(o->pcie_gb_per_s, 0, 'f', 0));
   // The training step's phases, as torch.cuda.max_memory_allocated() reads them around each.
   if (const StepPhases& p = s.step_phases; p.has_optimizer_step)
     html +=

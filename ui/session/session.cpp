@@ -255,6 +255,38 @@ bool Session::toggleModule(const QString& module) {
   return true;
 }
 
+bool Session::toggleOffload(const QString& module) {
+  if (!model_) return false;
+  const std::string path = module.toStdString();
+  if (request_.plan.offload.erase(path)) {
+    configure();
+    return true;
+  }
+  const Module* m = findModule(model_->root, path);
+  if (!m || path.empty()) {
+    emit message(tr("No module named '%1'").arg(module));
+    return false;
+  }
+  if (request_.settings.device == Device::cpu) {
+    emit message(
+        tr("Offloading is for a GPU: on the CPU, save_on_cpu's copies would stay in the "
+           "same memory. Choose the CUDA device first."));
+    return false;
+  }
+  if (request_.plan.modules.count(path)) {
+    emit message(tr("%1 is checkpointed: it keeps nothing to offload").arg(module));
+    return false;
+  }
+  if (!m->checkpointable) {
+    emit message(tr("%1 cannot be offloaded: %2")
+                     .arg(module, QString::fromStdString(m->not_checkpointable_reason)));
+    return false;
+  }
+  request_.plan.offload.insert(path);
+  configure();
+  return true;
+}
+
 void Session::setModules(const std::set<std::string>& modules) {
   if (modules == request_.plan.modules) return;
   request_.plan.modules = modules;

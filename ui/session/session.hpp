@@ -54,6 +54,10 @@ class Session : public QObject {
   // Whose memory: this engine's CPU run, or PyTorch 2.x's on a CUDA GPU (whose real run the
   // engine's memory guard does not start: the CUDA engine runs no whole model yet).
   void setDevice(Device device);
+  // Offloads `module`'s saved tensors to host memory, or stops doing so; false (saying why
+  // through message()) on the CPU, where the copies would stay in the same memory, and for a
+  // checkpointed module, which keeps nothing to offload.
+  bool toggleOffload(const QString& module);
   // The optimizer the training step ends with (none: the run stops after backward).
   void setOptimizer(OptimizerKind kind);
   std::int64_t effectiveBatch() const;
