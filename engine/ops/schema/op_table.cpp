@@ -117,6 +117,7 @@ TensorList run_op(const OpSchema& row, const OpCall& op, const TensorList& input
                                   std::to_string(row.min_inputs));
   try {
     // torch.autocast, where a run has it on: the row's inputs cast as its AutocastRule says.
+    if (!autocast_state().enabled) return row.kernel(op, inputs);
     return row.kernel(op, autocast_inputs(row, inputs));
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("node '" + op.name + "' (" + op.type + " on " +
