@@ -38,6 +38,9 @@ void MainWindow::wireRunOptions() {
   connect(device_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (!syncing_) session_->setDevice(static_cast<Device>(device_->itemData(i).toInt()));
   });
+  connect(precision_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (!syncing_) session_->setPrecision(static_cast<AmpMode>(precision_->itemData(i).toInt()));
+  });
   connect(batch_, &QSpinBox::valueChanged, this, [this](int v) {
     if (!syncing_) session_->setBatch(v);
   });
