@@ -4,6 +4,7 @@
     /usr/bin/python3 samples/export_onnx.py [--opset N] [--out DIR] [--weights]
     /usr/bin/python3 samples/export_onnx.py --torchvision resnet18 [--batch N] [--size S] --out DIR
     /usr/bin/python3 samples/export_onnx.py --torchvision deeplabv3_resnet50 --classes 21 --out DIR
+    /usr/bin/python3 samples/export_onnx.py --transformer-encoder [--batch N] [--seq S] --out DIR
 
 Training mode (`training=torch.onnx.TrainingMode.TRAINING`) with `do_constant_folding=False` is
 what keeps BatchNorm as BatchNormalization and every parameter as an initializer under its
@@ -216,6 +217,23 @@ def export_torchvision(name, path, opset, batch, size, num_classes):
                          f"input of [{batch}, 3, {size}, {size}] (try --size {need}): {e}")
 
 
+def transformer_encoder():
+    """The nn.TransformerEncoder of the GPU oracle (../shared/reference/gpu-oracle): six
+    TransformerEncoderLayer(512, 8, 2048, dropout=0.1, activation="gelu", batch_first=True)."""
+    layer = nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.1, activation="gelu",
+                                       batch_first=True)
+    return nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+
+
+def export_transformer_encoder(path, opset, batch, seq):
+    torch.manual_seed(0)
+    model = transformer_encoder().train()
+    x = torch.randn(batch, seq, 512)
+    torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
+                      output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -228,7 +246,14 @@ def main():
                              "mobilenet_v2, ..., or a segmentation model: fcn_resnet50, "
                              "deeplabv3_resnet50, deeplabv3_mobilenet_v3_large, "
                              "lraspp_mobilenet_v3_large) to OUT/NAME.onnx")
-    parser.add_argument("--batch", type=int, default=2, help="with --torchvision (default 2)")
+    parser.add_argument("--transformer-encoder", action="store_true",
+                        help="export the GPU oracle's nn.TransformerEncoder (6 layers of width "
+                             "512, 8 heads, GELU, dropout 0.1, batch_first) to "
+                             "OUT/transformer_encoder.onnx")
+    parser.add_argument("--seq", type=int, default=256,
+                        help="with --transformer-encoder: sequence length (default 256)")
+    parser.add_argument("--batch", type=int, default=2,
+                        help="with --torchvision or --transformer-encoder (default 2)")
     parser.add_argument("--size", type=int, default=64,
                         help="with --torchvision: input height and width (default 64; AlexNet "
                              "and VGG need 224, GoogLeNet a multiple of 64, Inception v3 299, ViT and MaxViT "
@@ -236,6 +261,12 @@ def main():
     parser.add_argument("--classes", type=int, default=1000,
                         help="with --torchvision: output classes (default 1000)")
     args = parser.parse_args()
+    if args.transformer_encoder:
+        path = os.path.join(args.out, "transformer_encoder.onnx")
+        export_transformer_encoder(path, args.opset, args.batch, args.seq)
+        print(f"{path}: {os.path.getsize(path)} bytes, opset {args.opset}, input "
+              f"[{args.batch}, {args.seq}, 512]")
+        return
     if args.torchvision:
         path = os.path.join(args.out, args.torchvision + ".onnx")
         export_torchvision(args.torchvision, path, args.opset, args.batch, args.size, args.classes)

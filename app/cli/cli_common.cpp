@@ -62,8 +62,11 @@ training step options:
                              backward, its state live from the start (a steady-state step)
   --lr X  --weight-decay X   the optimizer's (default: sgd 0.01, adam/adamw 0.001; adamw's
                              weight decay 0.01, others' 0)
-  --amp off                  float32 throughout (autocast's bf16/fp16 are not in the engine
-                             yet: asked for, they are refused)
+  --amp off|bf16|fp16        the forward and the loss under torch.autocast (default off):
+                             matmul, linear, conv in bfloat16/float16, softmax, norms, losses
+                             as PyTorch's lists say (1.13's on the cpu, 2.x's on cuda); saved
+                             tensors in the dtype they have. fp16 with an optimizer adds the
+                             gradient scaler (cuda only; the cpu's autocast has no fp16)
 )";
 
 bool stderr_is_tty() {

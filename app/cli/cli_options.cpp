@@ -212,9 +212,6 @@ const std::vector<RunOptionRule>& run_option_rules() {
        [](RunOptions& o, S a, S v) {
          o.amp = choice<AmpMode>(
              a, v, {{"off", AmpMode::off}, {"bf16", AmpMode::bf16}, {"fp16", AmpMode::fp16}});
-         if (o.amp != AmpMode::off)
-           throw UsageError(a + " " + v +
-                            ": autocast is not in the engine yet (issue 31); only --amp off");
        }},
       {"--json", false, true, [](RunOptions& o, S, S) { o.json = true; }},
       {"--no-baseline", false, true, [](RunOptions& o, S, S) { o.no_baseline = true; }},

@@ -73,12 +73,19 @@ std::string sanitize_file_name(std::string s) {
   return s;
 }
 
+// NumPy has no bfloat16: a bfloat16 output (under --amp bf16) is written as float32, exactly.
+void save_for_numpy(const std::string& path, const Tensor& t) {
+  if (t.dtype() != DType::bf16) return save_npy(path, t);
+  const std::vector<double> values = t.to_vector();
+  save_npy(path, Tensor::from_vector(std::vector<float>(values.begin(), values.end()), t.shape()));
+}
+
 void dump_results(const std::string& dir, const Model& model, const RunResult& r) {
   std::filesystem::create_directories(dir);
   for (std::size_t i = 0; i < r.outputs.size(); ++i) {
     const std::string name =
         i < model.outputs.size() ? model.outputs[i] : "output_" + std::to_string(i);
-    save_npy(dir + "/output." + sanitize_file_name(name) + ".npy", r.outputs[i]);
+    save_for_numpy(dir + "/output." + sanitize_file_name(name) + ".npy", r.outputs[i]);
   }
   if (r.loss.defined()) save_npy(dir + "/loss.npy", r.loss);
   for (const auto& [name, g] : r.gradients)

@@ -195,6 +195,27 @@ void fill_missing_gradients(Node* n, TensorList& inputs) {
   }
 }
 
+// The dtype the gradient flowing along `e` must have: its forward value's.
+DType gradient_dtype(const Edge& e, DType fallback) {
+  if (const auto* acc = dynamic_cast<const AccumulateGrad*>(e.function.get()))
+    return acc->variable()->dtype;
+  const auto& meta = e.function->output_meta();
+  return e.input_nr < meta.size() ? meta[e.input_nr].dtype : fallback;
+}
+
+// PyTorch's validate_outputs: a gradient whose dtype is not its input's is cast to it (the
+// float32 gradient of an add that promoted a bfloat16 input under autocast becomes bfloat16),
+// after the node has released what it saved.
+void match_input_dtypes(const Node* n, TensorList& outputs) {
+  const auto& edges = n->next_edges();
+  for (std::size_t k = 0; k < outputs.size() && k < edges.size(); ++k) {
+    Tensor& g = outputs[k];
+    if (!g.defined() || !edges[k].valid()) continue;
+    const DType want = gradient_dtype(edges[k], g.dtype());
+    if (want != g.dtype() && is_floating(want) && is_floating(g.dtype())) g = cast_raw(g, want);
+  }
+}
+
 // Runs n's backward as a step of its own (when it opens one), releasing what it saved unless
 // the graph is retained, and checking its outputs in anomaly mode.
 TensorList apply_node(Node* n, TensorList inputs, const Task& task) {
@@ -204,6 +225,7 @@ TensorList apply_node(Node* n, TensorList inputs, const Task& task) {
   if (n->opens_step()) step.emplace(*n->context(), n->name(), n->node_label());
   outputs = n->apply(std::move(inputs));
   if (!task.retain_graph) n->release_saved_tensors();
+  match_input_dtypes(n, outputs);
   if (n->context() && n->context()->detect_anomaly())
     check_anomaly(outputs, n->name(), n->context()->label(n->node_label()));
   return outputs;

@@ -21,6 +21,12 @@ std::string torch_type(DType d) {
       return "torch.LongTensor";
     case DType::b8:
       return "torch.BoolTensor";
+    case DType::bf16:
+      return "torch.BFloat16Tensor";
+    case DType::f16:
+      return "torch.HalfTensor";
+    case DType::i32:
+      return "torch.IntTensor";
   }
   return "?";
 }

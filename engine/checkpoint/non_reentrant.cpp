@@ -12,6 +12,7 @@
 #include "engine/autograd/execution_context.hpp"
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/checkpoint/segment.hpp"
+#include "engine/ops/autocast.hpp"
 #include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt::detail {
@@ -37,6 +38,7 @@ struct Segment : std::enable_shared_from_this<Segment> {
   SegmentFunction fn;
   TensorList inputs;
   Tensor rng;
+  AutocastState autocast;  // at the forward, restored to recompute (as 1.13's closure does)
   bool early_stop = false;
   SegmentRecord record;
   std::vector<std::weak_ptr<Holder>> holders;
@@ -91,6 +93,7 @@ struct Segment : std::enable_shared_from_this<Segment> {
     };
     RngFork fork(rng);
     GradModeGuard enable_grad(true);
+    AutocastScope autocast_scope(autocast);
     PhaseScope phase(Phase::recompute);
     SegmentMark mark(true, record.name);
     RecomputeObserver observer(record);
@@ -120,6 +123,7 @@ TensorList checkpoint_non_reentrant(const SegmentFunction& fn, const TensorList&
   // torch/utils/checkpoint.py, set_checkpoint_early_stop, on unless turned off).
   segment->early_stop =
       options.early_stop.value_or(current_memory_semantics().checkpoint_early_stop);
+  segment->autocast = autocast_state();
   segment->record.name = segment_name(options);
   segment->record.check = options.determinism_check;
   segment->record.save_ops = options.save_ops;

@@ -10,6 +10,7 @@
 #include "engine/autograd/execution_context.hpp"
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/checkpoint/segment.hpp"
+#include "engine/ops/autocast.hpp"
 
 namespace ckpt::detail {
 
@@ -31,6 +32,8 @@ class CheckpointFunctionBackward final : public Node {
     }
   }
   void set_rng(Tensor stash) { rng_ = std::move(stash); }
+  // torch.autocast's state at the forward (ctx.cpu_autocast_kwargs), restored to recompute.
+  void set_autocast(AutocastState state) { autocast_ = state; }
   void set_outputs(std::vector<std::size_t> positions) { output_positions_ = std::move(positions); }
   SegmentRecord& record() { return record_; }
 
@@ -52,6 +55,7 @@ class CheckpointFunctionBackward final : public Node {
     {
       RngFork fork(rng_);
       GradModeGuard enable_grad(true);
+      AutocastScope autocast(autocast_);
       PhaseScope recompute(Phase::recompute);
       SegmentMark mark(true, record_.name);
       RecomputeObserver observer(record_);
@@ -95,6 +99,7 @@ class CheckpointFunctionBackward final : public Node {
   std::vector<bool> requires_grad_;
   std::vector<std::size_t> output_positions_;
   Tensor rng_;
+  AutocastState autocast_;
   SegmentRecord record_;
 };
 
@@ -116,6 +121,7 @@ TensorList checkpoint_reentrant(const SegmentFunction& fn, const TensorList& inp
   rec.save_ops = options.save_ops;
   rec.save_every = std::max(1, options.save_every);
   if (options.preserve_rng_state) node->set_rng(stash_rng_state(name));
+  node->set_autocast(autocast_state());
   if (record) {
     node->save_inputs(inputs);
     mark_checkpoint_inputs(inputs);

@@ -11,6 +11,7 @@
 #include "engine/tensor/device.hpp"
 #include "engine/tensor/generator.hpp"
 #include "engine/tensor/memory_semantics.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt::detail {
 
@@ -160,6 +161,14 @@ void add_values(const Tensor& t, std::int64_t base, OpChecksum& c) {
   });
 }
 
+// The dtypes a checksum reads: the numeric ones, autocast's reduced floats included.
+template <typename F>
+decltype(auto) dispatch_numeric(DType t, F&& f) {
+  if (t == DType::bf16) return f.template operator()<bfloat16>();
+  if (t == DType::f16) return f.template operator()<float16>();
+  return dispatch_all(t, std::forward<F>(f));
+}
+
 OpChecksum checksum(std::string_view op, const TensorList& outputs) {
   auto context = ExecutionContext::current();
   OpChecksum c = checksum_values(outputs);
@@ -195,7 +204,7 @@ OpChecksum checksum_values(const TensorList& outputs) {
     c.numel += t.numel();
     // On the meta device (a dry run) only the op sequence and sizes are compared: no values.
     if (t.is_meta()) continue;
-    dispatch_all(t.dtype(), [&]<typename T>() {
+    dispatch_numeric(t.dtype(), [&]<typename T>() {
       add_values<T>(t, base, c);
       return 0;
     });

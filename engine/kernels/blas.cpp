@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace ckpt {
 
@@ -97,6 +98,54 @@ void gemm_rm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::in
                      b, ldb, beta, c + lo * ldc, ldc);
     }
   }
+}
+
+namespace {
+
+// A stored rows x cols block with leading dimension ld, widened into a dense float one.
+template <typename T>
+std::vector<float> widen(const T* p, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+#pragma omp parallel for if (rows * cols > 32768 && !omp_in_parallel()) schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < cols; ++j)
+      out[static_cast<std::size_t>(r * cols + j)] = static_cast<float>(p[r * ld + j]);
+  return out;
+}
+
+template <typename T>
+void gemm_widened(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                  T alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+                  std::int64_t ldc) {
+  const std::int64_t ar = trans_a ? k : m, ac = trans_a ? m : k;
+  const std::int64_t br = trans_b ? n : k, bc = trans_b ? k : n;
+  const std::vector<float> af = widen(a, ar, ac, lda), bf = widen(b, br, bc, ldb);
+  std::vector<float> cf = static_cast<float>(beta) != 0.0f
+                              ? widen(c, m, n, ldc)
+                              : std::vector<float>(static_cast<std::size_t>(m * n));
+  gemm_rm<float>(trans_a, trans_b, m, n, k, static_cast<float>(alpha), af.data(),
+                 std::max<std::int64_t>(ac, 1), bf.data(), std::max<std::int64_t>(bc, 1),
+                 static_cast<float>(beta), cf.data(), std::max<std::int64_t>(n, 1));
+#pragma omp parallel for if (m * n > 32768 && !omp_in_parallel()) schedule(static)
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t j = 0; j < n; ++j)
+      c[r * ldc + j] = static_cast<T>(cf[static_cast<std::size_t>(r * n + j)]);
+}
+
+}  // namespace
+
+template <>
+void gemm_rm<bfloat16>(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                       bfloat16 alpha, const bfloat16* a, std::int64_t lda, const bfloat16* b,
+                       std::int64_t ldb, bfloat16 beta, bfloat16* c, std::int64_t ldc) {
+  gemm_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <>
+void gemm_rm<float16>(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                      float16 alpha, const float16* a, std::int64_t lda, const float16* b,
+                      std::int64_t ldb, float16 beta, float16* c, std::int64_t ldc) {
+  gemm_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 template void gemm_rm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "engine/tensor/reduced_float.hpp"
+
 namespace ckpt {
 
 // C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C, all row-major with leading
@@ -19,5 +21,15 @@ extern template void gemm_rm<float>(bool, bool, std::int64_t, std::int64_t, std:
 extern template void gemm_rm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double,
                                      const double*, std::int64_t, const double*, std::int64_t,
                                      double, double*, std::int64_t);
+// bfloat16 and float16, as oneDNN's reduced-precision GEMMs that PyTorch's CPU matmuls call:
+// operands widened to float, products accumulated in float, C rounded once (the widened copies
+// are the kernel's own buffers, as oneDNN's reorders are, not tensors).
+template <>
+void gemm_rm<bfloat16>(bool, bool, std::int64_t, std::int64_t, std::int64_t, bfloat16,
+                       const bfloat16*, std::int64_t, const bfloat16*, std::int64_t, bfloat16,
+                       bfloat16*, std::int64_t);
+template <>
+void gemm_rm<float16>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float16, const float16*,
+                      std::int64_t, const float16*, std::int64_t, float16, float16*, std::int64_t);
 
 }  // namespace ckpt

@@ -159,11 +159,11 @@ TensorList backward_t(const Tensor& gy, const Tensor& x, const Tensor& w, const 
   Tensor dw = need[1] ? Tensor::empty(w.shape(), w.dtype()) : Tensor();
   // Each gradient by its own fastest path; the im2col paths do whichever is left.
   Tensor dx_rest = dx, dw_rest = dw;
-  if (dx.defined() && use_winograd(g, ConvPath::input_grad)) {
+  if (dx.defined() && !is_reduced_v<T> && use_winograd(g, ConvPath::input_grad)) {
     winograd_input_grad(gy, w, g, dx);
     dx_rest = Tensor();
   }
-  if (dw.defined() && use_winograd(g, ConvPath::weight_grad)) {
+  if (dw.defined() && !is_reduced_v<T> && use_winograd(g, ConvPath::weight_grad)) {
     winograd_weight_grad(gy, x, g, dw);
     dw_rest = Tensor();
   }
@@ -200,12 +200,16 @@ template TensorList backward_t<float>(const Tensor&, const Tensor&, const Tensor
                                       const std::vector<bool>&, bool);
 template TensorList backward_t<double>(const Tensor&, const Tensor&, const Tensor&, const Geometry&,
                                        const std::vector<bool>&, bool);
+template TensorList backward_t<bfloat16>(const Tensor&, const Tensor&, const Tensor&,
+                                         const Geometry&, const std::vector<bool>&, bool);
+template TensorList backward_t<float16>(const Tensor&, const Tensor&, const Tensor&,
+                                        const Geometry&, const std::vector<bool>&, bool);
 
 TensorList backward(const Tensor& grad_out, const Tensor& x, const Tensor& w, const Geometry& g,
                     const std::vector<bool>& need, bool has_bias) {
   if (runs_as_cudnn(w)) return cudnn_backward(grad_out, x, w, g, need, has_bias);
   const Tensor gy = as_contiguous(grad_out);
-  return dispatch_floating(w.dtype(), "conv2d backward", [&]<typename T>() {
+  return dispatch_floating_all(w.dtype(), "conv2d backward", [&]<typename T>() {
     return backward_t<T>(gy, x, w, g, need, has_bias);
   });
 }

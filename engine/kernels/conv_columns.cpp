@@ -164,4 +164,16 @@ template void col2im<double>(const double*, const Geometry&, std::int64_t, std::
 template void col2im_t<float>(const float*, const Geometry&, std::int64_t, float*, float*);
 template void col2im_t<double>(const double*, const Geometry&, std::int64_t, double*, double*);
 
+template void im2col<bfloat16>(const bfloat16*, const Geometry&, std::int64_t, std::int64_t,
+                               bfloat16*, bfloat16*);
+template void im2col<float16>(const float16*, const Geometry&, std::int64_t, std::int64_t, float16*,
+                              float16*);
+template void col2im<bfloat16>(const bfloat16*, const Geometry&, std::int64_t, std::int64_t,
+                               bfloat16*, bfloat16*);
+template void col2im<float16>(const float16*, const Geometry&, std::int64_t, std::int64_t, float16*,
+                              float16*);
+template void col2im_t<bfloat16>(const bfloat16*, const Geometry&, std::int64_t, bfloat16*,
+                                 bfloat16*);
+template void col2im_t<float16>(const float16*, const Geometry&, std::int64_t, float16*, float16*);
+
 }  // namespace ckpt::conv_detail

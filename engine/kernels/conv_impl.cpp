@@ -64,7 +64,7 @@ int image_threads(const Geometry& g) {
 template <typename T>
 Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g) {
   Tensor out = Tensor::empty({g.n, g.o, g.ho, g.wo}, x.dtype());
-  if (use_winograd(g, ConvPath::forward)) {
+  if (!is_reduced_v<T> && use_winograd(g, ConvPath::forward)) {
     winograd_forward(x, w, bias, g, out);
     return out;
   }
@@ -124,6 +124,8 @@ Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo
 
 template Tensor forward_t<float>(const Tensor&, const Tensor&, const Tensor&, const Geometry&);
 template Tensor forward_t<double>(const Tensor&, const Tensor&, const Tensor&, const Geometry&);
+template Tensor forward_t<bfloat16>(const Tensor&, const Tensor&, const Tensor&, const Geometry&);
+template Tensor forward_t<float16>(const Tensor&, const Tensor&, const Tensor&, const Geometry&);
 
 bool runs_as_cudnn(const Tensor& t) {
   return memory_semantics(t.device()).kernels == KernelAllocations::pytorch_cuda;
@@ -131,8 +133,8 @@ bool runs_as_cudnn(const Tensor& t) {
 
 Tensor forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g) {
   if (runs_as_cudnn(x)) return cudnn_forward(x, w, bias, g);
-  return dispatch_floating(x.dtype(), "conv2d",
-                           [&]<typename T>() { return forward_t<T>(x, w, bias, g); });
+  return dispatch_floating_all(x.dtype(), "conv2d",
+                               [&]<typename T>() { return forward_t<T>(x, w, bias, g); });
 }
 
 }  // namespace ckpt::conv_detail

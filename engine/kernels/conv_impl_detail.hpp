@@ -5,13 +5,15 @@
 //   conv_impl.cpp        the choice of path (Winograd, per image, batched) and the forward
 //   conv_backward.cpp    the input and weight gradients
 //   conv_transposed.cpp  conv_transpose2d as the adjoint of conv2d
-// The templates are instantiated for float and double (what dispatch_floating dispatches to).
+// The templates are instantiated for float and double, and for bfloat16 and float16 (autocast's:
+// the GEMMs widen them to float, reduced_float.hpp; Winograd is float32 and float64 only).
 
 #include <cstdint>
 #include <vector>
 
 #include "engine/kernels/conv_geometry.hpp"
 #include "engine/kernels/winograd.hpp"
+#include "engine/tensor/reduced_float.hpp"
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt::conv_detail {

@@ -47,7 +47,7 @@ Tensor channel_sums(const Tensor& gy) {
 
 Tensor transposed_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g) {
   if (runs_as_cudnn(x)) return cudnn_transposed_forward(x, w, bias, g);
-  return dispatch_floating(w.dtype(), "conv_transpose2d", [&]<typename T>() {
+  return dispatch_floating_all(w.dtype(), "conv_transpose2d", [&]<typename T>() {
     // The input gradient of the adjoint convolution, with x as its output gradient.
     Tensor y = backward_t<T>(x, Tensor(), w, g, {true, false}, false)[0];
     if (bias.defined() && !y.is_meta()) add_channel_bias<T>(y, bias);
@@ -59,7 +59,7 @@ TensorList transposed_backward(const Tensor& grad_out, const Tensor& x, const Te
                                const Geometry& g, const std::vector<bool>& need, bool has_bias) {
   if (runs_as_cudnn(w)) return cudnn_transposed_backward(grad_out, x, w, g, need, has_bias);
   const Tensor gy = as_contiguous(grad_out);
-  return dispatch_floating(w.dtype(), "conv_transpose2d backward", [&]<typename T>() {
+  return dispatch_floating_all(w.dtype(), "conv_transpose2d backward", [&]<typename T>() {
     TensorList r(has_bias ? 3 : 2);
     // dx: the adjoint convolution of dy; dw: its weight gradient with x as the output gradient.
     if (need[0]) r[0] = forward_t<T>(gy, w, Tensor(), g);

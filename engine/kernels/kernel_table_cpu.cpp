@@ -8,10 +8,21 @@
 #include "engine/kernels/blas.hpp"
 #include "engine/kernels/kernel_table.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/device.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
 namespace {
+
+// The dtypes arithmetic runs on: float32, float64, int64, and the reduced floating ones
+// (computed in float: reduced_float.hpp).
+template <typename F>
+decltype(auto) dispatch_arithmetic(DType t, F&& f) {
+  if (t == DType::bf16) return f.template operator()<bfloat16>();
+  if (t == DType::f16) return f.template operator()<float16>();
+  return dispatch_all(t, std::forward<F>(f));
+}
 
 // Copies by blocks where src and dst share contiguous innermost dimensions (cat's regions of
 // an NCHW tensor along channels, CatBackward's slices: one block per image), in parallel when
@@ -52,8 +63,8 @@ bool copy_blocks(const Tensor& src, Tensor& dst) {
 }
 
 void cpu_copy(const Tensor& src, Tensor& dst) {
-  dispatch_any(src.dtype(), [&]<typename S>() {
-    dispatch_any(dst.dtype(), [&]<typename D>() {
+  dispatch_every(src.dtype(), [&]<typename S>() {
+    dispatch_every(dst.dtype(), [&]<typename D>() {
       const S* p = src.data<S>();
       D* o = dst.data<D>();
       if constexpr (std::is_same_v<S, D>) {
@@ -83,7 +94,7 @@ void cpu_copy(const Tensor& src, Tensor& dst) {
 }
 
 void cpu_fill(Tensor& t, double value) {
-  dispatch_any(t.dtype(), [&]<typename T>() {
+  dispatch_every(t.dtype(), [&]<typename T>() {
     T* o = t.data<T>();
     const T v = static_cast<T>(value);
     for_each_offset(t, [&](std::int64_t off, std::int64_t) { o[off] = v; });
@@ -104,21 +115,26 @@ void with_binary_op(BinaryOp op, F&& f) {
   }
 }
 
+// Eigen's reduced types compute each operator in float and round once, as ATen does.
 void cpu_binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  dispatch_all(a.dtype(), [&]<typename T>() {
+  dispatch_arithmetic(a.dtype(), [&]<typename T>() {
     with_binary_op<T>(op, [&](auto f) { binary_map_into<T>(a, b, out, f); });
   });
 }
 
+// The scalar stays in the opmath type (float for the reduced dtypes), as in ATen's CPU kernels.
 void cpu_binary_scalar(BinaryOp op, const Tensor& a, double s, Tensor& out) {
-  dispatch_all(a.dtype(), [&]<typename T>() {
-    const T v = static_cast<T>(s);
-    with_binary_op<T>(op, [&](auto f) { unary_map_into<T>(a, out, [&](T x) { return f(x, v); }); });
+  dispatch_arithmetic(a.dtype(), [&]<typename T>() {
+    using M = opmath_t<T>;
+    const M v = static_cast<M>(s);
+    with_binary_op<M>(op, [&](auto f) {
+      unary_map_into<T>(a, out, [&](T x) { return static_cast<T>(f(static_cast<M>(x), v)); });
+    });
   });
 }
 
 void cpu_accumulate(Tensor& acc, const Tensor& g, const Tensor& g_contiguous) {
-  dispatch_all(acc.dtype(), [&]<typename T>() {
+  dispatch_arithmetic(acc.dtype(), [&]<typename T>() {
     T* o = acc.data<T>();
     const std::int64_t n = acc.numel();
     if (!g_contiguous.defined()) {
@@ -245,12 +261,29 @@ void sum_into(const Tensor& t, const std::vector<bool>& reduce, T* o) {
   sum_gather(t, reduce, o);
 }
 
+// A reduced dtype sums in float (ATen's accumulate type on the CPU): its elements widened into
+// a buffer of the kernel's own, summed there, the results rounded once.
 void cpu_sum(const Tensor& t, const std::vector<bool>& reduce, Tensor& out) {
-  dispatch_all(t.dtype(), [&]<typename T>() { sum_into<T>(t, reduce, out.data<T>()); });
+  dispatch_arithmetic(t.dtype(), [&]<typename T>() {
+    if constexpr (is_reduced_v<T>) {
+      DeviceScope host(Device::cpu);
+      LedgerScope own(std::make_shared<MemoryLedger>());  // not the run's tensors
+      Tensor wide = Tensor::empty(t.shape(), DType::f32);
+      float* w = wide.data<float>();
+      const T* p = t.data<T>();
+      parallel_for(t.numel(), [&](std::int64_t i) { w[i] = static_cast<float>(p[i]); });
+      std::vector<float> sums(static_cast<std::size_t>(out.numel()), 0.0f);
+      sum_into<float>(wide, reduce, sums.data());
+      T* o = out.data<T>();
+      for (std::size_t i = 0; i < sums.size(); ++i) o[i] = static_cast<T>(sums[i]);
+    } else {
+      sum_into<T>(t, reduce, out.data<T>());
+    }
+  });
 }
 
 void cpu_gemm(const Tensor& a, const Tensor& b, Tensor& c, bool accumulate) {
-  dispatch_floating(a.dtype(), "mm", [&]<typename T>() {
+  dispatch_floating_all(a.dtype(), "mm", [&]<typename T>() {
     const MatrixLayout la = blas_layout(a);
     const MatrixLayout lb = blas_layout(b);
     gemm_rm<T>(la.trans, lb.trans, a.shape()[0], b.shape()[1], a.shape()[1], T(1), a.data<T>(),

@@ -67,6 +67,16 @@ Tensor cast_raw(const Tensor& t, DType to) {
 
 Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_op_name(op);
+  if (a.dtype() != b.dtype() && is_floating(a.dtype()) && is_floating(b.dtype())) {
+    // Type promotion (bfloat16 with float32 under autocast): the result has the wider dtype.
+    // PyTorch's TensorIterator on the CPU converts the narrower operand into a temporary of the
+    // wider dtype first, then makes the output (PyTorch 2.x's CUDA kernels read it in place:
+    // the cuda device's semantics, issue 26, make no copy).
+    const DType common = promote_floating(a.dtype(), b.dtype());
+    const Tensor wa = a.dtype() == common ? a : cast_raw(a, common);
+    const Tensor wb = b.dtype() == common ? b : cast_raw(b, common);
+    return binary_raw(op, wa, wb);
+  }
   require_same_dtype(a, b, name);
   Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name), a.dtype());
   require_device_of(out, {&a, &b}, name);
@@ -206,7 +216,7 @@ void gemm_raw(const Tensor& a, const Tensor& b, Tensor& c, bool accumulate) {
                                 shape_str(b.shape()) + " cannot be multiplied");
   require_same_dtype(a, b, "mm");
   require_device_of(c, {&a, &b}, "mm");
-  dispatch_floating(a.dtype(), "mm", []<typename>() {});
+  if (!is_floating(a.dtype())) no_kernel_for("mm", a.dtype());
   if (c.numel() == 0) return;  // [m, 0] or [0, n]: nothing to write, whatever its strides
   if (!c.is_contiguous()) throw std::logic_error("gemm_raw: output must be contiguous");
   // Row-major operands go as they are, column-major ones as transposed row-major; anything

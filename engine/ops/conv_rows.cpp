@@ -176,7 +176,8 @@ void register_conv_ops(OpTable& t) {
                             .module_class = "Conv2d",
                             .parameters = true,
                             .build = layer_conv2d}},
-         .parameter_names = {"weight", "bias"}});
+         .parameter_names = {"weight", "bias"},
+         .autocast = {.cpu = AutocastPolicy::lower, .cuda = AutocastPolicy::lower}});
   t.add({.type = "conv_transpose2d",
          .min_inputs = 2,
          .max_inputs = 3,
@@ -184,7 +185,9 @@ void register_conv_ops(OpTable& t) {
          .policy_kind = {.name = "conv", .aten = {"convolution"}},
          .cost = conv_transpose_cost,
          .python = python_conv_transpose2d,
-         .onnx = {{.op_type = "ConvTranspose", .translate = onnx_conv_transpose}}});
+         .onnx = {{.op_type = "ConvTranspose", .translate = onnx_conv_transpose}},
+         // PyTorch 1.13's CPU list has the transposed convolutions in fp32, CUDA's in lower.
+         .autocast = {.cpu = AutocastPolicy::fp32, .cuda = AutocastPolicy::lower}});
 }
 
 }  // namespace ckpt

@@ -8,6 +8,7 @@
 #include "engine/kernels/kernels.hpp"
 #include "engine/ops/elementwise.hpp"
 #include "engine/tensor/memory_semantics.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
@@ -19,9 +20,11 @@ Tensor noise_dropout(const Tensor& x, double p, Generator& gen) {
   Tensor noise = Tensor::empty(x.shape(), x.dtype());
   // A dry run (meta) draws no numbers: the generator's state is the same size either way.
   if (!noise.is_meta())
-    dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+    dispatch_floating_all(x.dtype(), "dropout", [&]<typename T>() {
+      // A reduced T divides in float and rounds once.
+      using M = opmath_t<T>;
       const double keep = 1.0 - p;
-      const T scale = T(1) / static_cast<T>(keep);
+      const T scale = static_cast<T>(M(1) / static_cast<M>(keep));
       T* np = noise.data<T>();
       const std::int64_t n = noise.numel();
       for (std::int64_t i = 0; i < n; ++i) np[i] = gen.uniform() < keep ? scale : T(0);
@@ -41,14 +44,16 @@ Tensor mask_dropout(const Tensor& x, double p, Generator& gen) {
   Tensor mask = Tensor::empty(x.shape(), DType::b8);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   if (!out.is_meta())
-    dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+    dispatch_floating_all(x.dtype(), "dropout", [&]<typename T>() {
+      // The CUDA kernel scales in its accumulate type (float for the reduced dtypes).
+      using M = opmath_t<T>;
       bool* mp = mask.data<bool>();
       T* op = out.data<T>();
       const T* xp = x.data<T>();
-      const T s = static_cast<T>(scale);
+      const M s = static_cast<M>(scale);
       for_each_offset(x, [&](std::int64_t off, std::int64_t i) {
         mp[i] = gen.uniform() < 1.0 - p;
-        op[i] = mp[i] ? xp[off] * s : T(0);
+        op[i] = mp[i] ? static_cast<T>(static_cast<M>(xp[off]) * s) : T(0);
       });
     });
   record("NativeDropoutBackward0", {x}, {out}, {mask}, [scale](BackwardContext& c) -> TensorList {
@@ -56,13 +61,15 @@ Tensor mask_dropout(const Tensor& x, double p, Generator& gen) {
     const Tensor& m = c.saved[0];
     Tensor dx = Tensor::empty(g.shape(), g.dtype());
     if (!dx.is_meta())
-      dispatch_floating(g.dtype(), "dropout", [&]<typename T>() {
+      dispatch_floating_all(g.dtype(), "dropout", [&]<typename T>() {
+        using M = opmath_t<T>;
         const bool* mp = m.data<bool>();
         const T* gp = g.data<T>();
         T* dp = dx.data<T>();
-        const T s = static_cast<T>(scale);
-        for_each_offset(
-            g, [&](std::int64_t off, std::int64_t i) { dp[i] = mp[i] ? gp[off] * s : T(0); });
+        const M s = static_cast<M>(scale);
+        for_each_offset(g, [&](std::int64_t off, std::int64_t i) {
+          dp[i] = mp[i] ? static_cast<T>(static_cast<M>(gp[off]) * s) : T(0);
+        });
       });
     return {dx};
   });

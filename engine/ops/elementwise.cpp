@@ -7,6 +7,7 @@
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
@@ -117,14 +118,17 @@ Tensor neg(const Tensor& a) {
 
 Tensor pow(const Tensor& a, double e) {
   OpScope op("pow");
-  Tensor out = dispatch_floating(a.dtype(), "pow", [&]<typename T>() {
-    return unary_map<T>(a, [e](T x) { return static_cast<T>(std::pow(x, e)); });
+  Tensor out = dispatch_floating_all(a.dtype(), "pow", [&]<typename T>() {
+    using M = opmath_t<T>;
+    return unary_map<T>(a, [e](T x) { return static_cast<T>(std::pow(static_cast<M>(x), e)); });
   });
   record("PowBackward0", {a}, {out}, {a}, [e](BackwardContext& c) -> TensorList {
     const Tensor& x = c.saved[0];
-    Tensor d = dispatch_floating(x.dtype(), "pow", [&]<typename T>() {
-      return unary_map<T>(
-          x, [e](T v) { return e == 0 ? T(0) : static_cast<T>(e * std::pow(v, e - 1)); });
+    Tensor d = dispatch_floating_all(x.dtype(), "pow", [&]<typename T>() {
+      using M = opmath_t<T>;
+      return unary_map<T>(x, [e](T v) {
+        return e == 0 ? T(0) : static_cast<T>(e * std::pow(static_cast<M>(v), e - 1));
+      });
     });
     return {mul_raw(c.grads[0], d)};
   });
@@ -141,7 +145,7 @@ Tensor extremum(const Tensor& a, const Tensor& b, const char* name, const char* 
   if (a.dtype() != b.dtype())
     throw std::invalid_argument(std::string(name) + ": " + a.str() + " and " + b.str() +
                                 " must have the same dtype");
-  Tensor out = dispatch_floating(a.dtype(), name, [&]<typename T>() {
+  Tensor out = dispatch_floating_all(a.dtype(), name, [&]<typename T>() {
     return binary_map<T>(
         a, b,
         [](T x, T y) { return std::isnan(x) || std::isnan(y) ? x + y : (Max == (x > y) ? x : y); },
@@ -149,7 +153,7 @@ Tensor extremum(const Tensor& a, const Tensor& b, const char* name, const char* 
   });
   record(node, {a, b}, {out}, {a, b}, [name](BackwardContext& c) -> TensorList {
     auto share = [&](const Tensor& x, const Tensor& y) {
-      return dispatch_floating(x.dtype(), name, [&]<typename T>() {
+      return dispatch_floating_all(x.dtype(), name, [&]<typename T>() {
         return binary_map<T>(
             x, y, [](T p, T q) { return p == q ? T(0.5) : (Max == (p > q) ? T(1) : T(0)); }, name);
       });

@@ -174,9 +174,11 @@ void register_elementwise_ops(OpTable& t) {
   t.add(row(kNeg, 1, unary<neg>, python_neg,
             {{.op_type = "Neg", .translate = rows::onnx_unary<kNeg>, .fold = fold_neg}},
             {{.name = kNeg}}));
-  t.add(row("pow", 1, run_pow, python_pow,
-            {{.op_type = "Pow", .translate = onnx_pow, .fold = fold_arithmetic}},
-            {{.name = "pow", .build = layer_pow}}));
+  OpSchema pow_row = row("pow", 1, run_pow, python_pow,
+                         {{.op_type = "Pow", .translate = onnx_pow, .fold = fold_arithmetic}},
+                         {{.name = "pow", .build = layer_pow}});
+  pow_row.autocast.cuda = AutocastPolicy::fp32;  // CUDA's fp32 list; the CPU's runs it as given
+  t.add(std::move(pow_row));
 }
 
 }  // namespace ckpt

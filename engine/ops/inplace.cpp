@@ -8,6 +8,7 @@
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
@@ -44,7 +45,7 @@ Tensor& relu_(Tensor& x) {
   OpScope op("relu_");
   check_inplace(x, "relu_");
   if (!x.is_meta())
-    dispatch_floating(x.dtype(), "relu_", [&]<typename T>() {
+    dispatch_floating_all(x.dtype(), "relu_", [&]<typename T>() {
       T* p = x.data<T>();
       const std::int64_t n = x.numel();
       if (x.is_contiguous()) {
@@ -57,7 +58,7 @@ Tensor& relu_(Tensor& x) {
   x.bump_version();
   // Inputs are read before outputs are rewired, so the node's edge is x's previous history.
   record("ReluBackward0", {x}, {x}, {x}, [](BackwardContext& c) -> TensorList {
-    return {dispatch_floating(c.grads[0].dtype(), "relu_ backward", [&]<typename T>() {
+    return {dispatch_floating_all(c.grads[0].dtype(), "relu_ backward", [&]<typename T>() {
       return binary_map<T>(
           c.grads[0], c.saved[0], [](T g, T r) { return r > T(0) ? g : T(0); }, "relu backward");
     })};

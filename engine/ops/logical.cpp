@@ -6,6 +6,7 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
@@ -45,7 +46,7 @@ void for_each_broadcast(const Shape& shape, const std::array<const Tensor*, N>& 
 // The values of a bool or numeric tensor as "is nonzero", read at a storage offset.
 template <typename F>
 void with_truth(const Tensor& t, F&& f) {
-  dispatch_any(t.dtype(), [&]<typename T>() {
+  dispatch_every(t.dtype(), [&]<typename T>() {
     const T* p = t.data<T>();
     f([p](std::int64_t off) { return p[off] != T(0); });
   });
@@ -78,7 +79,7 @@ Tensor select_gradient(const Tensor& cond, const Tensor& g, bool take_true) {
   if (out.is_meta()) return out;
   const Tensor gc = g;
   with_truth(cond, [&](auto truth) {
-    dispatch_floating(g.dtype(), "where backward", [&]<typename T>() {
+    dispatch_floating_all(g.dtype(), "where backward", [&]<typename T>() {
       const T* gp = gc.data<T>();
       T* o = out.data<T>();
       for_each_broadcast<2>(g.shape(), {&cond, &gc}, [&](std::int64_t i, const auto& off) {
@@ -101,8 +102,8 @@ Tensor compare(const Tensor& a_in, const Tensor& b_in, Comparison op) {
   Tensor out = Tensor::empty(shape, DType::b8);
   if (out.is_meta()) return out;
   bool* o = out.data<bool>();
-  dispatch_any(a_in.dtype(), [&]<typename A>() {
-    dispatch_any(b_in.dtype(), [&]<typename B>() {
+  dispatch_every(a_in.dtype(), [&]<typename A>() {
+    dispatch_every(b_in.dtype(), [&]<typename B>() {
       const A* pa = a_in.data<A>();
       const B* pb = b_in.data<B>();
       for_each_broadcast<2>(shape, {&a_in, &b_in}, [&](std::int64_t i, const auto& off) {
@@ -129,17 +130,22 @@ Tensor eq(const Tensor& a, const Tensor& b) {
   return compare(a, b, Comparison::eq);
 }
 
-Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+Tensor where(const Tensor& cond, const Tensor& x_in, const Tensor& y_in) {
   OpScope scope("where");
-  if (x.dtype() != y.dtype() || !is_floating(x.dtype()))
-    throw std::invalid_argument("where: expected x and y floating of one dtype, got " + x.str() +
-                                " and " + y.str());
+  if (!is_floating(x_in.dtype()) || !is_floating(y_in.dtype()))
+    throw std::invalid_argument("where: expected floating x and y, got " + x_in.str() + " and " +
+                                y_in.str());
+  // Type promotion (a bfloat16 x with a float32 y under autocast): on the CPU, TensorIterator
+  // converts the narrower operand into a temporary of the wider dtype first.
+  const DType common = promote_floating(x_in.dtype(), y_in.dtype());
+  const Tensor x = x_in.dtype() == common ? x_in : cast_raw(x_in, common);
+  const Tensor y = y_in.dtype() == common ? y_in : cast_raw(y_in, common);
   const Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), x.shape(), "where"), y.shape(), "where");
   Tensor out = Tensor::empty(shape, x.dtype());
   if (!out.is_meta())
     with_truth(cond, [&](auto truth) {
-      dispatch_floating(x.dtype(), "where", [&]<typename T>() {
+      dispatch_floating_all(x.dtype(), "where", [&]<typename T>() {
         const T* px = x.data<T>();
         const T* py = y.data<T>();
         T* o = out.data<T>();
@@ -148,7 +154,7 @@ Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
         });
       });
     });
-  record("WhereBackward0", {x, y}, {out}, {cond},
+  record("WhereBackward0", {x_in, y_in}, {out}, {cond},
          [xs = x.shape(), ys = y.shape()](BackwardContext& c) -> TensorList {
            const Tensor& g = c.grads[0];
            const Tensor& condition = c.saved[0];

@@ -31,7 +31,8 @@ OpSchema row(TensorList (*kernel)(const OpCall&, const TensorList&)) {
           .max_inputs = 2,
           .kernel = kernel,
           .cost = rows::elementwise_cost,
-          .python = python_loss<Type>};
+          .python = python_loss<Type>,
+          .autocast = {.cpu = AutocastPolicy::fp32, .cuda = AutocastPolicy::fp32}};
 }
 
 constexpr char kCrossEntropy[] = "cross_entropy", kNllLoss[] = "nll_loss", kMseLoss[] = "mse_loss";

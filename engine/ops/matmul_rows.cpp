@@ -161,7 +161,8 @@ void register_matmul_ops(OpTable& t) {
                             .module_class = "Linear",
                             .parameters = true,
                             .build = layer_linear}},
-         .parameter_names = {"weight", "bias"}});
+         .parameter_names = {"weight", "bias"},
+         .autocast = {.cpu = AutocastPolicy::lower, .cuda = AutocastPolicy::lower}});
   t.add({.type = "matmul",
          .min_inputs = 2,
          .max_inputs = 2,
@@ -171,7 +172,8 @@ void register_matmul_ops(OpTable& t) {
          .python = rows::python_infix<kMatmul>,
          .onnx = {{.op_type = "MatMul", .translate = onnx_matmul},
                   {.op_type = "Einsum", .since = 12, .translate = onnx_einsum}},
-         .native_layers = {{.name = "matmul", .build = layer_matmul}}});
+         .native_layers = {{.name = "matmul", .build = layer_matmul}},
+         .autocast = {.cpu = AutocastPolicy::lower, .cuda = AutocastPolicy::lower}});
 }
 
 }  // namespace ckpt

@@ -8,10 +8,20 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
 namespace {
+
+// The dtype of batch norm's parameters and statistics: the input's, or float32 for a bfloat16 or
+// float16 input (PyTorch's mixed-type CPU batch norm, which autocast leads to: the input comes
+// from a lower-precision convolution, the module's parameters stay float32).
+DType batch_norm_param_dtype(const Tensor& x, const Tensor& weight, const Tensor& running_mean) {
+  const Tensor& p = weight.defined() ? weight : running_mean;
+  if (p.defined() && is_reduced_floating(x.dtype()) && p.dtype() == DType::f32) return DType::f32;
+  return x.dtype();
+}
 
 void check_channel_vector(const Tensor& t, const char* what, std::int64_t c, DType dtype) {
   if (!t.defined()) return;
@@ -36,32 +46,36 @@ struct BnShape {
   std::int64_t count() const { return n * s; }
 };
 
-template <typename T>
+// T: the input's and output's element type; P: the parameters' and statistics' (T, or float for
+// a reduced T); M: what elements compute in (opmath).
+template <typename T, typename P>
 TensorList bn_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& w, const Tensor& rm,
                        const Tensor& rv, const Tensor& save_mean, const Tensor& save_invstd,
-                       bool training, double eps, const BnShape& b, const std::vector<bool>& need) {
+                       bool training, double eps, const BnShape& b, const std::vector<bool>& need,
+                       DType param_dtype) {
+  using M = opmath_t<T>;
   const Tensor gy = as_contiguous(gy_in);
   const Tensor x = as_contiguous(x_in);
   Tensor dx = need[0] ? Tensor::empty(x.shape(), x.dtype()) : Tensor();
-  Tensor dw = need.size() > 1 && need[1] ? Tensor::empty({b.c}, x.dtype()) : Tensor();
-  Tensor db = need.size() > 2 && need[2] ? Tensor::empty({b.c}, x.dtype()) : Tensor();
+  Tensor dw = need.size() > 1 && need[1] ? Tensor::empty({b.c}, param_dtype) : Tensor();
+  Tensor db = need.size() > 2 && need[2] ? Tensor::empty({b.c}, param_dtype) : Tensor();
   if (x.is_meta()) return {dx, dw, db, Tensor(), Tensor()};  // a dry run: buffers only
   const T* gp = gy.data<T>();
   const T* xp = x.data<T>();
-  const T* wp = ptr_or_null<T>(w);
+  const P* wp = ptr_or_null<P>(w);
   T* dxp = dx.defined() ? dx.data<T>() : nullptr;
-  T* dwp = dw.defined() ? dw.data<T>() : nullptr;
-  T* dbp = db.defined() ? db.data<T>() : nullptr;
+  P* dwp = dw.defined() ? dw.data<P>() : nullptr;
+  P* dbp = db.defined() ? db.data<P>() : nullptr;
   const double count = static_cast<double>(b.count());
 #pragma omp parallel for schedule(static) if (b.n * b.c * b.s > kParallelGrain)
   for (std::int64_t c = 0; c < b.c; ++c) {
     double mean, invstd;
     if (training) {
-      mean = static_cast<double>(save_mean.data<T>()[c]);
-      invstd = static_cast<double>(save_invstd.data<T>()[c]);
+      mean = static_cast<double>(save_mean.data<P>()[c]);
+      invstd = static_cast<double>(save_invstd.data<P>()[c]);
     } else {
-      mean = static_cast<double>(rm.data<T>()[c]);
-      invstd = 1.0 / std::sqrt(static_cast<double>(rv.data<T>()[c]) + eps);
+      mean = static_cast<double>(rm.data<P>()[c]);
+      invstd = 1.0 / std::sqrt(static_cast<double>(rv.data<P>()[c]) + eps);
     }
     // Sums in double, as PyTorch's CPU kernel accumulates; `omp simd` lets them vectorise.
     double sum = 0, dot = 0;
@@ -70,8 +84,8 @@ TensorList bn_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& w,
       const T* xv = xp + (n * b.c + c) * b.s;
 #pragma omp simd reduction(+ : sum, dot)
       for (std::int64_t i = 0; i < b.s; ++i) {
-        sum += g[i];
-        dot += (static_cast<double>(xv[i]) - mean) * g[i];
+        sum += static_cast<double>(g[i]);
+        dot += (static_cast<double>(xv[i]) - mean) * static_cast<double>(g[i]);
       }
     }
     const double wc = wp ? static_cast<double>(wp[c]) : 1.0;
@@ -81,60 +95,63 @@ TensorList bn_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& w,
       // from x before scaling, in that order, as PyTorch's kernel does: expanding it into
       // dY * a + x * b + d cancels catastrophically in float when |mean| >> std (DenseNet-121's
       // deep dense layers: 2 % off, against PyTorch's 2e-5).
-      const T kk = static_cast<T>(training ? dot * invstd * invstd / count : 0.0);
-      const T grad_mean = static_cast<T>(training ? sum / count : 0.0);
-      const T mean_t = static_cast<T>(mean);
-      const T scale = static_cast<T>(invstd * wc);
+      const M kk = static_cast<M>(training ? dot * invstd * invstd / count : 0.0);
+      const M grad_mean = static_cast<M>(training ? sum / count : 0.0);
+      const M mean_t = static_cast<M>(mean);
+      const M scale = static_cast<M>(invstd * wc);
       for (std::int64_t n = 0; n < b.n; ++n) {
         const T* g = gp + (n * b.c + c) * b.s;
         const T* xv = xp + (n * b.c + c) * b.s;
         T* d = dxp + (n * b.c + c) * b.s;
 #pragma omp simd
         for (std::int64_t i = 0; i < b.s; ++i)
-          d[i] = (g[i] - grad_mean - (xv[i] - mean_t) * kk) * scale;
+          d[i] = static_cast<T>(
+              (static_cast<M>(g[i]) - grad_mean - (static_cast<M>(xv[i]) - mean_t) * kk) * scale);
       }
     }
-    if (dwp) dwp[c] = static_cast<T>(dot * invstd);
-    if (dbp) dbp[c] = static_cast<T>(sum);
+    if (dwp) dwp[c] = static_cast<P>(dot * invstd);
+    if (dbp) dbp[c] = static_cast<P>(sum);
   }
   return {dx, dw, db, Tensor(), Tensor()};
 }
 
 // Channel c's batch statistics in two passes in double, as PyTorch's CPU kernel accumulates:
-// the mean (rounded to T, as it is saved) and the sum of squared deviations from it.
-template <typename T>
-std::pair<T, double> channel_mean_and_var_sum(const T* xp, std::int64_t c, const BnShape& b) {
+// the mean (rounded to its opmath type M, as it is saved) and the sum of squared deviations
+// from it.
+template <typename T, typename M = opmath_t<T>>
+std::pair<M, double> channel_mean_and_var_sum(const T* xp, std::int64_t c, const BnShape& b) {
   const double count = static_cast<double>(b.count());
   double sum = 0;
   for (std::int64_t n = 0; n < b.n; ++n) {
     const T* xv = xp + (n * b.c + c) * b.s;
 #pragma omp simd reduction(+ : sum)
-    for (std::int64_t i = 0; i < b.s; ++i) sum += xv[i];
+    for (std::int64_t i = 0; i < b.s; ++i) sum += static_cast<M>(xv[i]);
   }
-  const T mean = static_cast<T>(sum / count);
+  const M mean = static_cast<M>(sum / count);
   double var_sum = 0;
   for (std::int64_t n = 0; n < b.n; ++n) {
     const T* xv = xp + (n * b.c + c) * b.s;
 #pragma omp simd reduction(+ : var_sum)
     for (std::int64_t i = 0; i < b.s; ++i) {
-      const T d = xv[i] - mean;
+      const M d = static_cast<M>(xv[i]) - mean;
       var_sum += d * d;
     }
   }
   return {mean, var_sum};
 }
 
-template <typename T>
+template <typename T, typename P>
 void bn_forward(const Tensor& x, const Tensor& out, const Tensor& weight, const Tensor& bias,
                 const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
                 const Tensor& save_invstd, bool training, double momentum, double eps,
                 const BnShape& b) {
+  using M = opmath_t<T>;
   const T* xp = x.data<T>();
   T* op_ = out.data<T>();
-  const T* wp = ptr_or_null<T>(weight);
-  const T* bp = ptr_or_null<T>(bias);
-  T* rm = running_mean.defined() ? running_mean.data<T>() : nullptr;
-  T* rv = running_var.defined() ? running_var.data<T>() : nullptr;
+  const P* wp = ptr_or_null<P>(weight);
+  const P* bp = ptr_or_null<P>(bias);
+  P* rm = running_mean.defined() ? running_mean.data<P>() : nullptr;
+  P* rv = running_var.defined() ? running_var.data<P>() : nullptr;
   const double count = static_cast<double>(b.count());
 #pragma omp parallel for schedule(static) if (b.n * b.c * b.s > kParallelGrain)
   for (std::int64_t c = 0; c < b.c; ++c) {
@@ -143,23 +160,24 @@ void bn_forward(const Tensor& x, const Tensor& out, const Tensor& weight, const 
       const auto [mean, var_sum] = channel_mean_and_var_sum(xp, c, b);
       mean_d = static_cast<double>(mean);
       invstd_d = 1.0 / std::sqrt(var_sum / count + eps);
-      save_mean.data<T>()[c] = mean;
-      save_invstd.data<T>()[c] = static_cast<T>(invstd_d);
-      if (rm) rm[c] = static_cast<T>(momentum * mean_d + (1 - momentum) * rm[c]);
-      if (rv) rv[c] = static_cast<T>(momentum * (var_sum / (count - 1)) + (1 - momentum) * rv[c]);
+      save_mean.data<P>()[c] = static_cast<P>(mean);
+      save_invstd.data<P>()[c] = static_cast<P>(invstd_d);
+      if (rm) rm[c] = static_cast<P>(momentum * mean_d + (1 - momentum) * rm[c]);
+      if (rv) rv[c] = static_cast<P>(momentum * (var_sum / (count - 1)) + (1 - momentum) * rv[c]);
     } else {
       mean_d = static_cast<double>(rm[c]);
       invstd_d = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
     }
     // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
     const double alpha_d = invstd_d * (wp ? static_cast<double>(wp[c]) : 1.0);
-    const T alpha = static_cast<T>(alpha_d);
-    const T beta = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mean_d * alpha_d);
+    const M alpha = static_cast<M>(alpha_d);
+    const M beta = static_cast<M>((bp ? static_cast<double>(bp[c]) : 0.0) - mean_d * alpha_d);
     for (std::int64_t n = 0; n < b.n; ++n) {
       const T* xv = xp + (n * b.c + c) * b.s;
       T* o = op_ + (n * b.c + c) * b.s;
 #pragma omp simd
-      for (std::int64_t i = 0; i < b.s; ++i) o[i] = xv[i] * alpha + beta;
+      for (std::int64_t i = 0; i < b.s; ++i)
+        o[i] = static_cast<T>(static_cast<M>(xv[i]) * alpha + beta);
     }
   }
 }
@@ -167,10 +185,11 @@ void bn_forward(const Tensor& x, const Tensor& out, const Tensor& weight, const 
 void check_batch_norm_state(const Tensor& x, const BnShape& b, const Tensor& weight,
                             const Tensor& bias, const Tensor& running_mean,
                             const Tensor& running_var, bool training) {
-  check_channel_vector(weight, "weight", b.c, x.dtype());
-  check_channel_vector(bias, "bias", b.c, x.dtype());
-  check_channel_vector(running_mean, "running_mean", b.c, x.dtype());
-  check_channel_vector(running_var, "running_var", b.c, x.dtype());
+  const DType p = batch_norm_param_dtype(x, weight, running_mean);
+  check_channel_vector(weight, "weight", b.c, p);
+  check_channel_vector(bias, "bias", b.c, p);
+  check_channel_vector(running_mean, "running_mean", b.c, p);
+  check_channel_vector(running_var, "running_var", b.c, p);
   if (!training && (!running_mean.defined() || !running_var.defined()))
     throw std::invalid_argument(std::string("batch_norm: running_") +
                                 (running_mean.defined() ? "var" : "mean") +
@@ -179,6 +198,15 @@ void check_batch_norm_state(const Tensor& x, const BnShape& b, const Tensor& wei
     throw std::invalid_argument(
         "batch_norm: Expected more than 1 value per channel when training, got input size " +
         shape_str(x.shape()));
+}
+
+// f.template operator()<P>() with P the parameters' type: T's own, or float for a reduced T.
+template <typename T, typename F>
+decltype(auto) with_param_type(DType param_dtype, F&& f) {
+  if constexpr (is_reduced_v<T>) {
+    if (param_dtype == DType::f32) return f.template operator()<float>();
+  }
+  return f.template operator()<T>();
 }
 
 // In-place updates of model state move its version on, as PyTorch's do.
@@ -213,29 +241,35 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
   for (std::size_t d = 2; d < x.shape().size(); ++d) b.s *= x.shape()[d];
   check_batch_norm_state(x, b, weight, bias, running_mean, running_var, training);
 
+  const DType param_dtype = batch_norm_param_dtype(x, weight, running_mean);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   Tensor save_mean, save_invstd;
   if (training) {
-    save_mean = Tensor::empty({b.c}, x.dtype());
-    save_invstd = Tensor::empty({b.c}, x.dtype());
+    save_mean = Tensor::empty({b.c}, param_dtype);
+    save_invstd = Tensor::empty({b.c}, param_dtype);
   }
   if (!out.is_meta())
-    dispatch_floating(x.dtype(), "batch_norm", [&]<typename T>() {
-      bn_forward<T>(x, out, weight, bias, running_mean, running_var, save_mean, save_invstd,
-                    training, momentum, eps, b);
+    dispatch_floating_all(x.dtype(), "batch_norm", [&]<typename T>() {
+      with_param_type<T>(param_dtype, [&]<typename P>() {
+        bn_forward<T, P>(x, out, weight, bias, running_mean, running_var, save_mean, save_invstd,
+                         training, momentum, eps, b);
+      });
     });
   if (training) bump_tracked_state(running_mean, running_var, num_batches_tracked);
-  record("NativeBatchNormBackward0", {x_in, weight, bias}, {out},
-         {x_in, weight, running_mean, running_var, save_mean, save_invstd},
-         [training, eps, b](BackwardContext& c) -> TensorList {
-           const auto& s = c.saved;
-           return dispatch_floating(c.grads[0].dtype(), "batch_norm backward", [&]<typename T>() {
-             TensorList r = bn_backward<T>(c.grads[0], s[0], s[1], s[2], s[3], s[4], s[5], training,
-                                           eps, b, c.needs_input_grad);
-             r.resize(3);
-             return r;
-           });
-         });
+  record(
+      "NativeBatchNormBackward0", {x_in, weight, bias}, {out},
+      {x_in, weight, running_mean, running_var, save_mean, save_invstd},
+      [training, eps, b, param_dtype](BackwardContext& c) -> TensorList {
+        const auto& s = c.saved;
+        return dispatch_floating_all(c.grads[0].dtype(), "batch_norm backward", [&]<typename T>() {
+          return with_param_type<T>(param_dtype, [&]<typename P>() {
+            TensorList r = bn_backward<T, P>(c.grads[0], s[0], s[1], s[2], s[3], s[4], s[5],
+                                             training, eps, b, c.needs_input_grad, param_dtype);
+            r.resize(3);
+            return r;
+          });
+        });
+      });
   return out;
 }
 
@@ -265,6 +299,16 @@ void check_layer_norm_args(const Tensor& x, const Shape& normalized_shape, const
           " and normalized_shape = " + shape_str(normalized_shape));
   if (!is_floating(x.dtype()))
     throw std::invalid_argument("layer_norm: expected a floating-point input, got " + x.str());
+  // PyTorch 1.13's CPU layer_norm has no mixed-type kernel (its batch_norm has): a bfloat16 input
+  // with float32 parameters (a lower-precision op's output fed to nn.LayerNorm under CPU
+  // autocast) fails there as here. CUDA's autocast runs layer_norm in float32 instead.
+  for (const Tensor* t : {&weight, &bias})
+    if (t->defined() && t->dtype() != x.dtype())
+      throw std::invalid_argument(std::string("layer_norm: expected scalar type ") +
+                                  dtype_name(x.dtype()) + " but found " + dtype_name(t->dtype()) +
+                                  " (the " + (t == &weight ? "weight" : "bias") + " is " +
+                                  t->str() + ", the input " + x.str() +
+                                  "; PyTorch 1.13's CPU layer_norm fails the same way)");
 }
 
 template <typename T>
@@ -358,9 +402,9 @@ void layer_norm_param_grads(const LayerNormGradInputs<T>& in, const Shape& param
   }
   if (need_w) r[1] = Tensor::from_vector(dw, param_shape);
   if (need_b) r[2] = Tensor::from_vector(db, param_shape);
-  if (dtype == DType::f32) {
-    if (need_w) r[1] = cast_raw(r[1], DType::f32);
-    if (need_b) r[2] = cast_raw(r[2], DType::f32);
+  if (dtype != DType::f64) {
+    if (need_w) r[1] = cast_raw(r[1], dtype);
+    if (need_b) r[2] = cast_raw(r[2], dtype);
   }
 }
 
@@ -371,7 +415,7 @@ TensorList layer_norm_backward(BackwardContext& c, std::int64_t rows, std::int64
   const Tensor& w = c.saved[1];
   const auto& need = c.needs_input_grad;
   TensorList r(3);
-  dispatch_floating(gy.dtype(), "layer_norm backward", [&]<typename T>() {
+  dispatch_floating_all(gy.dtype(), "layer_norm backward", [&]<typename T>() {
     const bool live = !gy.is_meta();
     const Tensor wc = w.defined() ? as_contiguous(w) : Tensor();
     auto data = [live](const Tensor& t) { return data_or_null<T>(t, live); };
@@ -405,7 +449,7 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   Tensor mean = Tensor::empty(stat_shape, x.dtype());
   Tensor rstd = Tensor::empty(stat_shape, x.dtype());
   if (!out.is_meta())
-    dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
+    dispatch_floating_all(x.dtype(), "layer_norm", [&]<typename T>() {
       layer_norm_forward<T>(x, w, bb, out, mean, rstd, rows, m, eps);
     });
   record("NativeLayerNormBackward0", {x_in, weight, bias}, {out}, {x_in, weight, bias, mean, rstd},

@@ -203,7 +203,8 @@ void register_norm_ops(OpTable& t) {
                             .module_class = "LayerNorm",
                             .parameters = true,
                             .build = layer_layernorm}},
-         .parameter_names = {"weight", "bias"}});
+         .parameter_names = {"weight", "bias"},
+         .autocast = {.cuda = AutocastPolicy::fp32}});
 }
 
 }  // namespace ckpt

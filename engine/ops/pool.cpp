@@ -13,6 +13,7 @@
 #include "engine/kernels/kernels.hpp"
 #include "engine/ops/pool_detail.hpp"
 #include "engine/ops/reduce.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 // max_pool2d; the average poolings are in pool_avg.cpp.
 
@@ -137,7 +138,20 @@ void max_pool_forward_generic(const T* x, const PoolGeometry& g, T* out, std::in
 }
 
 template <typename T>
+void max_pool_forward_fast(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx);
+
+template <typename T>
 void max_pool_forward(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx) {
+  if constexpr (is_reduced_v<T>) {
+    // bfloat16 and float16 compare exactly as they are: the reference loop, no scratch plane.
+    if (out) max_pool_forward_generic(x, g, out, idx);
+  } else {
+    max_pool_forward_fast(x, g, out, idx);
+  }
+}
+
+template <typename T>
+void max_pool_forward_fast(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx) {
   const std::int64_t max_offset = (g.kh - 1) * g.dh * g.w + (g.kw - 1) * g.dw;
   if (max_offset >= (std::int64_t{1} << std::numeric_limits<T>::digits)) {
     if (out) max_pool_forward_generic(x, g, out, idx);
@@ -176,7 +190,7 @@ Tensor max_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
   const Shape os = pooled_shape(x, g.ho, g.wo);
   Tensor out = Tensor::empty(os, x.dtype());
   Tensor indices = Tensor::empty(os, DType::i64);
-  dispatch_floating(x.dtype(), "max_pool2d", [&]<typename T>() {
+  dispatch_floating_all(x.dtype(), "max_pool2d", [&]<typename T>() {
     const bool live = !out.is_meta();
     max_pool_forward<T>(data_or_null<T>(x, live), g, data_or_null<T>(out, live),
                         data_or_null<std::int64_t>(indices, live));
@@ -189,7 +203,7 @@ Tensor max_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
            // pass over the whole gradient).
            Tensor dx = Tensor::empty(shape, gy.dtype());
            if (!dx.is_meta())
-             dispatch_floating(gy.dtype(), "max_pool2d backward", [&]<typename T>() {
+             dispatch_floating_all(gy.dtype(), "max_pool2d backward", [&]<typename T>() {
                const T* gp = gy.data<T>();
                const std::int64_t* ip = idx.data<std::int64_t>();
                T* dp = dx.data<T>();

@@ -13,6 +13,7 @@
 #include "engine/kernels/kernels.hpp"
 #include "engine/ops/pool_detail.hpp"
 #include "engine/ops/reduce.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 // avg_pool2d and adaptive_avg_pool2d.
 
@@ -61,7 +62,8 @@ Tensor avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
   const Tensor x = as_contiguous(x_in);
   Tensor out = Tensor::empty(pooled_shape(x, g.ho, g.wo), x.dtype());
   if (!out.is_meta())
-    dispatch_floating(x.dtype(), "avg_pool2d", [&]<typename T>() {
+    dispatch_floating_all(x.dtype(), "avg_pool2d", [&]<typename T>() {
+      using M = opmath_t<T>;
       const T* xp = x.data<T>();
       T* op_ = out.data<T>();
 #pragma omp parallel for schedule(static) if (g.planes * g.ho * g.wo * g.kh * g.kw > kParallelGrain)
@@ -69,11 +71,13 @@ Tensor avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
         for (std::int64_t oh = 0; oh < g.ho; ++oh)
           for (std::int64_t ow = 0; ow < g.wo; ++ow) {
             const AvgWindow a = avg_window(g, oh, ow, count_include_pad);
-            T acc = 0;
+            M acc = 0;
             for (std::int64_t ih = a.h0; ih < a.h1; ++ih)
-              for (std::int64_t iw = a.w0; iw < a.w1; ++iw) acc += xp[(pl * g.h + ih) * g.w + iw];
+              for (std::int64_t iw = a.w0; iw < a.w1; ++iw)
+                acc += static_cast<M>(xp[(pl * g.h + ih) * g.w + iw]);
             op_[(pl * g.ho + oh) * g.wo + ow] =
-                a.h0 >= a.h1 || a.w0 >= a.w1 ? T(0) : acc / static_cast<T>(a.divisor);
+                a.h0 >= a.h1 || a.w0 >= a.w1 ? T(0)
+                                             : static_cast<T>(acc / static_cast<M>(a.divisor));
           }
     });
   record("AvgPool2DBackward0", {x_in}, {out}, {x_in},
@@ -81,7 +85,8 @@ Tensor avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
            const Tensor gy = as_contiguous(c.grads[0]);
            Tensor dx = Tensor::zeros(shape, gy.dtype());
            if (!dx.is_meta())
-             dispatch_floating(gy.dtype(), "avg_pool2d backward", [&]<typename T>() {
+             dispatch_floating_all(gy.dtype(), "avg_pool2d backward", [&]<typename T>() {
+               using M = opmath_t<T>;
                const T* gp = gy.data<T>();
                T* dp = dx.data<T>();
 #pragma omp parallel for schedule(static) if (g.planes * g.ho * g.wo > kParallelGrain)
@@ -90,7 +95,8 @@ Tensor avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
                    for (std::int64_t ow = 0; ow < g.wo; ++ow) {
                      const AvgWindow a = avg_window(g, oh, ow, count_include_pad);
                      if (a.h0 >= a.h1 || a.w0 >= a.w1) continue;
-                     const T v = gp[(pl * g.ho + oh) * g.wo + ow] / static_cast<T>(a.divisor);
+                     const T v = static_cast<T>(static_cast<M>(gp[(pl * g.ho + oh) * g.wo + ow]) /
+                                                static_cast<M>(a.divisor));
                      for (std::int64_t ih = a.h0; ih < a.h1; ++ih)
                        for (std::int64_t iw = a.w0; iw < a.w1; ++iw)
                          dp[(pl * g.h + ih) * g.w + iw] += v;
@@ -111,7 +117,8 @@ struct AdaptiveGeometry {
 
 void adaptive_avg_forward(const Tensor& x, Tensor& out, const AdaptiveGeometry& g) {
   if (out.is_meta()) return;
-  dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&]<typename T>() {
+  dispatch_floating_all(x.dtype(), "adaptive_avg_pool2d", [&]<typename T>() {
+    using M = opmath_t<T>;
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
 #pragma omp parallel for schedule(static) if (g.planes * g.h * g.w > kParallelGrain)
@@ -120,10 +127,12 @@ void adaptive_avg_forward(const Tensor& x, Tensor& out, const AdaptiveGeometry& 
         const std::int64_t h0 = adaptive_start(oh, g.ho, g.h), h1 = adaptive_end(oh, g.ho, g.h);
         for (std::int64_t ow = 0; ow < g.wo; ++ow) {
           const std::int64_t w0 = adaptive_start(ow, g.wo, g.w), w1 = adaptive_end(ow, g.wo, g.w);
-          T acc = 0;
+          M acc = 0;
           for (std::int64_t ih = h0; ih < h1; ++ih)
-            for (std::int64_t iw = w0; iw < w1; ++iw) acc += xp[(pl * g.h + ih) * g.w + iw];
-          yp[(pl * g.ho + oh) * g.wo + ow] = acc / static_cast<T>((h1 - h0) * (w1 - w0));
+            for (std::int64_t iw = w0; iw < w1; ++iw)
+              acc += static_cast<M>(xp[(pl * g.h + ih) * g.w + iw]);
+          yp[(pl * g.ho + oh) * g.wo + ow] =
+              static_cast<T>(acc / static_cast<M>((h1 - h0) * (w1 - w0)));
         }
       }
   });
@@ -131,7 +140,8 @@ void adaptive_avg_forward(const Tensor& x, Tensor& out, const AdaptiveGeometry& 
 
 void adaptive_avg_backward(const Tensor& gy, Tensor& dx, const AdaptiveGeometry& g) {
   if (dx.is_meta()) return;
-  dispatch_floating(gy.dtype(), "adaptive_avg_pool2d backward", [&]<typename T>() {
+  dispatch_floating_all(gy.dtype(), "adaptive_avg_pool2d backward", [&]<typename T>() {
+    using M = opmath_t<T>;
     const T* gp = gy.data<T>();
     T* dp = dx.data<T>();
 #pragma omp parallel for schedule(static) if (g.planes * g.h * g.w > kParallelGrain)
@@ -140,7 +150,8 @@ void adaptive_avg_backward(const Tensor& gy, Tensor& dx, const AdaptiveGeometry&
         const std::int64_t h0 = adaptive_start(oh, g.ho, g.h), h1 = adaptive_end(oh, g.ho, g.h);
         for (std::int64_t ow = 0; ow < g.wo; ++ow) {
           const std::int64_t w0 = adaptive_start(ow, g.wo, g.w), w1 = adaptive_end(ow, g.wo, g.w);
-          const T v = gp[(pl * g.ho + oh) * g.wo + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
+          const T v = static_cast<T>(static_cast<M>(gp[(pl * g.ho + oh) * g.wo + ow]) /
+                                     static_cast<M>((h1 - h0) * (w1 - w0)));
           for (std::int64_t ih = h0; ih < h1; ++ih)
             for (std::int64_t iw = w0; iw < w1; ++iw) dp[(pl * g.h + ih) * g.w + iw] += v;
         }

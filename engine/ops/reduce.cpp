@@ -6,6 +6,7 @@
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
 #include "engine/tensor/memory_semantics.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
@@ -128,7 +129,7 @@ Tensor amax(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim
   const Tensor xp = contiguous_copy(x.alias(r.shape, r.strides, x.offset()));
   Tensor out = Tensor::empty(r.out_shape, x.dtype());
   if (!out.is_meta())
-    dispatch_floating(x.dtype(), "amax", [&]<typename T>() {
+    dispatch_floating_all(x.dtype(), "amax", [&]<typename T>() {
       const T* p = xp.data<T>();
       T* o = out.data<T>();
       for (std::int64_t row = 0; row < r.rows; ++row)
@@ -141,7 +142,7 @@ Tensor amax(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim
            const Tensor xp2 = contiguous_copy(xs.alias(r.shape, r.strides, xs.offset()));
            Tensor dxp = Tensor::zeros(r.shape, g.dtype());
            if (!dxp.is_meta())
-             dispatch_floating(g.dtype(), "amax backward", [&]<typename T>() {
+             dispatch_floating_all(g.dtype(), "amax backward", [&]<typename T>() {
                const T *p = xp2.data<T>(), *gp = g.data<T>(), *rp = res.data<T>();
                T* d = dxp.data<T>();
                for (std::int64_t row = 0; row < r.rows; ++row) {

@@ -64,17 +64,23 @@ OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorL
           .onnx = std::move(onnx)};
 }
 
+// CUDA's autocast sums a lower-precision tensor into float32 (sum(x, dtype=float32)).
+OpSchema sum_in_fp32_on_cuda(OpSchema r) {
+  r.autocast.cuda = AutocastPolicy::fp32_set_opt_dtype;
+  return r;
+}
+
 }  // namespace
 
 void register_reduce_ops(OpTable& t) {
-  OpSchema sum = row(kSum, run_sum, rows::python_method<kSum>);
+  OpSchema sum = sum_in_fp32_on_cuda(row(kSum, run_sum, rows::python_method<kSum>));
   sum.native_layers = {{.name = kSum, .build = rows::layer_reduction}};
   t.add(std::move(sum));
   OpSchema mean = row(kMean, run_mean, rows::python_method<kMean>);
   mean.native_layers = {{.name = kMean, .build = rows::layer_reduction}};
   t.add(std::move(mean));
-  t.add(row("sum_dims", run_sum_dims, python_dims<kSum>,
-            {{.op_type = "ReduceSum", .translate = onnx_reduce<true>}}));
+  t.add(sum_in_fp32_on_cuda(row("sum_dims", run_sum_dims, python_dims<kSum>,
+                                {{.op_type = "ReduceSum", .translate = onnx_reduce<true>}})));
   t.add(row("amax", run_amax, nullptr,
             {{.op_type = "ReduceMax", .until = 17, .translate = onnx_reduce_max}}));
   t.add(row("mean_dims", run_mean_dims, python_dims<kMean>,

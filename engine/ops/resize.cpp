@@ -7,6 +7,7 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
@@ -166,7 +167,7 @@ Tensor upsample_nearest2d(const Tensor& x_in, std::array<std::int64_t, 2> size) 
   const auto ih = source_index(h, ho), iw = source_index(w, wo);
   Tensor out = Tensor::empty({x.shape()[0], x.shape()[1], ho, wo}, x.dtype());
   if (!out.is_meta())
-    dispatch_floating(x.dtype(), "upsample_nearest2d", [&]<typename T>() {
+    dispatch_floating_all(x.dtype(), "upsample_nearest2d", [&]<typename T>() {
       const T* xp = x.data<T>();
       T* op_ = out.data<T>();
 #pragma omp parallel for schedule(static) if (planes * ho * wo > (1 << 16))
@@ -181,7 +182,7 @@ Tensor upsample_nearest2d(const Tensor& x_in, std::array<std::int64_t, 2> size) 
            const Tensor gy = as_contiguous(c.grads[0]);
            Tensor dx = Tensor::zeros(shape, gy.dtype());
            if (!dx.is_meta())
-             dispatch_floating(gy.dtype(), "upsample_nearest2d backward", [&]<typename T>() {
+             dispatch_floating_all(gy.dtype(), "upsample_nearest2d backward", [&]<typename T>() {
                const T* gp = gy.data<T>();
                T* dp = dx.data<T>();
 #pragma omp parallel for schedule(static) if (planes * ho * wo > (1 << 16))

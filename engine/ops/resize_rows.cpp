@@ -107,12 +107,14 @@ void register_resize_ops(OpTable& t) {
          .kernel = run_upsample_nearest2d,
          .cost = rows::elementwise_cost,
          .python = python_upsample_nearest2d,
-         .onnx = {{.op_type = "Resize", .since = 10, .translate = onnx_resize}}});
+         .onnx = {{.op_type = "Resize", .since = 10, .translate = onnx_resize}},
+         .autocast = {.cuda = AutocastPolicy::fp32}});
   // Its ONNX form is Resize's mode "linear", translated by the rule above.
   t.add({.type = "upsample_bilinear2d",
          .kernel = run_upsample_bilinear2d,
          .cost = rows::elementwise_cost,
-         .python = python_upsample_bilinear2d});
+         .python = python_upsample_bilinear2d,
+         .autocast = {.cuda = AutocastPolicy::fp32}});
 }
 
 }  // namespace ckpt

@@ -307,7 +307,8 @@ void register_shape_ops_ops(OpTable& t) {
          .cost = rows::elementwise_cost,
          .python = python_cat,
          .onnx = {{.op_type = "Concat", .translate = translate_concat, .fold = fold_concat}},
-         .native_layers = {{.name = "cat", .build = layer_cat}}});
+         .native_layers = {{.name = "cat", .build = layer_cat}},
+         .autocast = {.cpu = AutocastPolicy::promote, .cuda = AutocastPolicy::promote}});
   t.add({.type = "constant_pad",
          .kernel = run_constant_pad,
          .cost = rows::elementwise_cost,

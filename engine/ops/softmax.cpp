@@ -7,6 +7,7 @@
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
 #include "engine/tensor/memory_semantics.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
@@ -44,8 +45,38 @@ void for_lanes(const Lanes& l, F&& f) {
   }
 }
 
+// A reduced dtype computes in float and rounds each output once (ATen's vectorised CPU softmax
+// for bfloat16): the exponentials are computed again rather than stored rounded.
+template <typename T>
+void softmax_kernel_reduced(const T* x, T* y, const Lanes& l, bool log) {
+  using M = opmath_t<T>;
+  const std::int64_t st = l.inner;
+  for_lanes(l, [&](std::int64_t base) {
+    M m = -std::numeric_limits<M>::infinity();
+    for (std::int64_t j = 0; j < l.size; ++j) m = std::max(m, static_cast<M>(x[base + j * st]));
+    M sum = 0;
+    for (std::int64_t j = 0; j < l.size; ++j) sum += std::exp(static_cast<M>(x[base + j * st]) - m);
+    const M lse = std::log(sum), inv = M(1) / sum;
+    for (std::int64_t j = 0; j < l.size; ++j) {
+      const M v = static_cast<M>(x[base + j * st]) - m;
+      y[base + j * st] = static_cast<T>(log ? v - lse : std::exp(v) * inv);
+    }
+  });
+}
+
+template <typename T>
+void softmax_kernel_full(const T* x, T* y, const Lanes& l, bool log);
+
 template <typename T>
 void softmax_kernel(const T* x, T* y, const Lanes& l, bool log) {
+  if constexpr (is_reduced_v<T>)
+    softmax_kernel_reduced(x, y, l, log);
+  else
+    softmax_kernel_full(x, y, l, log);
+}
+
+template <typename T>
+void softmax_kernel_full(const T* x, T* y, const Lanes& l, bool log) {
   const std::int64_t st = l.inner;
   for_lanes(l, [&](std::int64_t base) {
     T m = -std::numeric_limits<T>::infinity();
@@ -72,8 +103,9 @@ Tensor softmax_impl(const Tensor& x_in, std::int64_t dim, bool log) {
   const Tensor x = as_contiguous(x_in);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   if (!out.is_meta())
-    dispatch_floating(x.dtype(), op,
-                      [&]<typename T>() { softmax_kernel<T>(x.data<T>(), out.data<T>(), l, log); });
+    dispatch_floating_all(x.dtype(), op, [&]<typename T>() {
+      softmax_kernel<T>(x.data<T>(), out.data<T>(), l, log);
+    });
   record(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {x_in}, {out}, {out},
          [l, log](BackwardContext& c) -> TensorList {
            const Tensor g = as_contiguous(c.grads[0]);
@@ -87,29 +119,32 @@ Tensor softmax_impl(const Tensor& x_in, std::int64_t dim, bool log) {
              const Tensor product = Tensor::empty(g.shape(), g.dtype());
            }
            if (!dx.is_meta())
-             dispatch_floating(g.dtype(), "softmax backward", [&]<typename T>() {
+             dispatch_floating_all(g.dtype(), "softmax backward", [&]<typename T>() {
+               using M = opmath_t<T>;
                const T* gp = g.data<T>();
                const T* yp = y.data<T>();
                T* dp = dx.data<T>();
                const std::int64_t st = l.inner;
                for_lanes(l, [&](std::int64_t base) {
-                 T acc = 0;
+                 M acc = 0;
                  if (log) {
                    // d log_softmax: g - exp(y) * sum(g)
-                   for (std::int64_t j = 0; j < l.size; ++j) acc += gp[base + j * st];
+                   for (std::int64_t j = 0; j < l.size; ++j)
+                     acc += static_cast<M>(gp[base + j * st]);
                    for (std::int64_t j = 0; j < l.size; ++j) {
                      const auto k = base + j * st;
-                     dp[k] = gp[k] - std::exp(yp[k]) * acc;
+                     dp[k] = static_cast<T>(static_cast<M>(gp[k]) -
+                                            std::exp(static_cast<M>(yp[k])) * acc);
                    }
                  } else {
                    // d softmax: y * (g - sum(g * y))
                    for (std::int64_t j = 0; j < l.size; ++j) {
                      const auto k = base + j * st;
-                     acc += gp[k] * yp[k];
+                     acc += static_cast<M>(gp[k]) * static_cast<M>(yp[k]);
                    }
                    for (std::int64_t j = 0; j < l.size; ++j) {
                      const auto k = base + j * st;
-                     dp[k] = yp[k] * (gp[k] - acc);
+                     dp[k] = static_cast<T>(static_cast<M>(yp[k]) * (static_cast<M>(gp[k]) - acc));
                    }
                  }
                });

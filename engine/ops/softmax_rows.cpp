@@ -57,8 +57,10 @@ void register_softmax_ops(OpTable& t) {
          .onnx = {{.op_type = "Softmax",
                    .translate = onnx_softmax<kSoftmax>,
                    .module_class = kSoftmaxModule}},
-         .native_layers = {
-             {.name = kSoftmax, .module_class = kSoftmaxModule, .build = rows::layer_with_dim}}});
+         .native_layers = {{.name = kSoftmax,
+                            .module_class = kSoftmaxModule,
+                            .build = rows::layer_with_dim}},
+         .autocast = {.cuda = AutocastPolicy::fp32_set_opt_dtype}});
   t.add({.type = kLogSoftmax,
          .kernel = run_log_softmax,
          .cost = rows::elementwise_cost,
@@ -67,7 +69,8 @@ void register_softmax_ops(OpTable& t) {
          .onnx = {{.op_type = "LogSoftmax", .translate = onnx_softmax<kLogSoftmax>}},
          .native_layers = {{.name = kLogSoftmax,
                             .module_class = kLogSoftmaxModule,
-                            .build = rows::layer_with_dim}}});
+                            .build = rows::layer_with_dim}},
+         .autocast = {.cuda = AutocastPolicy::fp32_set_opt_dtype}});
 }
 
 }  // namespace ckpt

@@ -45,11 +45,11 @@ Tensor sqrt(const Tensor& x) {
 Tensor relu(const Tensor& x) {
   OpScope op("relu");
   // Typed, not through double: ReLU is on every hot path. NaN propagates, as in PyTorch.
-  Tensor out = dispatch_floating(x.dtype(), "relu", [&]<typename T>() {
+  Tensor out = dispatch_floating_all(x.dtype(), "relu", [&]<typename T>() {
     return unary_map<T>(x, [](T v) { return v < T(0) ? T(0) : v; });
   });
   record("ReluBackward0", {x}, {out}, {out}, [](BackwardContext& c) -> TensorList {
-    return {dispatch_floating(c.grads[0].dtype(), "relu backward", [&]<typename T>() {
+    return {dispatch_floating_all(c.grads[0].dtype(), "relu backward", [&]<typename T>() {
       return binary_map<T>(
           c.grads[0], c.saved[0], [](T g, T r) { return r > T(0) ? g : T(0); }, "relu backward");
     })};
@@ -121,7 +121,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
     throw std::invalid_argument("torch.clamp: At least one of 'min' or 'max' must not be None");
   const bool has_min = min.has_value(), has_max = max.has_value();
   const double lo = min.value_or(0), hi = max.value_or(0);
-  Tensor out = dispatch_floating(x.dtype(), "clamp", [&]<typename T>() {
+  Tensor out = dispatch_floating_all(x.dtype(), "clamp", [&]<typename T>() {
     const T l = static_cast<T>(lo), h = static_cast<T>(hi);
     return unary_map<T>(x, [=](T v) {
       if (std::isnan(v)) return v;
@@ -131,7 +131,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
     });
   });
   record("ClampBackward1", {x}, {out}, {x}, [=](BackwardContext& c) -> TensorList {
-    return {dispatch_floating(c.grads[0].dtype(), "clamp backward", [&]<typename T>() {
+    return {dispatch_floating_all(c.grads[0].dtype(), "clamp backward", [&]<typename T>() {
       const T l = static_cast<T>(lo), h = static_cast<T>(hi);
       return binary_map<T>(
           c.grads[0], c.saved[0],
@@ -144,12 +144,12 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 
 Tensor hardtanh(const Tensor& x, double min, double max) {
   OpScope op("hardtanh");
-  Tensor out = dispatch_floating(x.dtype(), "hardtanh", [&]<typename T>() {
+  Tensor out = dispatch_floating_all(x.dtype(), "hardtanh", [&]<typename T>() {
     const T l = static_cast<T>(min), h = static_cast<T>(max);
     return unary_map<T>(x, [=](T v) { return std::isnan(v) ? v : (v < l ? l : (v > h ? h : v)); });
   });
   record("HardtanhBackward0", {x}, {out}, {x}, [=](BackwardContext& c) -> TensorList {
-    return {dispatch_floating(c.grads[0].dtype(), "hardtanh backward", [&]<typename T>() {
+    return {dispatch_floating_all(c.grads[0].dtype(), "hardtanh backward", [&]<typename T>() {
       const T l = static_cast<T>(min), h = static_cast<T>(max);
       return binary_map<T>(
           c.grads[0], c.saved[0], [=](T g, T v) { return v <= l || v >= h ? T(0) : g; },

@@ -5,15 +5,18 @@
 
 #include "engine/kernels/kernels.hpp"
 #include "engine/tensor/memory_semantics.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt::unary_detail {
 
 // f is generic (takes `auto`): it runs in the tensor's own precision, float math for f32
-// (as PyTorch's kernels do), not through a double round trip.
+// (as PyTorch's kernels do), not through a double round trip; bfloat16 and float16 in float,
+// rounded once (ATen's opmath).
 template <typename F>
 Tensor map_floating(const Tensor& x, const char* op, F f) {
-  return dispatch_floating(x.dtype(), op, [&]<typename T>() {
-    return unary_map<T>(x, [&](T v) { return static_cast<T>(f(v)); });
+  return dispatch_floating_all(x.dtype(), op, [&]<typename T>() {
+    using M = opmath_t<T>;
+    return unary_map<T>(x, [&](T v) { return static_cast<T>(f(static_cast<M>(v))); });
   });
 }
 
@@ -31,9 +34,14 @@ template <typename F>
 Tensor chain(const Tensor& grad, const Tensor& saved, const char* op, F derivative) {
   if (memory_semantics(grad.device()).kernels == KernelAllocations::pytorch_cuda &&
       grad.dtype() == saved.dtype())
-    return dispatch_floating(grad.dtype(), op, [&]<typename T>() {
+    return dispatch_floating_all(grad.dtype(), op, [&]<typename T>() {
+      using M = opmath_t<T>;
       return binary_map<T>(
-          grad, saved, [&](T g, T v) { return static_cast<T>(g * derivative(v)); }, op);
+          grad, saved,
+          [&](T g, T v) {
+            return static_cast<T>(static_cast<M>(g) * derivative(static_cast<M>(v)));
+          },
+          op);
     });
   return mul_raw(grad, map_floating(saved, op, derivative));
 }

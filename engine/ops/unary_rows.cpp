@@ -165,9 +165,16 @@ template <const char* Type>
 OpSchema torch_unary(TensorList (*kernel)(const OpCall&, const TensorList&), OnnxRule onnx) {
   return simple(Type, kernel, {std::move(onnx)}, python_function<kTorch, Type>);
 }
+// CUDA's autocast computes exp, log, softplus (and pow) in float32; the CPU's runs them as given.
+OpSchema in_fp32_on_cuda(OpSchema row) {
+  row.autocast.cuda = AutocastPolicy::fp32;
+  return row;
+}
 void add_torch_unary(OpTable& t) {
-  t.add(torch_unary<kExp>(unary<exp>, {.op_type = "Exp", .translate = rows::onnx_unary<kExp>}));
-  t.add(torch_unary<kLog>(unary<log>, {.op_type = "Log", .translate = rows::onnx_unary<kLog>}));
+  t.add(in_fp32_on_cuda(
+      torch_unary<kExp>(unary<exp>, {.op_type = "Exp", .translate = rows::onnx_unary<kExp>})));
+  t.add(in_fp32_on_cuda(
+      torch_unary<kLog>(unary<log>, {.op_type = "Log", .translate = rows::onnx_unary<kLog>})));
   t.add(torch_unary<kSqrt>(
       unary<sqrt>, {.op_type = "Sqrt", .translate = rows::onnx_unary<kSqrt>, .fold = fold_sqrt}));
   t.add(torch_unary<kErf>(unary<erf>, {.op_type = "Erf", .translate = rows::onnx_unary<kErf>}));
@@ -230,7 +237,8 @@ void register_unary_ops(OpTable& t) {
          .python = python_softplus,
          .python_module = python_nn<kSoftplusModule>,
          .onnx = {{.op_type = "Softplus", .translate = rows::onnx_unary<kSoftplus>}},
-         .native_layers = {{.name = "softplus", .module_class = kSoftplusModule}}});
+         .native_layers = {{.name = "softplus", .module_class = kSoftplusModule}},
+         .autocast = {.cuda = AutocastPolicy::fp32}});
   t.add({.type = kAbs,
          .kernel = unary<abs>,
          .cost = elementwise_cost,

@@ -45,6 +45,20 @@ std::string indent(const std::string& text, int n) {
   return out;
 }
 
+namespace {
+
+// The training step the run assumed, around the user's own call and loss (an ONNX file has
+// neither): nothing without an optimizer or autocast.
+std::string onnx_training_step(const RunSettings& s) {
+  if (s.optimizer.kind == OptimizerKind::none && s.amp == AmpMode::off) return {};
+  const std::string loss = std::string("loss = out") + (s.amp != AmpMode::off ? ".float()" : "") +
+                           ".sum()  # your loss\n";
+  return "\n# The training step Checkpoint Lab ran, around your model's call and loss:\n" +
+         training_step_setup(s) + training_step(s, "out = model(x)\n" + loss, "out");
+}
+
+}  // namespace
+
 std::string onnx_code(const Model& m, const RunRequest& c) {
   std::ostringstream s;
   s << "# Checkpointing for " << m.source << ", exported to ONNX from a PyTorch model.\n"
@@ -65,7 +79,7 @@ std::string onnx_code(const Model& m, const RunRequest& c) {
     << "        module.forward = forward\n\n\n";
   if (c.plan.modules.empty() && c.plan.segments == 0) {
     s << "# No module is checkpointed in this configuration.\n";
-    return s.str();
+    return s.str() + onnx_training_step(c.settings);
   }
   std::set<std::string> defs;
   for (const auto& path : c.plan.modules) {
@@ -85,7 +99,7 @@ std::string onnx_code(const Model& m, const RunRequest& c) {
       << "model.forward = lambda x: checkpoint_sequential(children, " << c.plan.segments << ", x"
       << (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False") << ")\n";
   }
-  return s.str();
+  return s.str() + onnx_training_step(c.settings);
 }
 
 }  // namespace ckpt::pytorch_code_detail

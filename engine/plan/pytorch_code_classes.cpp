@@ -199,55 +199,59 @@ std::string NativeWriter::header() const {
 std::string NativeWriter::usage() const {
   std::ostringstream u;
   const std::int64_t batch = c_.settings.batch > 0 ? c_.settings.batch : m_.scenario.batch;
-  u << "torch.manual_seed(" << c_.settings.seed
-    << ")\nmodel = build_model()  # weights: "
-       "model.load_state_dict(...) to use Checkpoint Lab's\nmodel.train()\n";
-  const bool optimizer = c_.settings.optimizer.kind != OptimizerKind::none;
-  if (optimizer) u << "optimizer = make_optimizer(model)\n";
+  // A run for the cuda device is a GPU's step: the model and its inputs on the GPU, where
+  // torch.autocast("cuda") applies.
+  const bool cuda = c_.settings.device == Device::cuda;
+  const std::string on = cuda ? ", device=\"cuda\"" : "";
+  u << "torch.manual_seed(" << c_.settings.seed << ")\nmodel = build_model()"
+    << (cuda ? ".cuda()" : "")
+    << "  # weights: model.load_state_dict(...) to use Checkpoint Lab's\nmodel.train()\n";
   std::string call;
   for (const auto& in : m_.inputs) {
     const Shape s = resolve_input_shape(in, batch);
     const std::string n = py::ident(in.name);
     if (in.is_target && in.classes > 0) {
-      u << n << " = torch.randint(0, " << in.classes << ", " << py::ints(s) << ")\n";
+      u << n << " = torch.randint(0, " << in.classes << ", " << py::ints(s) << on << ")\n";
       continue;
     }
     if (in.classes > 0 || in.arange) {  // token ids or positions: integers, never grad
       if (in.classes > 0)
-        u << n << " = torch.randint(0, " << in.classes << ", " << py::ints(s) << ")\n";
+        u << n << " = torch.randint(0, " << in.classes << ", " << py::ints(s) << on << ")\n";
       else if (s.size() <= 1)
-        u << n << " = torch.arange(" << (s.empty() ? 1 : s.back()) << ")\n";
+        u << n << " = torch.arange(" << (s.empty() ? 1 : s.back()) << on << ")\n";
       else
-        u << n << " = torch.arange(" << s.back() << ").expand(" << py::ints(s)
+        u << n << " = torch.arange(" << s.back() << on << ").expand(" << py::ints(s)
           << ").contiguous()\n";
       call += (call.empty() ? "" : ", ") + n;
       continue;
     }
     const bool rg = !in.is_target && c_.settings.input_requires_grad.value_or(in.requires_grad);
-    u << n << " = torch.randn(" << py::ints(s) << (rg ? ", requires_grad=True" : "") << ")\n";
+    u << n << " = torch.randn(" << py::ints(s) << on << (rg ? ", requires_grad=True" : "") << ")\n";
     if (!in.is_target) call += (call.empty() ? "" : ", ") + n;
   }
   std::string outs;
   for (std::size_t i = 0; i < m_.outputs.size(); ++i)
     outs +=
         (i ? ", " : "") + std::string(m_.outputs.size() == 1 ? "out" : "out" + std::to_string(i));
-  u << outs << " = model(" << call << ")\n";
+  // Under autocast the outputs are summed as float32 (`out.float()`), as the engine's run does.
+  const std::string as_float = c_.settings.amp != AmpMode::off ? ".float()" : "";
+  std::ostringstream f;
+  f << outs << " = model(" << call << ")\n";
   const LossKind kind = c_.settings.loss.value_or(m_.scenario.loss);
   if (kind == LossKind::model && loss_op_ >= 0) {
     const OpNode& op = m_.ops[static_cast<std::size_t>(loss_op_)];
-    u << "loss = " << py::op_expression(op, {"out", py::ident(op.inputs[1])}, {}) << "\n";
+    f << "loss = " << py::op_expression(op, {"out", py::ident(op.inputs[1])}, {}) << "\n";
   } else if (m_.outputs.size() == 1) {
-    u << "loss = out." << (kind == LossKind::mean ? "mean" : "sum") << "()\n";
+    f << "loss = out" << as_float << "." << (kind == LossKind::mean ? "mean" : "sum") << "()\n";
   } else {
     std::string s, n;
     for (std::size_t i = 0; i < m_.outputs.size(); ++i) {
-      s += (i ? " + " : "") + std::string("out") + std::to_string(i) + ".sum()";
+      s += (i ? " + " : "") + std::string("out") + std::to_string(i) + as_float + ".sum()";
       n += (i ? " + " : "") + std::string("out") + std::to_string(i) + ".numel()";
     }
-    u << "loss = " << (kind == LossKind::mean ? "(" + s + ") / (" + n + ")" : s) << "\n";
+    f << "loss = " << (kind == LossKind::mean ? "(" + s + ") / (" + n + ")" : s) << "\n";
   }
-  u << "loss.backward()\n";
-  if (optimizer) u << "optimizer.step()\noptimizer.zero_grad(set_to_none=True)\n";
+  u << training_step_setup(c_.settings) << training_step(c_.settings, f.str(), outs);
   return u.str();
 }
 

@@ -26,6 +26,14 @@ std::string owner_of(const std::string& param);
 std::string checkpoint_kwargs(const RunRequest& c);
 std::string indent(const std::string& text, int n);
 
+// pytorch_code_step.cpp: the training step the run assumed around the forward and loss lines
+// (which compute `loss` from `outputs`): the optimizer and scaler to make first, then the step
+// itself (under torch.autocast, backward, the optimizer's step).
+std::string training_step_setup(const RunSettings& s);
+std::string training_step(const RunSettings& s, const std::string& forward_and_loss,
+                          const std::string& outputs);
+bool scales_gradients(const RunSettings& s);  // float16 on CUDA with an optimizer
+
 // For an ONNX model, whose Python source is not known.
 std::string onnx_code(const Model& m, const RunRequest& c);
 

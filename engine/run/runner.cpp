@@ -17,9 +17,11 @@
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/kernels/kernels.hpp"
 #include "engine/model/finalize.hpp"
+#include "engine/ops/autocast.hpp"
 #include "engine/ops/ops.hpp"
 #include "engine/run/compiled_model.hpp"
 #include "engine/run/executor.hpp"
+#include "engine/run/grad_scaler.hpp"
 #include "engine/run/optimizer.hpp"
 #include "engine/run/time_estimate.hpp"
 #include "engine/tensor/generator.hpp"
@@ -117,14 +119,21 @@ TensorList make_inputs(const Model& model, const RunSettings& settings, std::int
   return out;
 }
 
-Tensor make_loss(const Model& model, LossKind kind, const TensorList& outputs,
-                 const Tensor& model_loss) {
+// The loss of the run; under autocast the outputs summed as float32 (`out.float().sum()`, as
+// PyTorch's AMP recipes and the GPU oracle compute it: a bfloat16 sum of a large output loses
+// its digits), which the model's own loss ops get from their fp32 autocast rule.
+Tensor make_loss(const Model& model, LossKind kind, const TensorList& given,
+                 const Tensor& model_loss, bool amp) {
   NodeScope node("loss");
   if (kind == LossKind::model) {
     if (!model_loss.defined())
       throw std::invalid_argument(model.source + ": the model computes no loss of its own");
     return model_loss;
   }
+  TensorList outputs = given;
+  if (amp)
+    for (Tensor& o : outputs)
+      if (is_reduced_floating(o.dtype())) o = cast(o, DType::f32);
   if (outputs.size() == 1) return kind == LossKind::sum ? sum(outputs[0]) : mean(outputs[0]);
   Tensor total;
   std::int64_t count = 0;
@@ -241,12 +250,35 @@ void add_step_costs(const Optimizer& optimizer, std::unordered_map<std::string, 
   for (auto& [node, cost] : optimizer.step_costs()) costs[node] = cost;
 }
 
-// The optimizer's step after backward: what it leaves is the run's parameters and state.
-void run_optimizer_step(Optimizer& optimizer, RunResult& result) {
+// The run's mixed precision: autocast's state for the forward, or none. PyTorch 1.13's CPU
+// autocast knows bfloat16 only: asked for float16 it warns and disables itself (and a
+// GradScaler without CUDA does the same), so a cpu run with --amp fp16 is a float32 run, saying
+// so.
+std::optional<AutocastState> autocast_of(const RunSettings& settings) {
+  if (settings.amp == AmpMode::off) return std::nullopt;
+  const DType lower = settings.amp == AmpMode::bf16 ? DType::bf16 : DType::f16;
+  if (settings.device == Device::cpu && lower == DType::f16) {
+    warn(
+        "In CPU autocast, but the target dtype is not supported. Disabling autocast. CPU "
+        "Autocast only supports dtype of torch.bfloat16 currently. (PyTorch 1.13: --amp fp16 on "
+        "the cpu runs in float32; use --amp bf16, or a dry run for --device cuda)");
+    if (settings.optimizer.kind != OptimizerKind::none)
+      warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.");
+    return std::nullopt;
+  }
+  return AutocastState{true, lower, settings.device};
+}
+
+// The optimizer's step after backward (through the gradient scaler with float16): what it
+// leaves is the run's parameters and state.
+void run_optimizer_step(Optimizer& optimizer, GradScaler* scaler, RunResult& result) {
   {
     PhaseScope phase(Phase::optimizer);
     const auto t0 = Clock::now();
-    optimizer.step();
+    if (scaler)
+      scaler->step_and_update(optimizer);
+    else
+      optimizer.step();
     result.times.optimizer_ms = ms_since(t0);
   }
   for (const auto& p : optimizer.parameters()) result.parameters[p.name] = p.tensor;
@@ -289,34 +321,45 @@ TensorList held_outside(const TensorList& ts) {
 }
 
 // The forward phase: the model's outputs, then its loss (none for an inference run whose
-// outputs are integers); the values the executor returns die with it, before backward.
-void run_forward(Executor& executor, const Model& model, const CompiledModel& compiled,
-                 const RunSettings& settings, LossKind loss_kind, const TensorList& statics,
-                 const TensorList& inputs, RunResult& result) {
+// outputs are integers), under `autocast` when the run has mixed precision; the values the
+// executor returns die with it, before backward. Returns what backward starts from: the loss,
+// or the loss the gradient scaler scaled.
+Tensor run_forward(Executor& executor, const Model& model, const CompiledModel& compiled,
+                   const RunSettings& settings, LossKind loss_kind, const TensorList& statics,
+                   const TensorList& inputs, const std::optional<AutocastState>& amp,
+                   const GradScaler* scaler, RunResult& result) {
   std::vector<int> wanted = compiled.outputs();
   if (compiled.loss_id() >= 0) wanted.push_back(compiled.loss_id());
   TensorList values;  // declared first: freed after the forward phase has ended
   PhaseScope phase(Phase::forward);
   const auto tf = Clock::now();
-  values = executor.forward(statics, inputs, wanted);
-  result.outputs.assign(values.begin(),
-                        values.begin() + static_cast<std::ptrdiff_t>(compiled.outputs().size()));
-  const bool floating = std::all_of(result.outputs.begin(), result.outputs.end(),
-                                    [](const Tensor& t) { return is_floating(t.dtype()); });
-  if (settings.backward || floating || loss_kind == LossKind::model)
-    result.loss = make_loss(model, loss_kind, result.outputs,
-                            compiled.loss_id() >= 0 ? values.back() : Tensor());
+  {
+    std::optional<AutocastScope> autocast;  // `with torch.autocast(...)`: forward and loss
+    if (amp) autocast.emplace(*amp);
+    values = executor.forward(statics, inputs, wanted);
+    result.outputs.assign(values.begin(),
+                          values.begin() + static_cast<std::ptrdiff_t>(compiled.outputs().size()));
+    const bool floating = std::all_of(result.outputs.begin(), result.outputs.end(),
+                                      [](const Tensor& t) { return is_floating(t.dtype()); });
+    if (settings.backward || floating || loss_kind == LossKind::model)
+      result.loss = make_loss(model, loss_kind, result.outputs,
+                              compiled.loss_id() >= 0 ? values.back() : Tensor(), amp.has_value());
+  }
   if (result.loss.defined()) check_anomaly({result.loss}, "loss", "");
   // A training step's code (`loss = criterion(model(x), y)`) keeps no reference to the outputs:
   // they live on only where autograd saved them. The result gets copies the run does not hold.
   if (settings.optimizer.kind != OptimizerKind::none) result.outputs = held_outside(result.outputs);
+  // scaler.scale(loss), outside autocast.
+  Tensor root = scaler && result.loss.defined() ? scaler->scale(result.loss) : result.loss;
   result.times.forward_ms = ms_since(tf);
+  return root;
 }
 
-void run_backward(const RunSettings& settings, RunResult& result) {
+void run_backward(const RunSettings& settings, Tensor root, RunResult& result) {
   PhaseScope phase(Phase::backward);
   const auto tb = Clock::now();
-  result.loss.backward();
+  root.backward();
+  root = Tensor();
   // Nor the loss, once backward has consumed it (it is a local of the step's function).
   if (settings.optimizer.kind != OptimizerKind::none) result.loss = held_outside({result.loss})[0];
   result.times.backward_ms = ms_since(tb);
@@ -339,14 +382,6 @@ RunResult Runner::run(const RunRequest& request, const std::atomic<bool>* cancel
   RunResult result;
   auto ledger = run_ledger(request);
   result.dry_run = settings.dry_run;
-  if (settings.amp != AmpMode::off) {
-    // Autocast's casts and saved dtypes are not in the engine yet (issue 31): a run that
-    // ignored the setting would show float32 figures as bf16/fp16 ones.
-    result.set_status(RunStatus::failed, std::string("--amp ") + amp_name(settings.amp) +
-                                             ": autocast is not in the engine yet; only float32 "
-                                             "runs (--amp off)");
-    return result;
-  }
   std::unordered_map<std::string, OpCost> node_costs;
   auto context = std::make_shared<ExecutionContext>(ledger, compiled_->labels());
   context->set_detect_anomaly(request.hooks.detect_anomaly && !settings.dry_run);
@@ -391,13 +426,18 @@ RunResult Runner::run(const RunRequest& request, const std::atomic<bool>* cancel
     const TensorList statics = make_statics(model);
     std::optional<Optimizer> optimizer = make_optimizer(model, settings, statics);
     if (optimizer && settings.dry_run) add_step_costs(*optimizer, node_costs);
+    const std::optional<AutocastState> amp = autocast_of(settings);
+    std::optional<GradScaler> scaler;
+    if (amp && amp->lower == DType::f16 && optimizer) scaler.emplace();
     const TensorList inputs = make_inputs(model, settings, batch);
 
-    run_forward(executor, model, *compiled_, settings, loss_kind, statics, inputs, result);
+    Tensor root = run_forward(executor, model, *compiled_, settings, loss_kind, statics, inputs,
+                              amp, scaler ? &*scaler : nullptr, result);
     if (cancel && cancel->load()) throw RunCancelled();
-    if (settings.backward) run_backward(settings, result);
+    if (settings.backward) run_backward(settings, std::move(root), result);
+    root = Tensor();
     if (cancel && cancel->load()) throw RunCancelled();
-    if (optimizer) run_optimizer_step(*optimizer, result);
+    if (optimizer) run_optimizer_step(*optimizer, scaler ? &*scaler : nullptr, result);
     if (const HostOffload* offload = executor.offload())
       result.offload = offload_figures(offload->figures(), settings.pcie_gb_per_s);
     collect_results(model, statics, inputs, result);

@@ -1,5 +1,7 @@
 #include "engine/tensor/npy.hpp"
 
+#include "engine/tensor/reduced_float.hpp"
+
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -25,6 +27,12 @@ std::string descr_of(DType d) {
       return "<i8";
     case DType::b8:
       return "|b1";
+    case DType::f16:
+      return "<f2";
+    case DType::i32:
+      return "<i4";
+    case DType::bf16:
+      break;  // NumPy has no bfloat16 (save_npy refuses it)
   }
   return "?";
 }
@@ -145,6 +153,10 @@ Tensor read_npy(std::istream& in, const std::string& path) {
 }  // namespace
 
 void save_npy(const std::string& path, const Tensor& t) {
+  if (t.dtype() == DType::bf16)
+    fail(path,
+         "NumPy has no bfloat16: cast the tensor to float32 first (exactly, every bfloat16 is "
+         "a float32)");
   std::ofstream out(path, std::ios::binary);
   if (!out) fail(path, "cannot write file");
   std::string shape = "(";
@@ -163,7 +175,7 @@ void save_npy(const std::string& path, const Tensor& t) {
   out.write(lb, 2);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   const std::vector<double> values = t.to_vector();
-  dispatch_any(t.dtype(), [&]<typename T>() {
+  dispatch_every(t.dtype(), [&]<typename T>() {
     // One byte per bool (std::vector<bool> packs bits).
     using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
     std::vector<Stored> v(values.size());

@@ -1,5 +1,7 @@
 #include "engine/tensor/tensor.hpp"
 
+#include "engine/tensor/reduced_float.hpp"
+
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -96,7 +98,7 @@ Tensor Tensor::ones(const Shape& shape, DType dtype) {
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   Tensor t = make_contiguous(shape, dtype);
-  dispatch_any(dtype, [&]<typename T>() {
+  dispatch_every(dtype, [&]<typename T>() {
     write_values<T>(t, [&](T* p, std::int64_t n) {
       for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value);
     });
@@ -171,7 +173,7 @@ std::vector<double> Tensor::to_vector() const {
   const auto& st = strides();
   const std::size_t nd = s.size();
   std::vector<std::int64_t> idx(nd, 0);
-  dispatch_any(dtype(), [&]<typename T>() {
+  dispatch_every(dtype(), [&]<typename T>() {
     // A device tensor's whole storage span is read to the host first (outside the ledger).
     std::unique_ptr<T[]> staging;  // not a vector: std::vector<bool> packs bits
     const T* base = nullptr;

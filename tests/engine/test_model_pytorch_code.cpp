@@ -226,6 +226,49 @@ class TestModelPytorchCode : public QObject {
       engine_warned |= m.text.find("None of the inputs have requires_grad=True") == 0;
     QCOMPARE(engine_warned, torch_warned);
   }
+
+  // Issue 31: the code is the training step the run assumed: its optimizer, torch.autocast
+  // around the forward and the loss, and for float16 on CUDA the gradient scaler. The CPU's
+  // bf16 step runs as written (its usage part, as __main__) in PyTorch 1.13.
+  void writesTheTrainingStepItAssumed() {
+    auto model =
+        load_model((qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/densenet_block.json")
+                       .toStdString());
+    RunRequest c = scenario_request(*model);
+    c.plan.modules.insert("features.denseblock1.denselayer1.bottleneck");
+    c.settings.optimizer.kind = OptimizerKind::adamw;
+    c.settings.amp = AmpMode::bf16;
+    const std::string cpu = pytorch_code(*model, c);
+    for (const char* line : {"    return torch.optim.AdamW(model.parameters(), lr=",
+                             "optimizer = make_optimizer(model)\n",
+                             "with torch.autocast(\"cpu\", dtype=torch.bfloat16):\n",
+                             "    loss.backward()\n    optimizer.step()\n"})
+      QVERIFY2(cpu.find(line) != std::string::npos, (std::string(line) + "\n" + cpu).c_str());
+    QTemporaryDir dir;
+    const QString path = dir.filePath("step.py");
+    std::ofstream(path.toStdString()) << cpu;
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(qEnvironmentVariable("CKPTLAB_PYTHON", "/usr/bin/python3"), {path});
+    QVERIFY(p.waitForFinished(300000));
+    QVERIFY2(p.exitCode() == 0, (p.readAll().toStdString() + "\n" + cpu).c_str());
+
+    c.settings.device = Device::cuda;
+    c.settings.amp = AmpMode::fp16;
+    const std::string cuda = pytorch_code(*model, c);
+    for (const char* line :
+         {".cuda()", "device=\"cuda\"", "scaler = torch.cuda.amp.GradScaler()\n",
+          "with torch.autocast(\"cuda\", dtype=torch.float16):\n",
+          "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n"})
+      QVERIFY2(cuda.find(line) != std::string::npos, (std::string(line) + "\n" + cuda).c_str());
+    // Without an optimizer or autocast, the step is today's: loss.backward() alone.
+    c.settings.optimizer.kind = OptimizerKind::none;
+    c.settings.amp = AmpMode::off;
+    const std::string plain = pytorch_code(*model, c);
+    QVERIFY(plain.find("torch.autocast") == std::string::npos &&
+            plain.find("optimizer") == std::string::npos &&
+            plain.find("loss.backward()\n") != std::string::npos);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestModelPytorchCode)

@@ -3,11 +3,13 @@
 // Runner's executor, on PyTorch's weights and inputs. A sample whose architecture drifts from
 // the PyTorch one (a parameter renamed, reshaped, added or dropped, an op moved) fails here.
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "engine/ops/logical.hpp"
 #include "support/model_run.hpp"
 
 using namespace ckpt;
@@ -22,13 +24,19 @@ std::string sample_path(const std::string& file) {
 }
 
 // Runs the sample `file` on PyTorch's tensors (support/model_run.hpp). With `mode` "reentrant"
-// or "non_reentrant" every child of `blocks` is checkpointed. Returns the model's outputs and
-// its loss.
+// or "non_reentrant" every child of `blocks` is checkpointed; "bf16", "bf16_reentrant" and
+// "bf16_non_reentrant" run the forward and the loss under PyTorch 1.13's CPU autocast
+// (issue 31) and return the logits as float32, as the Python half does. Returns the model's
+// outputs and its loss.
 TensorList run_sample(OracleCase& c, const std::string& file, const std::string& blocks) {
   const std::string mode = c.attr_string("mode");
+  const bool bf16 = mode.rfind("bf16", 0) == 0;
+  const std::string checkpointing = mode == "bf16" ? "plain"
+                                    : bf16         ? mode.substr(std::string("bf16_").size())
+                                                   : mode;
   const auto every_block = [&](const Model& model) {
     std::set<std::string> modules;
-    if (mode == "plain") return modules;
+    if (checkpointing == "plain") return modules;
     const Module* parent = model.find_module(blocks);
     if (!parent) throw std::invalid_argument(file + ": no module " + blocks);
     for (const auto& b : parent->children) modules.insert(b->path);
@@ -36,8 +44,12 @@ TensorList run_sample(OracleCase& c, const std::string& file, const std::string&
             file + ": " + std::to_string(modules.size()) + " blocks, PyTorch has 4");
     return modules;
   };
-  TensorList out = run_model_file(c, sample_path(file), every_block, mode == "reentrant");
+  std::optional<AutocastState> autocast;
+  if (bf16) autocast = AutocastState{true, DType::bf16, Device::cpu};
+  TensorList out =
+      run_model_file(c, sample_path(file), every_block, checkpointing == "reentrant", autocast);
   if (out.size() < 2) throw std::invalid_argument(file + ": the sample computes no loss");
+  if (bf16) out[0] = cast(out[0], DType::f32);
   return out;
 }
 

@@ -148,6 +148,48 @@ class TestMainWindow : public QObject {
              expected.count(m->path) ? Qt::Checked : Qt::Unchecked);
   }
 
+  // The Precision control (issue 31): bf16 autocast runs the forward and the loss with the
+  // linears' inputs and weights cast to bfloat16 (each cast a step of the run): the app's
+  // figures are the engine's for the request with --amp bf16, and back to float32 the float32
+  // figures return.
+  void precisionControlRunsUnderAutocast() {
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    w.openPath(models_.path(QStringLiteral("blocks.json")));
+    QVERIFY(waitReady(w));
+    const std::int64_t fp32Peak = w.session()->current()->trace().peak().bytes;
+    auto* box = w.findChild<QComboBox*>(QStringLiteral("precisionBox"));
+    QVERIFY(box);
+    QVERIFY(box->isEnabled());
+    QCOMPARE(box->currentData().toInt(), static_cast<int>(AmpMode::off));
+    box->setCurrentIndex(box->findData(static_cast<int>(AmpMode::bf16)));
+    QVERIFY(waitFor([&] {
+      auto s = w.session()->current();
+      return s && s->request.settings.amp == AmpMode::bf16 && !w.session()->runs()->busy();
+    }));
+    auto bf16 = w.session()->current();
+    QVERIFY(bf16->result && bf16->result->ok);
+    Runner runner(w.session()->model());
+    const RunResult direct = runner.run(bf16->request);
+    QVERIFY2(direct.ok, direct.error.c_str());
+    QCOMPARE(bf16->trace().peak().bytes, direct.trace.peak().bytes);
+    const auto casts = [](const Trace& t) {
+      int n = 0;
+      for (std::int64_t k = 0; k < t.step_count(); ++k) n += t.step(k).op == "to(bfloat16)";
+      return n;
+    };
+    // Six linears: each one's weight (and bias) cast once, and its input where it is float32.
+    QVERIFY2(casts(bf16->trace()) >= 10, qPrintable(QString::number(casts(bf16->trace()))));
+    box->setCurrentIndex(box->findData(static_cast<int>(AmpMode::off)));
+    QVERIFY(waitFor([&] {
+      auto s = w.session()->current();
+      return s && s->request.settings.amp == AmpMode::off && !w.session()->runs()->busy();
+    }));
+    QCOMPARE(w.session()->current()->trace().peak().bytes, fp32Peak);
+    QCOMPARE(casts(w.session()->current()->trace()), 0);
+  }
+
   // The Device control: CUDA shows what PyTorch 2.x holds on a GPU, as a dry run on any machine:
   // the cuBLAS workspace, the allocator's reserved line above the allocated curve, and the
   // badge and the summary saying whose memory it is. Back to CPU, the CPU figures return.

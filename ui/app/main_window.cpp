@@ -196,6 +196,19 @@ void MainWindow::buildToolBar() {
          "PyTorch's default implementation's on the device shown."));
   bar->addWidget(optimizer_);
   bar->addSeparator();
+  bar->addWidget(new QLabel(tr(" Precision ")));
+  precision_ = new QComboBox;
+  precision_->setObjectName(QStringLiteral("precisionBox"));
+  precision_->addItem(tr("float32"), static_cast<int>(AmpMode::off));
+  precision_->addItem(tr("bf16 autocast"), static_cast<int>(AmpMode::bf16));
+  precision_->addItem(tr("fp16 autocast"), static_cast<int>(AmpMode::fp16));
+  precision_->setToolTip(
+      tr("Mixed precision (--amp): the forward and the loss under torch.autocast, matmuls and "
+         "convolutions in the lower precision, parameters and gradients in float32. On the CPU "
+         "PyTorch 1.13's autocast knows bfloat16 only: fp16 runs float32 there, with its "
+         "warning"));
+  bar->addWidget(precision_);
+  bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Batch ")));
   batch_ = new QSpinBox;
   batch_->setRange(1, 1 << 24);  // any batch: a dry run shows what does not fit
@@ -235,12 +248,13 @@ void MainWindow::syncControls() {
   const QString spelling = QString::fromStdString(c.plan.policy.spelling());
   if (policy_->findData(spelling) < 0) policy_->addItem(spelling, spelling);  // a lesson's own
   policy_->setCurrentIndex(policy_->findData(spelling));
+  precision_->setCurrentIndex(precision_->findData(static_cast<int>(c.settings.amp)));
   batch_->setValue(static_cast<int>(std::max<std::int64_t>(1, session_->effectiveBatch())));
   device_->setCurrentIndex(c.settings.device == Device::cuda ? 1 : 0);
   optimizer_->setCurrentIndex(optimizer_->findData(static_cast<int>(c.settings.optimizer.kind)));
   const bool has = session_->model() != nullptr;
   for (QWidget* w : std::initializer_list<QWidget*>{device_, variant_, preserveRng_, policy_,
-                                                    optimizer_, batch_})
+                                                    optimizer_, precision_, batch_})
     w->setEnabled(has);
   syncing_ = false;
 }

@@ -171,6 +171,7 @@ class MainWindow : public QMainWindow {
   QComboBox* variant_ = nullptr;
   QCheckBox* preserveRng_ = nullptr;
   QComboBox* policy_ = nullptr;
+  QComboBox* precision_ = nullptr;
   QComboBox* device_ = nullptr;
   QComboBox* optimizer_ = nullptr;
   QSpinBox* batch_ = nullptr;

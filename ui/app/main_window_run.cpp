@@ -43,6 +43,9 @@ void MainWindow::wireRunOptions() {
     if (!syncing_)
       session_->setOptimizer(static_cast<OptimizerKind>(optimizer_->itemData(i).toInt()));
   });
+  connect(precision_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (!syncing_) session_->setPrecision(static_cast<AmpMode>(precision_->itemData(i).toInt()));
+  });
   connect(batch_, &QSpinBox::valueChanged, this, [this](int v) {
     if (!syncing_) session_->setBatch(v);
   });

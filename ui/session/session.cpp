@@ -328,6 +328,12 @@ void Session::setPolicy(const SelectivePolicy& policy) {
   configure();
 }
 
+void Session::setPrecision(AmpMode amp) {
+  if (request_.settings.amp == amp) return;
+  request_.settings.amp = amp;
+  configure();
+}
+
 void Session::setDevice(Device device) {
   if (request_.settings.device == device) return;
   request_.settings.device = device;

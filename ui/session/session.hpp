@@ -50,6 +50,7 @@ class Session : public QObject {
   void setReentrant(bool reentrant);
   void setPreserveRng(bool preserve);
   void setPolicy(const SelectivePolicy& policy);
+  void setPrecision(AmpMode amp);     // --amp: autocast of the forward and the loss
   void setBatch(std::int64_t batch);  // 0: the scenario's
   // Whose memory: this engine's CPU run, or PyTorch 2.x's on a CUDA GPU (whose real run the
   // engine's memory guard does not start: the CUDA engine runs no whole model yet).

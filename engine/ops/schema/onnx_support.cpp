@@ -28,8 +28,13 @@ Tensor make(const std::vector<double>& v, const Shape& shape, DType d) {
     case DType::b8:
       // Load-time values keep booleans as int64 0/1 (ONNX's folds compute on doubles).
       return make(v, shape, DType::i64);
+    case DType::bf16:
+    case DType::f16:
+    case DType::i32:
+      break;
   }
-  return {};
+  throw std::invalid_argument(std::string("a load-time constant of type ") + dtype_name(d) +
+                              " is not supported");
 }
 
 namespace {

@@ -56,6 +56,22 @@ using PythonExpression = std::string (*)(const OpCall& op, const std::vector<std
                                          const Shape& shape);
 using PythonModule = std::string (*)(const OpCall& op, const std::vector<Shape>& params);
 
+// What torch.autocast does to an op's floating inputs (the op's entry in ATen's autocast lists,
+// aten/src/ATen/autocast_mode.cpp), per device, since the CPU's and CUDA's lists differ:
+//   none     the op runs in its inputs' dtypes (autocast falls through; elementwise ops promote);
+//   lower    float32 inputs cast to the lower precision (lower_precision_fp: conv, linear, matmul);
+//   fp32     lower-precision inputs cast to float32 (fp32: losses; on CUDA norms, exp, ...);
+//   fp32_set_opt_dtype  computed in float32 when an input is lower (CUDA's softmax, sum): the
+//            input converted to float32 first, as softmax(x, dtype=float32) does;
+//   promote  inputs cast to their widest floating dtype (cat).
+// float64 and integer inputs are never cast.
+enum class AutocastPolicy : std::uint8_t { none, lower, fp32, fp32_set_opt_dtype, promote };
+
+struct AutocastRule {
+  AutocastPolicy cpu = AutocastPolicy::none;   // PyTorch 1.13's torch.autocast("cpu", bfloat16)
+  AutocastPolicy cuda = AutocastPolicy::none;  // PyTorch 2.x's torch.autocast("cuda")
+};
+
 struct OpSchema {
   const char* type = nullptr;  // the op kind in a Model ("conv2d")
   int min_inputs = 1;
@@ -81,6 +97,9 @@ struct OpSchema {
   // recompute updates them again: whether this execution did, known by what it saved. Null for
   // ops that never do.
   bool (*updates_buffers)(const TensorList& saved) = nullptr;
+  // Under autocast (engine/ops/autocast.hpp); checked against PyTorch 1.13's CPU autocast by
+  // tests/oracle/test_oracle_amp.
+  AutocastRule autocast;
 };
 
 // A native layer and the row that builds it.

@@ -2,6 +2,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "engine/ops/autocast.hpp"
 #include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
@@ -138,7 +139,9 @@ TensorList run_op(const OpSchema& row, const OpCall& op, const TensorList& input
                                   std::to_string(i) + " is missing, and it takes at least " +
                                   std::to_string(row.min_inputs));
   try {
-    return row.kernel(op, inputs);
+    // torch.autocast, where a run has it on: the row's inputs cast as its AutocastRule says.
+    if (!autocast_state().enabled) return row.kernel(op, inputs);
+    return row.kernel(op, autocast_inputs(row, inputs));
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("node '" + op.name + "' (" + op.type + " on " +
                                 describe_tensors(inputs) + "): " + e.what());

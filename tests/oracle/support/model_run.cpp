@@ -29,7 +29,7 @@ std::unique_ptr<ModelRun> last_run;
 
 TensorList run_model_file(OracleCase& c, const std::string& path,
                           const std::function<std::set<std::string>(const Model&)>& checkpointed,
-                          bool reentrant) {
+                          bool reentrant, std::optional<AutocastState> autocast) {
   last_run = std::make_unique<ModelRun>();
   ModelRun& run = *last_run;
   run.model = load_model(path);
@@ -65,6 +65,8 @@ TensorList run_model_file(OracleCase& c, const std::string& path,
   if (run.plan->loss_id() >= 0) wanted.push_back(run.plan->loss_id());
   GradModeGuard grad_on(true);
   run.executor = std::make_unique<Executor>(*model, *run.plan, run.request, nullptr);
+  std::optional<AutocastScope> scope;
+  if (autocast) scope.emplace(*autocast);
   return run.executor->forward(run.statics, inputs, wanted);
 }
 

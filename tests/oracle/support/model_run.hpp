@@ -6,10 +6,12 @@
 // cases_recurrent).
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "engine/model/model.hpp"
+#include "engine/ops/autocast.hpp"
 #include "support/oracle_harness.hpp"
 
 namespace ckpt::oracle {
@@ -18,10 +20,12 @@ namespace ckpt::oracle {
 // shape (PyTorch's gradient of a parameter the model does not use fails the harness's
 // comparison); a buffer's value must be the one the model holds. Inputs are the case's, by the
 // model's input names. `checkpointed(model)` names the module instances to checkpoint
-// (reentrant or not). Returns the model's outputs, then its loss when the model computes one.
-// The run stays alive until the next call: the harness runs backward after the case returns.
+// (reentrant or not); `autocast`, when given, is the autocast the forward and the loss run
+// under (a checkpointed block's recomputation restores it, as torch.utils.checkpoint does).
+// Returns the model's outputs, then its loss when the model computes one. The run stays alive
+// until the next call: the harness runs backward after the case returns.
 TensorList run_model_file(OracleCase& c, const std::string& path,
                           const std::function<std::set<std::string>(const Model&)>& checkpointed,
-                          bool reentrant);
+                          bool reentrant, std::optional<AutocastState> autocast = std::nullopt);
 
 }  // namespace ckpt::oracle
