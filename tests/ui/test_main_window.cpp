@@ -334,6 +334,10 @@ class TestMainWindow : public QObject {
     auto run = s->current();
     QVERIFY2(run->result->ok, run->result->error.c_str());
     QVERIFY(run->summary.offload && run->summary.offload->to_host_bytes > 0);
+    // Marking the offloaded module in the tree toggled no checkbox (it once checkpointed every
+    // module: a font change is an itemChanged too).
+    QVERIFY(s->request().plan.modules.empty());
+    QVERIFY(w.findChild<ModuleTree*>()->itemFor(QStringLiteral("block"))->font(0).italic());
     // The block's saved tensors are off the device once the forward has moved on (the peak may
     // still rise: a storage two nodes save comes back twice, as with save_on_cpu).
     QVERIFY(savedAtForwardEnd() < plainSaved);

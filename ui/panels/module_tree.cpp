@@ -90,17 +90,21 @@ void ModuleTree::setCheckpointed(const std::set<std::string>& modules) {
 }
 
 void ModuleTree::setOffloaded(const std::set<std::string>& modules) {
-  offloaded_ = modules;
-  for (auto& [path, item] : items_)
-    item->setToolTip(0, modules.count(path)
-                            ? tr("%1: its saved tensors wait in host memory (save_on_cpu)")
+  if (modules == offloaded_) return;
+  // A font or tooltip change is an itemChanged to QTreeWidget: not a click on the checkbox.
+  updating_ = true;
+  for (auto& [path, item] : items_) {
+    const bool now = modules.count(path) > 0;
+    if (now == (offloaded_.count(path) > 0)) continue;
+    QFont f = item->font(0);
+    f.setItalic(now);
+    item->setFont(0, f);
+    item->setToolTip(0, now ? tr("%1: its saved tensors wait in host memory (save_on_cpu)")
                                   .arg(QString::fromStdString(path))
                             : QString());
-  for (auto& [path, item] : items_) {
-    QFont f = item->font(0);
-    f.setItalic(modules.count(path) > 0);
-    item->setFont(0, f);
   }
+  offloaded_ = modules;
+  updating_ = false;
 }
 
 QTreeWidgetItem* ModuleTree::itemFor(const QString& module) const {
