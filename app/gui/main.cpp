@@ -54,6 +54,10 @@ struct Options {
       QStringLiteral("End the training step with an optimizer's step: none, sgd, momentum, adam "
                      "or adamw."),
       QStringLiteral("KIND")};
+  QCommandLineOption amp{QStringLiteral("amp"),
+                         QStringLiteral("Mixed precision: off (float32, the default), bf16 or fp16 "
+                                        "(the forward and the loss under torch.autocast)."),
+                         QStringLiteral("MODE")};
   QCommandLineOption batch{QStringLiteral("batch"),
                            QStringLiteral("Run at batch size N (default: the model's)."),
                            QStringLiteral("N")};
@@ -73,7 +77,7 @@ struct Options {
         QStringLiteral("model"),
         QStringLiteral("A .json or .onnx model (default: a bundled sample)."));
     parser.addOptions(
-        {screenshot, size, checkpoint, device, optimizer, batch, timeout, at, snapshot});
+        {screenshot, size, checkpoint, device, optimizer, amp, batch, timeout, at, snapshot});
   }
 };
 
@@ -137,8 +141,9 @@ std::int64_t stepAt(ckpt::ui::MainWindow& window, const QString& where) {
 struct StartupSettings {
   std::optional<ckpt::Device> device;
   std::optional<ckpt::OptimizerKind> optimizer;
+  std::optional<ckpt::AmpMode> amp;
   std::int64_t batch = 0;  // 0: the model's
-  bool any() const { return device || optimizer || batch > 0; }
+  bool any() const { return device || optimizer || amp || batch > 0; }
 };
 
 // The settings, or a message naming the bad value.
@@ -159,6 +164,14 @@ std::optional<StartupSettings> readSettings(const Options& o, QString* error) {
       s.optimizer = ckpt::optimizer_from_name(p.value(o.optimizer).toStdString());
     } catch (const std::invalid_argument& e) {
       *error = QStringLiteral("--optimizer: %1").arg(QString::fromUtf8(e.what()));
+      return std::nullopt;
+    }
+  }
+  if (p.isSet(o.amp)) {
+    try {
+      s.amp = ckpt::amp_from_name(p.value(o.amp).toStdString());
+    } catch (const std::invalid_argument& e) {
+      *error = QStringLiteral("--amp: %1").arg(QString::fromUtf8(e.what()));
       return std::nullopt;
     }
   }
@@ -213,6 +226,7 @@ struct Startup {
       ckpt::ui::Session* session = window.session();
       if (settings.device) session->setDevice(*settings.device);
       if (settings.optimizer) session->setOptimizer(*settings.optimizer);
+      if (settings.amp) session->setPrecision(*settings.amp);
       if (settings.batch > 0) session->setBatch(settings.batch);
       for (const QString& m : toCheckpoint) session->toggleModule(m);
     });

@@ -272,19 +272,21 @@ class TestFirstWindow : public QObject {
     const QString shot = profile.filePath(QStringLiteral("shot.png"));
     QProcess app;
     app.setProcessEnvironment(env);
-    app.start(QStringLiteral(CKPTLAB_GUI_BINARY),
-              {QStringLiteral("--screenshot"), shot, QStringLiteral("--device"),
-               QStringLiteral("cuda"), QStringLiteral("--optimizer"), QStringLiteral("adamw"),
-               QStringLiteral("--batch"), QStringLiteral("3"), model});
+    app.start(
+        QStringLiteral(CKPTLAB_GUI_BINARY),
+        {QStringLiteral("--screenshot"), shot, QStringLiteral("--device"), QStringLiteral("cuda"),
+         QStringLiteral("--optimizer"), QStringLiteral("adamw"), QStringLiteral("--amp"),
+         QStringLiteral("bf16"), QStringLiteral("--batch"), QStringLiteral("3"), model});
     QVERIFY(app.waitForFinished(120000));
     QVERIFY2(app.exitCode() == 0, app.readAllStandardError().constData());
     const QString said = QString::fromUtf8(app.readAllStandardOutput());
     QVERIFY2(said.contains(QStringLiteral("adamw")) && said.contains(QStringLiteral("CUDA")) &&
-                 said.contains(QStringLiteral("batch 3,")),
+                 said.contains(QStringLiteral("bf16")) && said.contains(QStringLiteral("batch 3,")),
              qPrintable(said));
     QVERIFY(QImage(shot).width() > 0);
-    for (const auto& [option, value] : {std::pair{"--optimizer", "adamx"},
-                                        std::pair{"--device", "gpu"}, std::pair{"--batch", "0"}}) {
+    for (const auto& [option, value] :
+         {std::pair{"--optimizer", "adamx"}, std::pair{"--device", "gpu"},
+          std::pair{"--batch", "0"}, std::pair{"--amp", "fp8"}}) {
       QProcess bad;
       bad.setProcessEnvironment(env);
       bad.start(QStringLiteral(CKPTLAB_GUI_BINARY),
