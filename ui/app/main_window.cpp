@@ -143,8 +143,8 @@ void MainWindow::buildToolBar() {
   bar->addWidget(new QLabel(tr(" Device ")));
   device_ = new QComboBox;
   device_->setObjectName(QStringLiteral("deviceBox"));
-  device_->addItem(tr("CPU (this engine)"), static_cast<int>(Device::cpu));
-  device_->addItem(tr("CUDA GPU (PyTorch 2.x)"), static_cast<int>(Device::cuda));
+  device_->addItem(tr("CPU"), static_cast<int>(Device::cpu));
+  device_->addItem(tr("CUDA GPU"), static_cast<int>(Device::cuda));
   device_->setToolTip(
       tr("Whose memory the run shows: this engine's CPU run (PyTorch 1.13's CPU figures), or "
          "what PyTorch 2.x holds on an NVIDIA GPU — cuBLAS's workspace, 512-byte rounding, "
@@ -155,9 +155,11 @@ void MainWindow::buildToolBar() {
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Variant ")));
   variant_ = new QComboBox;
-  variant_->addItem(tr("reentrant (1.13 default)"), true);
+  variant_->addItem(tr("reentrant"), true);
   variant_->addItem(tr("non-reentrant"), false);
-  variant_->setToolTip(tr("use_reentrant: how checkpoint() saves and recomputes"));
+  variant_->setToolTip(
+      tr("use_reentrant: how checkpoint() saves and recomputes (reentrant is "
+         "PyTorch 1.13's default)"));
   bar->addWidget(variant_);
   preserveRng_ = new QCheckBox(tr("preserve RNG state"));
   preserveRng_->setToolTip(
@@ -169,16 +171,19 @@ void MainWindow::buildToolBar() {
   bar->addWidget(new QLabel(tr(" Policy ")));
   policy_ = new QComboBox;
   // Each item's data is the policy's spelling (SelectivePolicy::parse), as in ckptlab-cli.
-  for (const auto& [label, spelling] : {std::pair{tr("recompute everything"), "none"},
-                                        {tr("save-matmul (mm, conv, sdpa)"), "save-matmul"},
-                                        {tr("save matmuls (save:mm)"), "save:mm"},
+  // The policies by their ckptlab-cli spellings; the tooltip says what each keeps.
+  for (const auto& [label, spelling] : {std::pair{tr("recompute all"), "none"},
+                                        {tr("save-matmul"), "save-matmul"},
+                                        {tr("save:mm"), "save:mm"},
                                         {tr("save:mm,sdpa"), "save:mm,sdpa"},
-                                        {tr("every 2nd matmul (save:mm/2)"), "save:mm/2"}})
+                                        {tr("save:mm/2"), "save:mm/2"}})
     policy_->addItem(label, QString::fromLatin1(spelling));
   policy_->setToolTip(
       tr("Per-op policy inside checkpointed segments (PyTorch 2.4+'s selective activation "
-         "checkpointing): the outputs of the ops it names are kept instead of recomputed; "
-         "/2 keeps every other one, as torchtitan does"));
+         "checkpointing): the outputs of the ops it names are kept instead of recomputed. "
+         "recompute all: keep nothing; save-matmul: matmuls, linears, convolutions and "
+         "attention; save:mm: matmuls and linears; save:mm,sdpa: those and attention; "
+         "save:mm/2: every other matmul, as torchtitan does (ckptlab-cli --policy)"));
   bar->addWidget(policy_);
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Optimizer ")));
@@ -186,7 +191,7 @@ void MainWindow::buildToolBar() {
   optimizer_->setObjectName(QStringLiteral("optimizerBox"));
   for (auto [kind, text] :
        {std::pair{OptimizerKind::none, tr("none")}, std::pair{OptimizerKind::sgd, tr("SGD")},
-        std::pair{OptimizerKind::momentum, tr("SGD, momentum 0.9")},
+        std::pair{OptimizerKind::momentum, tr("SGD+momentum")},
         std::pair{OptimizerKind::adam, tr("Adam")}, std::pair{OptimizerKind::adamw, tr("AdamW")}})
     optimizer_->addItem(text, static_cast<int>(kind));
   optimizer_->setToolTip(
@@ -200,8 +205,8 @@ void MainWindow::buildToolBar() {
   precision_ = new QComboBox;
   precision_->setObjectName(QStringLiteral("precisionBox"));
   precision_->addItem(tr("float32"), static_cast<int>(AmpMode::off));
-  precision_->addItem(tr("bf16 autocast"), static_cast<int>(AmpMode::bf16));
-  precision_->addItem(tr("fp16 autocast"), static_cast<int>(AmpMode::fp16));
+  precision_->addItem(tr("bf16"), static_cast<int>(AmpMode::bf16));
+  precision_->addItem(tr("fp16"), static_cast<int>(AmpMode::fp16));
   precision_->setToolTip(
       tr("Mixed precision (--amp): the forward and the loss under torch.autocast, matmuls and "
          "convolutions in the lower precision, parameters and gradients in float32. On the CPU "
