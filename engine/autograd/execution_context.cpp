@@ -218,6 +218,10 @@ void ExecutionContext::message(Severity severity, std::string_view text) {
   publish(e);
 }
 
+void ExecutionContext::note_replayed() {
+  publish(make(RunEvent::Kind::replayed));
+}
+
 void ExecutionContext::note_host_bytes(std::int64_t bytes, std::string_view what) {
   auto e = make(RunEvent::Kind::host_bytes);
   e.bytes = bytes;

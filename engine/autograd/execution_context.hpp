@@ -62,6 +62,7 @@ struct RunEvent {
     recompute_end,     // text: the segment
     message,           // severity, text
     host_bytes,        // bytes, text: host memory the run holds beside the device's (what for)
+    replayed,          // the open step handed back an output a per-op policy kept: no kernel ran
   };
   Kind kind{};
   Phase phase{};
@@ -123,6 +124,8 @@ class ExecutionContext final : public AllocationListener {
   // Host memory a run on a device holds outside the device's ledger (the RNG stash of a
   // checkpoint on CUDA): reported, never in the device's figures.
   void note_host_bytes(std::int64_t bytes, std::string_view what);
+  // The open step replays an output its checkpoint's policy kept instead of computing it.
+  void note_replayed();
   const std::vector<std::pair<Severity, std::string>>& messages() const { return messages_; }
   // "conv2d (features.conv0)": the op and node of the open step, for error messages.
   std::string location() const;

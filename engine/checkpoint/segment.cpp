@@ -259,6 +259,7 @@ TensorList RecomputeObserver::replay_outputs(std::string_view op) {
     out.push_back(k.tensor.detach());
   }
   ++replayed_;
+  if (const auto context = ExecutionContext::current()) context->note_replayed();
   return out;
 }
 

@@ -85,6 +85,8 @@ std::vector<std::int64_t> estimate_step_durations(
   for (std::int64_t k = 0; k < steps; ++k) {
     const NodeSteps& n = *of_step[static_cast<std::size_t>(k)];
     if (!n.cost) continue;
+    // A replayed output (a per-op policy's) ran no kernel: the overhead only.
+    if (trace.step_phase(k) == Phase::recompute && trace.step(k).replayed) continue;
     const auto node_ns = static_cast<double>(estimate_ns(*n.cost, rates));
     const bool backward = trace.step_phase(k) == Phase::backward;
     const auto per = std::max<std::int64_t>(1, backward ? n.backward : n.forward);

@@ -347,6 +347,9 @@ void Recorder::on_event(const RunEvent& e) {
     case RunEvent::Kind::message:
       d.messages.push_back({ev.step, e.severity, context_.label(e.text)});
       break;
+    case RunEvent::Kind::replayed:
+      if (!d.steps.empty()) d.steps.back().replayed = true;
+      break;
     case RunEvent::Kind::host_bytes:
       // Host memory is no device event: it belongs to the checkpoint that stashed it.
       if (!s.spans.empty() && s.spans.back().kind == SpanKind::checkpoint)

@@ -90,6 +90,7 @@ TraceStep Trace::step(std::int64_t k) const {
   s.segment = d_->label(r.segment);
   s.duration_ns = static_cast<std::int64_t>(r.duration_ns);
   s.start_ns = r.start_ns;
+  s.replayed = r.replayed;
   return s;
 }
 

@@ -37,6 +37,9 @@ struct TraceStep {
   std::string segment;  // checkpoint segment being run or recomputed, empty outside one
   std::int64_t duration_ns = 0;
   std::int64_t start_ns = 0;  // since the first step of the trace began
+  // A recompute step whose op handed back the output a per-op policy kept in the forward: the
+  // op was called (as PyTorch dispatches it to the policy's cache), its kernel did not run.
+  bool replayed = false;
 };
 
 // A memory event of the run. Events outside any step (a tensor released by the caller between

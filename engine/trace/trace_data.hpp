@@ -27,6 +27,7 @@ struct StepRecord {
   std::int64_t start_ns = 0;      // since the trace's first step began
   float duration_ns = 0;          // float: 24 bits of precision are plenty for a duration
   Phase phase = Phase::forward;
+  bool replayed = false;  // a recompute step that handed back an output a policy kept
 };
 
 // bytes (48 bits) | kind (4) | category (4) | previous category (4), packed into one word.
