@@ -10,6 +10,7 @@
 
 #include "cli_options.hpp"
 #include "engine/model/loader.hpp"
+#include "engine/model/module_range.hpp"
 #include "engine/plan/plan_code.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/report/figures.hpp"
@@ -39,6 +40,10 @@ judged by a dry run of the engine (one thread), never by the model alone.
   --measure-times     recompute costs from three real runs of the unplanned model (default: the
                       dry run's estimates from each op's FLOPs and bytes; real runs take seconds
                       and a real run's memory on a real-sized model)
+  --policy P          a per-op policy (save:KIND[,KIND][/N], save-matmul) the planner may give
+                      each region instead of recomputing it whole: optimal, greedy and knapsack
+                      choose per region; all, every-k, sqrt and uniform-n give it to every
+                      region they choose (PyTorch >= 2.4 to run the exported code)
   --json              one JSON object: the plan, the candidates, every point and the frontier
   --plot FILE.svg     the frontier: peak against recompute, points coloured by strategy
   --code FILE.py      the plan as PyTorch code (apply_plan(model) for an ONNX model's module)
@@ -109,10 +114,16 @@ std::string mib(std::int64_t b) {
 nlohmann::json point_json(const PlanPoint& p) {
   nlohmann::json ranges = nlohmann::json::array();
   for (const auto& [a, b] : p.plan.ranges) ranges.push_back({a, b});
+  // Each region's per-op policy: {"h.0": "save:mm", "h.1": "none"}.
+  nlohmann::json policies = nlohmann::json::object();
+  for (const auto& m : p.plan.modules) policies[m] = p.plan.policy_for(m).spelling();
+  for (const auto& [a, b] : p.plan.ranges)
+    policies[range_label(a, b)] = p.plan.policy_for(range_label(a, b)).spelling();
   return {{"strategy", strategy_name(p.strategy)},
           {"detail", p.detail},
           {"modules", p.plan.modules},
           {"ranges", ranges},
+          {"policies", policies},
           {"ok", p.eval.ok},
           {"error", p.eval.error},
           {"peak_bytes", p.eval.peak_bytes},
@@ -201,7 +212,9 @@ void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
                                {"rng_bytes", c.rng_bytes},
                                {"recompute_ms", static_cast<double>(c.recompute_ns) / 1e6},
                                {"recompute_ops", c.recompute_ops},
-                               {"batchnorm", c.batchnorm}});
+                               {"batchnorm", c.batchnorm},
+                               {"policy", c.with_policy ? r.ev.policy().spelling() : "none"},
+                               {"policy_kept_bytes", c.policy_kept_bytes}});
   for (const auto& p : points) j["points"].push_back(point_json(p));
   for (const auto& p : front) j["frontier"].push_back(point_json(p));
   std::cout << j.dump(2) << "\n";
@@ -224,9 +237,14 @@ void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
             << (chosen.detail.empty() ? "" : " (" + chosen.detail + ")")
             << (chosen.repaired && chosen.fits ? ", repaired to fit" : "") << "\n"
             << "plan        " << plan_text(chosen) << "\n";
-  if (!r.ev.policy().empty())
+  if (!r.ev.policy().empty()) {
+    const std::size_t regions = chosen.plan.modules.size() + chosen.plan.ranges.size();
+    std::size_t whole = 0;
+    for (const auto& [region, own] : chosen.plan.policies) whole += own.empty() ? 1 : 0;
     std::cout << "policy      " << r.ev.policy().spelling()
-              << " in every checkpointed region (--policy)\n";
+              << " offered per region (--policy): " << regions - whole << " of " << regions
+              << " regions under it, the rest recomputed whole\n";
+  }
   std::cout << "peak        " << format_bytes(chosen.eval.peak_bytes)
             << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n";
   if (r.gpu)

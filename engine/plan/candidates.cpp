@@ -4,6 +4,7 @@
 
 #include <unordered_map>
 
+#include "engine/checkpoint/checkpoint.hpp"
 #include "engine/model/module_range.hpp"
 #include "engine/ops/schema/op_schema.hpp"
 
@@ -170,13 +171,48 @@ CandidateSet find_candidates(const PlanEvaluator& ev, const CandidateOptions& op
     add_descendants(ev, *b, 1, options.depth, set);
   }
   if (options.ranges) add_ranges(ev, *parent, blocks, options.max_ranges, set);
+  set.policy = ev.policy();
+  add_policy_twins(ev, set, 0);
   return set;
+}
+
+void add_policy_twins(const PlanEvaluator& ev, CandidateSet& set, std::size_t first) {
+  if (set.policy.empty()) return;
+  const std::vector<std::string> types = ops_of_kinds(set.policy.save);
+  const Model& model = ev.model();
+  const std::size_t end = set.items.size();
+  for (std::size_t i = first; i < end; ++i) {
+    Candidate c = set.items[i];
+    c.with_policy = true;
+    c.twin = static_cast<int>(i);
+    // The policy's ops in the region's forward order: the 1st, (every+1)-th, ... keep their
+    // outputs, so the recompute skips them (as the engine's segment replays them).
+    std::int64_t seen = 0;
+    for (std::int64_t k = c.first_op; k < c.end_op; ++k) {
+      const OpNode& op = model.ops[static_cast<std::size_t>(k)];
+      if (std::find(types.begin(), types.end(), op.op_type) == types.end()) continue;
+      if (seen++ % set.policy.every != 0) continue;
+      for (const auto& v : op.outputs)
+        if (auto it = ev.value_bytes().find(v); it != ev.value_bytes().end())
+          c.policy_kept_bytes += it->second;
+      const auto steps = ev.node_steps().count(op.name) ? ev.node_steps().at(op.name) : 0;
+      if (auto it = ev.op_cost_ns().find(op.name); it != ev.op_cost_ns().end())
+        c.recompute_ns -= it->second * steps;
+      c.recompute_ops -= steps;
+    }
+    if (seen == 0) continue;  // nothing to keep: the same run as full recompute
+    set.items[i].twin = static_cast<int>(set.items.size());
+    set.items.push_back(std::move(c));
+  }
 }
 
 CheckpointPlan plan_config(const CandidateSet& set, const std::vector<int>& chosen) {
   CheckpointPlan c;
+  c.policy = set.policy;
   for (int i : chosen) {
     const Candidate& x = set.items[static_cast<std::size_t>(i)];
+    // The set's policy is the plan's; a region recomputed whole says so (its own empty policy).
+    if (!set.policy.empty() && !x.with_policy) c.policies[x.label] = SelectivePolicy{};
     if (x.is_range) {
       c.ranges.emplace_back(x.first, x.last);
     } else {

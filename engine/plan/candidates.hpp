@@ -30,8 +30,16 @@ struct Candidate {
   // A reentrant checkpoint of it would cut its parameters off their gradients: none of its
   // inputs requires grad (PyTorch issue #147449). The planner proposes it never.
   bool cuts_gradients = false;
-  // Bytes a checkpoint of it alone frees (kept - inputs, never negative).
-  std::int64_t saving() const { return kept_bytes > input_bytes ? kept_bytes - input_bytes : 0; }
+  // The twin of a region under the offered per-op policy (CandidateSet::policy): the same ops,
+  // the outputs of the policy's ops kept instead of recomputed. Each of the pair names the other.
+  bool with_policy = false;
+  int twin = -1;
+  std::int64_t policy_kept_bytes = 0;  // with_policy: the outputs the policy keeps
+  // Bytes a checkpoint of it alone frees (kept - inputs - what a policy keeps, never negative).
+  std::int64_t saving() const {
+    const std::int64_t held = input_bytes + policy_kept_bytes;
+    return kept_bytes > held ? kept_bytes - held : 0;
+  }
 };
 
 struct CandidateOptions {
@@ -46,7 +54,13 @@ struct CandidateSet {
   std::vector<Candidate> items;
   std::vector<int> blocks;   // indices of the block chain, in execution order
   std::string chain_parent;  // the module whose children are the blocks ("" for the root)
+  // The per-op policy a plan may give each region instead of recomputing it whole (`plan
+  // --policy`): every region has a with_policy twin. Empty: full recompute only.
+  SelectivePolicy policy;
 };
+
+// Appends the with_policy twin of each candidate from `first` on (nothing without a policy).
+void add_policy_twins(const PlanEvaluator& evaluator, CandidateSet& set, std::size_t first);
 
 // The blocks: the children of the first module (from the root down) that does not hand
 // nearly all of its ops to a single child; then candidates as `options` says.
@@ -55,7 +69,8 @@ CandidateSet find_candidates(const PlanEvaluator& evaluator, const CandidateOpti
 // Whether two candidates can be checkpointed together (nested or apart, never crossing).
 bool compatible(const Candidate& a, const Candidate& b);
 
-// The plan checkpointing the chosen candidates (indices into set.items).
+// The plan checkpointing the chosen candidates (indices into set.items): with the set's policy
+// as its own, the regions recomputed whole named in CheckpointPlan::policies (an empty policy).
 CheckpointPlan plan_config(const CandidateSet& set, const std::vector<int>& chosen);
 
 }  // namespace ckpt

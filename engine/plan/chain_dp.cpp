@@ -21,7 +21,7 @@ struct Grid {
   std::vector<int> end;                  // per candidate: its end position
 };
 
-Grid make_grid(const PeakModel& m) {
+Grid make_grid(const PeakModel& m, bool policy_twins = true) {
   const auto& set = m.candidates();
   Grid g;
   g.positions = static_cast<int>(m.positions().size());
@@ -32,6 +32,7 @@ Grid make_grid(const PeakModel& m) {
   for (std::size_t c = 0; c < set.items.size(); ++c) {
     if (m.net_saving(static_cast<int>(c)) <= 0) continue;  // costs recompute, saves nothing
     if (set.items[c].cuts_gradients) continue;             // would not train
+    if (set.items[c].with_policy && !policy_twins) continue;
     const int a = m.position_of(set.items[c].first_op);
     g.end[c] = m.position_of(set.items[c].end_op);
     g.starts[static_cast<std::size_t>(a)].push_back(static_cast<int>(c));
@@ -138,8 +139,8 @@ ChainProposal solve(const PeakModel& m, const Grid& g, Step step) {
 
 }  // namespace
 
-ChainProposal cheapest_within_model(const PeakModel& m, std::int64_t budget) {
-  const Grid g = make_grid(m);
+ChainProposal cheapest_within_model(const PeakModel& m, std::int64_t budget, bool policy_twins) {
+  const Grid g = make_grid(m, policy_twins);
   return solve(m, g, [budget](const Value& v, std::int64_t peak, std::int64_t cost) {
     return peak <= budget ? std::optional<Value>(Value{v.first + cost, 0}) : std::nullopt;
   });

@@ -22,8 +22,10 @@ struct ChainProposal {
   std::int64_t recompute_ns = 0;
 };
 
-// The least recompute whose predicted peak is within `budget`.
-ChainProposal cheapest_within_model(const PeakModel& model, std::int64_t budget);
+// The least recompute whose predicted peak is within `budget`; without `policy_twins`, from the
+// regions recomputed whole only (Candidate::with_policy).
+ChainProposal cheapest_within_model(const PeakModel& model, std::int64_t budget,
+                                    bool policy_twins = true);
 
 // The lowest predicted peak (its cheapest plan among those the buckets tell apart).
 ChainProposal lowest_in_model(const PeakModel& model);

@@ -98,7 +98,6 @@ PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, RunSettings set
 RunRequest PlanEvaluator::request(const CheckpointPlan& plan) const {
   RunRequest r;
   r.plan = plan;
-  r.plan.policy = policy_;
   r.settings = settings_;
   return r;
 }
@@ -119,8 +118,11 @@ Evaluation PlanEvaluator::measure(const RunResult& r) const {
   if (r.reserved) e.reserved_peak = r.reserved->peak_bytes;
   for (std::int64_t k = 0; k < r.trace.step_count(); ++k) {
     if (r.trace.step_phase(k) != Phase::recompute) continue;
+    const TraceStep step = r.trace.step(k);
+    // A per-op policy's kept output is handed back, not computed: it costs no recompute.
+    if (step.replayed) continue;
     ++e.recompute_ops;
-    auto it = op_ns_.find(r.trace.step(k).node);
+    auto it = op_ns_.find(step.node);
     if (it != op_ns_.end()) e.recompute_ns += it->second;
   }
   const CategoryBytes end = r.trace.memory_at(r.trace.forward_end());

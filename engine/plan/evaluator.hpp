@@ -53,8 +53,9 @@ struct SavedUse {
 
 class PlanEvaluator {
  public:
-  // Plans are run with `settings` (variant, RNG, seed, batch, loss) and, inside their
-  // checkpoints, `policy`. Measures the baseline (no checkpoint) once: one dry run, and three
+  // Plans are run with `settings` (variant, RNG, seed, batch, loss); `policy` is the per-op
+  // policy the planner may give each region (a plan says which regions run under it:
+  // CheckpointPlan::policies). Measures the baseline (no checkpoint) once: one dry run, and three
   // real runs for the per-node times when `measure_times` (and the memory guard lets them).
   PlanEvaluator(std::shared_ptr<const Model> model, RunSettings settings,
                 SelectivePolicy policy = {}, const std::atomic<bool>* cancel = nullptr,
@@ -90,8 +91,8 @@ class PlanEvaluator {
   const Model& model() const { return target_.model(); }
   const RunSettings& settings() const { return settings_; }
   const SelectivePolicy& policy() const { return policy_; }
-  // The plan as the evaluator runs it: the evaluator's policy, and the settings as asked (the
-  // request a user runs, and the code export writes).
+  // The plan as the evaluator runs it: with the settings as asked (the request a user runs,
+  // and the code export writes).
   RunRequest request(const CheckpointPlan& plan) const;
 
  private:

@@ -93,6 +93,17 @@ std::optional<PlanPoint> Planner::exact(std::int64_t budget) {
 }
 
 PlanPoint Planner::search(std::int64_t budget) {
+  // With a policy offered, the plans recomputing whole are searched too: the model's costs of a
+  // policy's regions are estimates, and offering a choice must never give a costlier answer
+  // than not offering it (the cheaper of the two that fits).
+  PlanPoint best = search(budget, true);
+  if (set_.policy.empty()) return best;
+  PlanPoint whole = search(budget, false);
+  if (whole.fits && (!best.fits || whole.eval.recompute_ns < best.eval.recompute_ns)) return whole;
+  return best;
+}
+
+PlanPoint Planner::search(std::int64_t budget, bool policy_twins) {
   // The peak model's cheapest plan within a target, evaluated; over budget, the target drops by
   // the overshoot (the model's error there) and the program runs again. Once a plan fits after
   // a lowered target, one more try halfway back, in case the overshoot was pessimistic.
@@ -100,7 +111,7 @@ PlanPoint Planner::search(std::int64_t budget) {
   bool halfway = false;
   std::optional<PlanPoint> best;
   for (int round = 0; round < kVerifyRounds && !cancelled(); ++round) {
-    const ChainProposal proposal = propose(target);
+    const ChainProposal proposal = propose(target, policy_twins);
     if (!proposal.found) break;
     PlanPoint p = point(Strategy::optimal, proposal.chosen, budget);
     if (p.fits) {
@@ -120,14 +131,14 @@ PlanPoint Planner::search(std::int64_t budget) {
   return p;
 }
 
-ChainProposal Planner::propose(std::int64_t target) {
+ChainProposal Planner::propose(std::int64_t target, bool policy_twins) {
   // The program charges shared inputs in shares; the peak model's prediction of its plan does
   // not. Until the prediction fits, the program's target drops by the difference.
   const PeakModel& model = peak_model();
   std::int64_t aim = target;
   ChainProposal last;
   for (int round = 0; round < 8; ++round) {
-    ChainProposal p = cheapest_within_model(model, aim);
+    ChainProposal p = cheapest_within_model(model, aim, policy_twins);
     if (!p.found) return last;
     if (p.predicted <= target) return p;
     aim -= std::max<std::int64_t>(p.predicted - target, target / 400);

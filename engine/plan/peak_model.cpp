@@ -152,7 +152,8 @@ PeakModel::PeakModel(const PlanEvaluator& ev, const CandidateSet& set) : set_(se
                                [](const SavedUse& u, std::int64_t op) { return u.first_op < op; });
     for (; it != uses.end() && it->first_op < c.end_op; ++it)
       if (it->last_op < c.end_op) freed += it->bytes;
-    freed_.push_back(freed);
+    // A region under a per-op policy keeps the outputs of the policy's ops to its backward.
+    freed_.push_back(freed - c.policy_kept_bytes);
     std::vector<int> ids;
     for (const std::string& v : c.inputs) {
       auto [at, fresh] = value_ids.emplace(v, static_cast<int>(values_.size()));

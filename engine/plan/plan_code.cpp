@@ -143,21 +143,29 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
   // Ranges, and modules inside or around one: by hand, innermost first.
   std::set<std::string> names;
   std::ostringstream steps;
+  // A region under a policy other than the plan's own (the planner's per-block choice) is
+  // wrapped by hand too, with its context_fn in its step.
   for (const Segment& g : segments_inside_out(m, c.plan)) {
-    if (!g.range && !g.nested) {
+    const std::string label = g.range ? range_label(g.first, g.last) : g.first;
+    const SelectivePolicy& own = c.plan.policy_for(label);
+    const std::string context = ", " + policy_context(own);
+    if (!g.range && !g.nested && own == c.plan.policy) {
       names.insert(name(g.first));
     } else if (!g.range) {
-      steps << "\n    (\"module\", " << quote(name(g.first)) << "),";
+      steps << "\n    (\"module\", " << quote(name(g.first)) << context << "),";
     } else {
-      steps << "\n    (\"range\", " << quote(name(g.first)) << ", " << quote(name(g.last)) << "),";
+      steps << "\n    (\"range\", " << quote(name(g.first)) << ", " << quote(name(g.last))
+            << context << "),";
     }
   }
-  s << selective_helper(c.plan.policy) << (c.plan.policy.empty() ? "" : "\n\n");
+  const std::string selective = selective_helper(c.plan);
+  s << selective << (selective.empty() ? "" : "\n\n");
   s << "MODULES = [";
   for (const auto& n : names) s << "\n    " << quote(n) << ",";
   s << (names.empty() ? "]\n" : "\n]\n");
   s << "# Ranges and the modules nested with them, innermost first: each outer segment wraps the\n"
-    << "# inner ones already in place, as the engine nested them.\n"
+    << "# inner ones already in place, as the engine nested them. Each step ends with its\n"
+    << "# context_fn (its per-op policy) or None.\n"
     << "STEPS = [" << steps.str() << (steps.str().empty() ? "]\n" : "\n]\n");
   std::set<std::string> offloaded;
   for (const auto& path : c.plan.offload) offloaded.insert(name(path));
@@ -169,8 +177,7 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
   const std::string impl = exported_reentrant(c) ? "REENTRANT" : "NO_REENTRANT";
   const std::string kwargs = std::string("use_reentrant=") +
                              (exported_reentrant(c) ? "True" : "False") +
-                             (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False") +
-                             policy_kwargs(c.plan.policy);
+                             (c.settings.preserve_rng_state ? "" : ", preserve_rng_state=False");
   s << "\n\n"
     << kWrapperHelper << "\n\n"
     << kRangeHelper << "\n\n"
@@ -180,12 +187,14 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
     << "    wrapper = functools.partial(checkpointed, impl=CheckpointImpl." << impl
     << policy_kwargs(c.plan.policy) << ")\n"
     << "    for step in STEPS:\n"
+    << "        context = {} if step[-1] is None else {\"context_fn\": step[-1]}\n"
     << "        if step[0] == \"range\":\n"
-    << "            checkpoint_range(model, step[1], step[2], " << kwargs << ")\n"
+    << "            checkpoint_range(model, step[1], step[2], " << kwargs << ", **context)\n"
     << "            continue\n"
     << "        parent_name, _, child = step[1].rpartition(\".\")\n"
     << "        parent = model.get_submodule(parent_name) if parent_name else model\n"
-    << "        setattr(parent, child, wrapper(getattr(parent, child)))\n"
+    << "        setattr(parent, child, checkpointed(getattr(parent, child), impl=CheckpointImpl."
+    << impl << ", **context))\n"
     << "    targets = {id(model.get_submodule(name)) for name in MODULES}\n"
     << "    try:\n"
     << "        apply_activation_checkpointing(\n"
@@ -241,7 +250,7 @@ std::string plan_pytorch_code(const Model& model, const RunRequest& request) {
     ranges += "    checkpoint_range(model, " + quote(g.first) + ", " + quote(g.last) +
               (members.empty() ? "" : ", checkpointed=(" + members + ")") +
               ", use_reentrant=" + (exported_reentrant(request) ? "True" : "False") +
-              policy_kwargs(request.plan.policy) + ")\n";
+              policy_kwargs(request.plan.policy_for(range_label(g.first, g.last))) + ")\n";
   }
   std::string code = pytorch_code(model, outside);
   const std::string anchor = "    model.train()\n";

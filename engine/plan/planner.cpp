@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "engine/model/module_range.hpp"
 #include "engine/plan/chain_dp.hpp"
 #include "engine/report/figures.hpp"
 #include "engine/report/run_summary.hpp"
@@ -47,7 +48,6 @@ PlanPoint Planner::point(Strategy s, std::vector<int> chosen, std::int64_t budge
   p.strategy = s;
   p.chosen = std::move(chosen);
   p.plan = plan_config(set_, p.chosen);
-  p.plan.policy = ev_.policy();
   p.eval = ev_.evaluate(p.plan);
   p.fits = p.eval.ok && p.eval.peak_bytes <= budget;
   // The lowest peak, the cheapest of equal ones.
@@ -68,7 +68,15 @@ const PeakModel& Planner::peak_model() {
 }
 
 PlanPoint Planner::fixed(Strategy s) {
-  PlanPoint p = point(s, fixed_plan(s, set_, params_), INT64_MAX);
+  // Under an offered policy the fixed strategies give it to every region they choose (as
+  // torchtitan's selective checkpointing does to every block).
+  const std::size_t before = set_.items.size();
+  std::vector<int> chosen = fixed_plan(s, set_, params_);
+  add_policy_twins(ev_, set_, before);
+  for (int& c : chosen)
+    if (const Candidate& x = set_.items[static_cast<std::size_t>(c)]; !x.with_policy && x.twin >= 0)
+      c = x.twin;
+  PlanPoint p = point(s, std::move(chosen), INT64_MAX);
   if (s == Strategy::every_k) p.detail = "k=" + std::to_string(params_.k);
   if (s == Strategy::uniform) p.detail = "n=" + std::to_string(params_.n);
   return p;
@@ -265,9 +273,14 @@ std::vector<PlanPoint> pareto_frontier(const std::vector<PlanPoint>& points) {
 }
 
 std::string plan_text(const PlanPoint& p) {
+  // A region under a per-op policy: "h.3 [save:mm]".
+  auto region = [&](const std::string& label) {
+    const SelectivePolicy& own = p.plan.policy_for(label);
+    return own.empty() ? label : label + " [" + own.spelling() + "]";
+  };
   std::string s;
-  for (const auto& m : p.plan.modules) s += (s.empty() ? "" : ", ") + m;
-  for (const auto& [a, b] : p.plan.ranges) s += (s.empty() ? "" : ", ") + a + ".." + b;
+  for (const auto& m : p.plan.modules) s += (s.empty() ? "" : ", ") + region(m);
+  for (const auto& [a, b] : p.plan.ranges) s += (s.empty() ? "" : ", ") + region(range_label(a, b));
   return s.empty() ? "(nothing)" : s;
 }
 

@@ -81,8 +81,9 @@ class Planner {
   PlanPoint optimal(std::int64_t budget);
   std::optional<PlanPoint> exact(std::int64_t budget);
   PlanPoint search(std::int64_t budget);
+  PlanPoint search(std::int64_t budget, bool policy_twins);
   // The peak model's cheapest plan whose prediction is within `target` (or its closest).
-  ChainProposal propose(std::int64_t target);
+  ChainProposal propose(std::int64_t target, bool policy_twins);
   // Candidates added to `chosen`, most bytes per recompute second first, while the peak model
   // says the peak drops, until it predicts `target`.
   std::vector<int> add_by_model(std::vector<int> chosen, std::int64_t target);

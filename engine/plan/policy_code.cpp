@@ -42,10 +42,17 @@ std::string selective_helper(const SelectivePolicy& policy) {
   return s.str();
 }
 
-std::string policy_kwargs(const SelectivePolicy& policy) {
-  if (policy.empty()) return "";
+std::string selective_helper(const CheckpointPlan& plan) {
+  if (!plan.policy.empty()) return selective_helper(plan.policy);
+  for (const auto& [region, own] : plan.policies)
+    if (!own.empty()) return selective_helper(own);
+  return "";
+}
+
+std::string policy_context(const SelectivePolicy& policy) {
+  if (policy.empty()) return "None";
   std::ostringstream s;
-  s << ", context_fn=selective((";
+  s << "selective((";
   for (const std::string& kind : policy.save) s << '"' << kind << "\", ";
   s << ')';
   if (policy.every > 1) s << ", every=" << policy.every;
@@ -53,8 +60,12 @@ std::string policy_kwargs(const SelectivePolicy& policy) {
   return s.str();
 }
 
+std::string policy_kwargs(const SelectivePolicy& policy) {
+  return policy.empty() ? "" : ", context_fn=" + policy_context(policy);
+}
+
 bool exported_reentrant(const RunRequest& request) {
-  return request.settings.use_reentrant && request.plan.policy.empty();
+  return request.settings.use_reentrant && !request.plan.any_policy();
 }
 
 }  // namespace ckpt

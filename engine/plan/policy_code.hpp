@@ -14,9 +14,13 @@ namespace ckpt {
 // The header comment (what the code needs), the imports and the Python helper
 // `selective(kinds, every=1)`, which makes a checkpoint() context_fn; "" without a policy.
 std::string selective_helper(const SelectivePolicy& policy);
+// The same for a plan: "" unless some region of it runs under a policy.
+std::string selective_helper(const CheckpointPlan& plan);
 
 // ", context_fn=selective(("mm", "sdpa"), every=2)" for the policy; "" without one.
 std::string policy_kwargs(const SelectivePolicy& policy);
+// "selective(("mm", "sdpa"), every=2)" for the policy; "None" without one.
+std::string policy_context(const SelectivePolicy& policy);
 
 // PyTorch's selective checkpointing is non-reentrant only: with a policy the export writes
 // use_reentrant=False whatever the run's variant.

@@ -31,10 +31,10 @@ std::string owner_of(const std::string& param) {
   return dot == std::string::npos ? std::string() : param.substr(0, dot);
 }
 
-std::string checkpoint_kwargs(const RunRequest& c) {
+std::string checkpoint_kwargs(const RunRequest& c, const std::string& region) {
   std::string s = std::string(", use_reentrant=") + (exported_reentrant(c) ? "True" : "False");
   if (!c.settings.preserve_rng_state) s += ", preserve_rng_state=False";
-  s += policy_kwargs(c.plan.policy);
+  s += policy_kwargs(c.plan.policy_for(region));
   return s;
 }
 

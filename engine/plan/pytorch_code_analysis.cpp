@@ -60,6 +60,8 @@ int NativeWriter::sequential_kind(const Module& m) const {
     checkpointed += c_.plan.modules.count(u.child->path);
     // An offloaded block is called through offloaded(): a forward of the module's own.
     if (c_.plan.offload.count(u.child->path)) return 0;
+    // A block under a policy of its own: its checkpoint() call says which.
+    if (c_.plan.policy_for(u.child->path) != c_.plan.policy) return 0;
   }
   if (m.inputs.size() != 1 || m.outputs.size() != 1 || units.back().outputs[0] != m.outputs[0])
     return 0;

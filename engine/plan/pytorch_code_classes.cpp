@@ -57,7 +57,7 @@ std::string NativeWriter::construct(const Module& m, int ind) {
             "    def forward(self, x):\n"
             "        for block in self:\n"
             "            x = checkpoint(block, x" +
-            checkpoint_kwargs(c_) +
+            checkpoint_kwargs(c_, "") +
             ")\n"
             "        return x\n");
       }
@@ -192,7 +192,7 @@ std::string NativeWriter::header() const {
          "        return fn(*args)\n";
   // Only where a checkpoint() is written: a policy alone changes nothing.
   if (!c_.plan.modules.empty() || !c_.plan.ranges.empty() || c_.plan.segments > 0)
-    h << selective_helper(c_.plan.policy);
+    h << selective_helper(c_.plan);
   return h.str();
 }
 

@@ -23,7 +23,9 @@ bool is_identifier(const std::string& s);
 std::string attr_ref(const std::string& attr);
 std::string last_component(const std::string& path);
 std::string owner_of(const std::string& param);
-std::string checkpoint_kwargs(const RunRequest& c);
+// checkpoint()'s keyword arguments for the region `region` (its policy: CheckpointPlan::
+// policy_for).
+std::string checkpoint_kwargs(const RunRequest& c, const std::string& region);
 std::string indent(const std::string& text, int n);
 
 // pytorch_code_step.cpp: the training step the run assumed around the forward and loss lines

@@ -30,8 +30,8 @@ std::string NativeWriter::render(const Module& m, const Unit& u, Names& names, i
     for (const auto& a : args) list += (list.empty() ? "" : ", ") + a;
     const std::string callee = attr_ref(attr_of(*u.child));
     if (c_.plan.modules.count(u.child->path))
-      return "checkpoint(" + callee + (list.empty() ? "" : ", " + list) + checkpoint_kwargs(c_) +
-             ")";
+      return "checkpoint(" + callee + (list.empty() ? "" : ", " + list) +
+             checkpoint_kwargs(c_, u.child->path) + ")";
     if (c_.plan.offload.count(u.child->path))
       return "offloaded(" + callee + (list.empty() ? "" : ", " + list) + ")";
     return callee + "(" + list + ")";

@@ -1,5 +1,7 @@
 #include "engine/report/config_text.hpp"
 
+#include <map>
+
 #include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
@@ -30,6 +32,13 @@ std::string checkpoints_text(const RunRequest& request) {
   what += s.use_reentrant ? ", reentrant" : ", non-reentrant";
   if (!s.preserve_rng_state) what += ", RNG not preserved";
   if (!p.policy.empty()) what += ", policy " + p.policy.spelling();
+  // Regions the planner gave a policy of their own: ", save:mm in 3 regions".
+  std::map<std::string, int> regions;
+  for (const auto& [region, own] : p.policies)
+    if (own != p.policy) ++regions[own.spelling()];
+  for (const auto& [spelling, count] : regions)
+    what +=
+        ", " + spelling + " in " + std::to_string(count) + (count == 1 ? " region" : " regions");
   return what;
 }
 

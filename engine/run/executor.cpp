@@ -150,7 +150,7 @@ CheckpointOptions options_for(const RunRequest& r, const std::string& name) {
   // Unset unless asked for: the device's default (PyTorch 2.x's on cuda, issue 26).
   if (r.settings.early_stop) o.early_stop = true;
   o.determinism_check = r.settings.check_recompute;
-  const SelectivePolicy& policy = r.plan.policy;
+  const SelectivePolicy& policy = r.plan.policy_for(name);
   if (!policy.empty()) {
     o.save_ops = ops_of_kinds(policy.save);
     o.save_every = policy.every;

@@ -108,6 +108,7 @@ std::string CheckpointPlan::key() const {
   for (const auto& [a, b] : sorted) key += a + ".." + b + ";";
   if (segments > 0) key += "|segments=" + std::to_string(segments);
   if (!policy.empty()) key += "|policy=" + policy.spelling();
+  for (const auto& [region, own] : policies) key += "|" + region + ":" + own.spelling();
   if (!offload.empty()) {
     key += "|offload=";
     for (const auto& m : offload) key += m + ";";
@@ -115,10 +116,18 @@ std::string CheckpointPlan::key() const {
   return key;
 }
 
+bool CheckpointPlan::any_policy() const {
+  if (!policy.empty()) return true;
+  for (const auto& [region, own] : policies)
+    if (!own.empty()) return true;
+  return false;
+}
+
 CheckpointPlan CheckpointPlan::without(const std::string& path) const {
   CheckpointPlan p = *this;
   p.modules.erase(path);
   p.offload.erase(path);
+  p.policies.erase(path);
   std::erase_if(p.ranges, [&](const auto& r) { return range_label(r.first, r.second) == path; });
   return p;
 }

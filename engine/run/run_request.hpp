@@ -78,7 +78,11 @@ struct CheckpointPlan {
   // may hold or sit inside checkpointed modules, never overlap one partly.
   std::vector<std::pair<std::string, std::string>> ranges;
   int segments = 0;        // > 0: checkpoint_sequential over the top-level modules
-  SelectivePolicy policy;  // in every checkpointed region
+  SelectivePolicy policy;  // in every checkpointed region without one of its own (below)
+  // Regions with a policy of their own (a module path, or a range's label "first..last"): what
+  // the planner chooses per block, full recompute (no entry, or an empty policy) or a per-op
+  // policy.
+  std::map<std::string, SelectivePolicy> policies;
   // Module instance paths whose saved tensors go to host memory instead of being recomputed
   // (torch.autograd.graph.save_on_cpu(pin_memory=True) around their call): on a device whose
   // host memory is apart from its own (cuda), engine/checkpoint/offload.hpp.
@@ -89,6 +93,13 @@ struct CheckpointPlan {
   bool empty() const {
     return modules.empty() && ranges.empty() && segments == 0 && offload.empty();
   }
+  // The policy of the checkpointed region `region` (a module path or a range's label).
+  const SelectivePolicy& policy_for(const std::string& region) const {
+    const auto it = policies.find(region);
+    return it == policies.end() ? policy : it->second;
+  }
+  // Whether some region runs under a per-op policy.
+  bool any_policy() const;
   // A canonical text of the plan: equal for equal plans whatever the order of their ranges (the
   // planner's cache key, and how tests compare plans).
   std::string key() const;

@@ -4,6 +4,7 @@
 // engine ran.
 
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
@@ -144,17 +145,35 @@ class TestCliPolicy : public QObject {
     const Result both = python({"-c", kDecisions, file, "mm,sdpa", "1"});
     QVERIFY2(both.code == 0, qPrintable(both.err));
     QCOMPARE(both.out, QString("S r S S S r S\nS r S S S r S\n"));
-    // The planner plans under the policy and says so; its --code export carries it.
+    // The planner chooses the policy per region and says so; its --code export gives each
+    // checkpoint() the region's own: as many context_fn as regions under the policy.
     const QString planned = dir_.filePath("gpt_plan.py");
-    const Result plan = cli({"plan", sample("gpt_mini.json"), "--budget", "60%", "--policy",
-                             "save:mm/2", "--code", planned});
+    const Result plan = cli({"plan", sample("gpt_mini.json"), "--budget", "60%", "--variant",
+                             "non-reentrant", "--policy", "save:mm", "--code", planned, "--json"});
     QVERIFY2(plan.code == 0, qPrintable(plan.err));
-    QVERIFY2(plan.out.contains("policy      save:mm/2 in every checkpointed region"),
-             qPrintable(plan.out));
+    const QJsonObject chosen =
+        QJsonDocument::fromJson(plan.out.toUtf8()).object()["plan"].toObject();
+    const QJsonObject regions = chosen["policies"].toObject();
+    QCOMPARE(regions.size(),
+             chosen["modules"].toArray().size() + chosen["ranges"].toArray().size());
+    int under = 0;
+    for (const QString& region : regions.keys())
+      under += regions[region].toString() == "save:mm" ? 1 : 0;
+    QVERIFY2(under > 0 && under < regions.size(), qPrintable(plan.out));
     QFile pf(planned);
     QVERIFY(pf.open(QIODevice::ReadOnly));
-    QVERIFY(pf.readAll().contains("context_fn=selective((\"mm\", ), every=2)"));
+    const QString code = QString::fromUtf8(pf.readAll());
+    QVERIFY2(code.contains("use_reentrant=False)\n"), qPrintable(code));  // a whole region
+    QVERIFY(code.contains("use_reentrant=False, context_fn=selective((\"mm\", )))\n"));
     QVERIFY2(python({"-m", "py_compile", planned}).code == 0, qPrintable(planned));
+    const Result text = cli({"plan", sample("gpt_mini.json"), "--budget", "60%", "--variant",
+                             "non-reentrant", "--policy", "save:mm"});
+    QVERIFY2(
+        text.out.contains(
+            QString("policy      save:mm offered per region (--policy): %1 of %2 regions under it")
+                .arg(under)
+                .arg(regions.size())),
+        qPrintable(text.out));
     // No policy: no helper, nothing that needs PyTorch 2.4.
     const Result plain = cli({"code", sample("gpt_mini.json"), "--checkpoint", "h.*"});
     QVERIFY2(plain.code == 0, qPrintable(plain.err));

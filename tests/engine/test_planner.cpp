@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include "engine/model/loader.hpp"
+#include "engine/model/module_range.hpp"
 #include "engine/plan/planner.hpp"
 
 using namespace ckpt;
@@ -93,6 +94,77 @@ class TestPlanner : public QObject {
                               .arg(best)
                               .arg(subsets)));
     }
+  }
+
+  // Per-op policies chosen per region (issue 28): each region's with_policy twin costs what its
+  // evaluated run recomputes (the policy's outputs are handed back, not computed) and frees
+  // less than recomputing the region whole.
+  void policyTwinsCostWhatTheirRunsRecompute() {
+    auto m = load_model(
+        (qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/gpt_mini.json").toStdString());
+    RunSettings settings = scenario_request(*m).settings;
+    settings.use_reentrant = false;
+    const SelectivePolicy save_mm = SelectivePolicy::parse("save:mm");
+    PlanEvaluator ev(m, settings, save_mm);
+    Planner planner(ev, CandidateOptions{1, false, 0});
+    const auto& items = planner.candidates().items;
+    int twins = 0;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const Candidate& c = items[i];
+      if (!c.with_policy) continue;
+      ++twins;
+      const Candidate& whole = items[static_cast<std::size_t>(c.twin)];
+      QCOMPARE(whole.twin, static_cast<int>(i));
+      QVERIFY(!compatible(c, whole));  // one region, one way
+      QVERIFY(c.policy_kept_bytes > 0);
+      QVERIFY(c.recompute_ns < whole.recompute_ns);
+      QVERIFY(c.recompute_ops < whole.recompute_ops);
+      const PlanPoint kept = planner.point(Strategy::optimal, {static_cast<int>(i)}, INT64_MAX);
+      const PlanPoint recomputed = planner.point(Strategy::optimal, {c.twin}, INT64_MAX);
+      QVERIFY2(kept.eval.ok && recomputed.eval.ok, c.label.c_str());
+      QVERIFY(kept.plan.policy_for(c.label) == save_mm);
+      QVERIFY(recomputed.plan.policy_for(c.label).empty());
+      QVERIFY2(kept.eval.recompute_ops == c.recompute_ops,
+               (c.label + " " + std::to_string(kept.eval.recompute_ops) + " " +
+                std::to_string(c.recompute_ops) + " " + std::to_string(whole.recompute_ops))
+                   .c_str());
+      QVERIFY2(kept.eval.recompute_ns == c.recompute_ns, c.label.c_str());
+      QVERIFY2(recomputed.eval.recompute_ops == whole.recompute_ops, c.label.c_str());
+      QVERIFY2(kept.eval.saved_bytes > recomputed.eval.saved_bytes, c.label.c_str());
+    }
+    QCOMPARE(twins, 12);  // 4 blocks, their attn and mlp: each has a linear
+  }
+
+  // Offered a policy, the planner chooses per region: at 60 % of GPT mini's peak some regions
+  // keep their matmuls and some are recomputed whole, for no more recompute than without the
+  // policy; the fixed strategies give it to every region they choose.
+  void plannerChoosesThePolicyPerRegion() {
+    auto m = load_model(
+        (qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/gpt_mini.json").toStdString());
+    RunSettings settings = scenario_request(*m).settings;
+    settings.use_reentrant = false;
+    PlanEvaluator offered(m, settings, SelectivePolicy::parse("save:mm"));
+    PlanEvaluator whole(m, settings);
+    Planner with(offered), without(whole);
+    const std::int64_t budget = whole.baseline().peak_bytes * 6 / 10;
+    const PlanPoint p = with.plan(Strategy::optimal, budget);
+    const PlanPoint q = without.plan(Strategy::optimal, budget);
+    QVERIFY2(p.fits && q.fits, (plan_text(p) + " / " + plan_text(q)).c_str());
+    QVERIFY2(p.eval.recompute_ns <= q.eval.recompute_ns,
+             (plan_text(p) + " / " + plan_text(q)).c_str());
+    std::size_t under = 0, regions = p.plan.modules.size() + p.plan.ranges.size();
+    for (const auto& path : p.plan.modules) under += p.plan.policy_for(path).empty() ? 0 : 1;
+    for (const auto& [a, b] : p.plan.ranges)
+      under += p.plan.policy_for(range_label(a, b)).empty() ? 0 : 1;
+    QVERIFY2(under > 0 && under < regions, plan_text(p).c_str());
+    // The plan says each region's policy itself: run by an evaluator offered none, it is the
+    // same run.
+    const Evaluation again = whole.evaluate(p.plan);
+    QCOMPARE(again.peak_bytes, p.eval.peak_bytes);
+    QCOMPARE(again.recompute_ops, p.eval.recompute_ops);
+    const PlanPoint all = with.fixed(Strategy::all);
+    for (const auto& path : all.plan.modules) QVERIFY(!all.plan.policy_for(path).empty());
+    QVERIFY(!all.plan.modules.empty());
   }
 
   void recomputeCostIsTheSumOfTheCandidates() {

@@ -310,7 +310,7 @@ void PlanView::onBudget(int percent) {
 }
 
 void PlanView::apply(const PlanPoint& p) {
-  emit planChosen(p.plan.modules, p.plan.ranges);
+  emit planChosen(p.plan);
 }
 
 }  // namespace ckpt::ui

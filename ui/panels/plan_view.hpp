@@ -70,8 +70,8 @@ class PlanView : public QWidget {
   QSlider* budgetSlider() const { return slider_; }
 
  signals:
-  void planChosen(const std::set<std::string>& modules,
-                  const std::vector<std::pair<std::string, std::string>>& ranges);
+  // The plan clicked: its modules, ranges and each region's per-op policy.
+  void planChosen(const ckpt::CheckpointPlan& plan);
   void planningFinished();
 
  private:

@@ -293,14 +293,11 @@ void Session::setModules(const std::set<std::string>& modules) {
   configure();
 }
 
-void Session::setPlan(const std::set<std::string>& modules,
-                      const std::vector<std::pair<std::string, std::string>>& ranges) {
-  if (modules == request_.plan.modules && ranges == request_.plan.ranges &&
-      request_.plan.segments == 0)
-    return;
-  request_.plan.modules = modules;
-  request_.plan.ranges = ranges;
-  request_.plan.segments = 0;
+void Session::setPlan(const CheckpointPlan& plan) {
+  CheckpointPlan next = plan;
+  next.offload = request_.plan.offload;
+  if (next == request_.plan) return;
+  request_.plan = std::move(next);
   configure();
 }
 

@@ -44,9 +44,9 @@ class Session : public QObject {
   void setModules(const std::set<std::string>& modules);
   // Several settings at once, in one run (a lesson step states them together).
   void setRequest(const RunRequest& request);
-  // A plan from the Plan dock: its modules and ranges of siblings, as one change.
-  void setPlan(const std::set<std::string>& modules,
-               const std::vector<std::pair<std::string, std::string>>& ranges);
+  // A plan from the Plan dock: its modules, ranges of siblings and the policy of each region
+  // (the Policy box's, or recomputed whole), as one change; what it offloads stays.
+  void setPlan(const CheckpointPlan& plan);
   void setReentrant(bool reentrant);
   void setPreserveRng(bool preserve);
   void setPolicy(const SelectivePolicy& policy);
