@@ -146,8 +146,8 @@ ChainProposal cheapest_within_model(const PeakModel& m, std::int64_t budget, boo
   });
 }
 
-ChainProposal lowest_in_model(const PeakModel& m) {
-  const Grid g = make_grid(m);
+ChainProposal lowest_in_model(const PeakModel& m, bool policy_twins) {
+  const Grid g = make_grid(m, policy_twins);
   return solve(m, g, [](const Value& v, std::int64_t peak, std::int64_t cost) {
     return std::optional<Value>(Value{std::max(v.first, peak), v.second + cost});
   });

@@ -27,7 +27,8 @@ struct ChainProposal {
 ChainProposal cheapest_within_model(const PeakModel& model, std::int64_t budget,
                                     bool policy_twins = true);
 
-// The lowest predicted peak (its cheapest plan among those the buckets tell apart).
-ChainProposal lowest_in_model(const PeakModel& model);
+// The lowest predicted peak (its cheapest plan among those the buckets tell apart); without
+// `policy_twins`, from the regions recomputed whole only.
+ChainProposal lowest_in_model(const PeakModel& model, bool policy_twins = true);
 
 }  // namespace ckpt

@@ -107,7 +107,8 @@ std::vector<int> by_ratio(const CandidateSet& set, std::vector<int> pool) {
 
 }  // namespace
 
-std::vector<int> Planner::add_by_model(std::vector<int> chosen, std::int64_t target) {
+std::vector<int> Planner::add_by_model(std::vector<int> chosen, std::int64_t target,
+                                       bool policy_twins) {
   const PeakModel& model = peak_model();
   std::int64_t predicted = model.predict(chosen);
   // A candidate must buy a visible drop (half a percent of the plain peak): nested ranges each
@@ -118,6 +119,7 @@ std::vector<int> Planner::add_by_model(std::vector<int> chosen, std::int64_t tar
   for (int c : by_ratio(set_, all)) {
     if (predicted <= target) break;
     if (!usable(set_, chosen, c)) continue;
+    if (!policy_twins && set_.items[static_cast<std::size_t>(c)].with_policy) continue;
     chosen.push_back(c);
     const std::int64_t q = model.predict(chosen);
     if (q < predicted - worth) {
@@ -235,11 +237,12 @@ const PlanPoint& Planner::lowest() {
     }
   } else {
     // The peak model's lowest plan of disjoint candidates, then nested ones added while the
-    // model says the peak drops: each evaluated, the lowest evaluated peak wins.
-    const ChainProposal low = lowest_in_model(peak_model());
+    // model says the peak drops: each evaluated, the lowest evaluated peak wins. Regions
+    // recomputed whole only: a policy keeps more, and the model's ties would hide it.
+    const ChainProposal low = lowest_in_model(peak_model(), false);
     if (low.found && !cancelled()) {
       point(Strategy::optimal, low.chosen, INT64_MAX);
-      const auto deeper = add_by_model(low.chosen, 0);
+      const auto deeper = add_by_model(low.chosen, 0, false);
       if (deeper != low.chosen && !cancelled()) point(Strategy::optimal, deeper, INT64_MAX);
     }
   }

@@ -86,7 +86,9 @@ class Planner {
   ChainProposal propose(std::int64_t target, bool policy_twins);
   // Candidates added to `chosen`, most bytes per recompute second first, while the peak model
   // says the peak drops, until it predicts `target`.
-  std::vector<int> add_by_model(std::vector<int> chosen, std::int64_t target);
+  // Without `policy_twins`, regions recomputed whole only.
+  std::vector<int> add_by_model(std::vector<int> chosen, std::int64_t target,
+                                bool policy_twins = true);
   void repair(PlanPoint& p, std::int64_t budget);
   bool cancelled() const { return cancel_ && cancel_->load(); }
 

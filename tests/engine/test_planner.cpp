@@ -162,6 +162,8 @@ class TestPlanner : public QObject {
     const Evaluation again = whole.evaluate(p.plan);
     QCOMPARE(again.peak_bytes, p.eval.peak_bytes);
     QCOMPARE(again.recompute_ops, p.eval.recompute_ops);
+    // A policy keeps more: offering one never raises the lowest peak the planner reaches.
+    QVERIFY(with.lowest().eval.peak_bytes <= without.lowest().eval.peak_bytes);
     const PlanPoint all = with.fixed(Strategy::all);
     for (const auto& path : all.plan.modules) QVERIFY(!all.plan.policy_for(path).empty());
     QVERIFY(!all.plan.modules.empty());
