@@ -13,6 +13,7 @@
 #include "engine/report/run_summary.hpp"
 #include "engine/run/optimizer.hpp"
 #include "engine/run/runner.hpp"
+#include "tests/engine/support/trace_difference.hpp"
 
 using namespace ckpt;
 
@@ -53,13 +54,7 @@ std::string first_difference(const Trace& a, const Trace& b) {
     if (x.phase != y.phase || x.op != y.op || x.node != y.node)
       return "step " + std::to_string(k) + ": " + x.op + " " + x.node + " / " + y.op + " " + y.node;
   }
-  if (a.event_count() != b.event_count()) return "event counts differ";
-  for (std::int64_t i = 0; i < a.event_count(); ++i) {
-    const TraceEvent x = a.event(i), y = b.event(i);
-    if (x.step != y.step || x.kind != y.kind || x.category != y.category || x.bytes != y.bytes)
-      return "event " + std::to_string(i) + " (step " + std::to_string(x.step) + ")";
-  }
-  return {};
+  return test::first_event_difference(a, b);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "engine/run/runner.hpp"
 #include "engine/tensor/init.hpp"
 #include "engine/tensor/npy.hpp"
+#include "tests/engine/support/trace_difference.hpp"
 
 using namespace ckpt;
 
@@ -83,13 +84,7 @@ std::string first_difference(const Trace& a, const Trace& b) {
   if (a.step_count() != b.step_count()) return "step counts differ";
   for (std::int64_t k = 0; k < a.step_count(); ++k)
     if (a.step(k).op != b.step(k).op) return "step " + std::to_string(k) + ": " + a.step(k).op;
-  if (a.event_count() != b.event_count()) return "event counts differ";
-  for (std::int64_t i = 0; i < a.event_count(); ++i) {
-    const TraceEvent x = a.event(i), y = b.event(i);
-    if (x.step != y.step || x.kind != y.kind || x.category != y.category || x.bytes != y.bytes)
-      return "event " + std::to_string(i) + " (step " + std::to_string(x.step) + ")";
-  }
-  return {};
+  return test::first_event_difference(a, b);
 }
 
 struct Case {
