@@ -16,26 +16,10 @@
 #include "engine/run/runner.hpp"
 #include "engine/tensor/init.hpp"
 #include "engine/tensor/npy.hpp"
+#include "tests/engine/support/relative_error.hpp"
 
 using namespace ckpt;
-
-namespace {
-
-// Largest difference relative to the tensor's largest value, or to `floor` when the whole
-// gradient is tiny (a BatchNorm weight right before another BatchNorm has a gradient of ~1e-7
-// made of cancellations, where f32 rounding alone is a few percent).
-double relative_error(const Tensor& a, const Tensor& b, double floor = 1e-12) {
-  const auto va = a.to_vector(), vb = b.to_vector();
-  if (va.size() != vb.size()) return INFINITY;
-  double diff = 0, scale = floor;
-  for (std::size_t i = 0; i < va.size(); ++i) {
-    diff = std::max(diff, std::abs(va[i] - vb[i]));
-    scale = std::max(scale, std::abs(vb[i]));
-  }
-  return diff / scale;
-}
-
-}  // namespace
+using ckpt::test::relative_error;
 
 class TestModelPytorchCode : public QObject {
   Q_OBJECT

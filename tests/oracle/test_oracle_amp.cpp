@@ -29,9 +29,11 @@
 #include "engine/run/runner.hpp"
 #include "engine/tensor/init.hpp"
 #include "engine/tensor/npy.hpp"
+#include "tests/engine/support/relative_error.hpp"
 #include "tests/engine/support/trace_difference.hpp"
 
 using namespace ckpt;
+using ckpt::test::relative_error;
 
 namespace {
 
@@ -46,18 +48,6 @@ QString run_script(const QStringList& args) {
   if (!p.waitForFinished(540000)) return "timed out: " + args.join(' ');
   if (p.exitCode() != 0) return QString::fromUtf8(p.readAll());
   return {};
-}
-
-// The largest difference over the tensor's largest value, or `floor` where that is larger.
-double relative_error(const Tensor& a, const Tensor& b, double floor) {
-  const auto va = a.to_vector(), vb = b.to_vector();
-  if (va.size() != vb.size()) return INFINITY;
-  double diff = 0, scale = floor;
-  for (std::size_t i = 0; i < va.size(); ++i) {
-    diff = std::max(diff, std::abs(va[i] - vb[i]));
-    scale = std::max(scale, std::abs(vb[i]));
-  }
-  return diff / scale;
 }
 
 // The casts of the forward (steps "to(...)" that autocast makes, and the loss's "cast"), as
