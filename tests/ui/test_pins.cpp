@@ -145,6 +145,21 @@ class TestPins : public QObject {
   // Pins are saved with the model file and come back, run again, when it is opened: names,
   // visibility, configurations and the engine's figures. Another model's opening does not
   // erase them; unpinning does; a corrupt saved list is ignored.
+  // A plan from the Plan dock keeps each region's policy when its pin is saved and restored:
+  // without it, the restored pin would run every region under the plan's policy.
+  void savedPinsKeepEachRegionsPolicy() {
+    Pin pin;
+    pin.name = QStringLiteral("planned");
+    pin.request.plan.modules = {"h.0", "h.1"};
+    pin.request.plan.policy = SelectivePolicy::parse("save:mm");
+    pin.request.plan.policies["h.1"] = SelectivePolicy{};
+    pin.request.plan.policies["h.0"] = SelectivePolicy::parse("save:mm/2");
+    const auto restored = savedPinsFromJson(savedPinsJson({pin}), RunRequest{});
+    QCOMPARE(restored.size(), std::size_t(1));
+    QVERIFY(restored[0].request.plan == pin.request.plan);
+    QVERIFY(restored[0].request.plan.policy_for("h.1").empty());
+  }
+
   void pinsAreSavedWithTheModelAndRestored() {
     QSettings().remove(QStringLiteral("pins"));
     const QString blocks = models_.path(QStringLiteral("blocks.json"));

@@ -125,6 +125,10 @@ QByteArray savedPinsJson(const std::vector<Pin>& pins) {
     for (const std::string& m : p.request.plan.modules) modules.append(QString::fromStdString(m));
     for (const auto& [first, last] : p.request.plan.ranges)
       ranges.append(QJsonArray{QString::fromStdString(first), QString::fromStdString(last)});
+    // A planner's plan gives some regions a policy of their own (or none): {"h.0": "none"}.
+    QJsonObject policies;
+    for (const auto& [region, own] : p.request.plan.policies)
+      policies.insert(QString::fromStdString(region), QString::fromStdString(own.spelling()));
     out.append(QJsonObject{
         {QStringLiteral("name"), p.name},
         {QStringLiteral("visible"), p.visible},
@@ -134,6 +138,7 @@ QByteArray savedPinsJson(const std::vector<Pin>& pins) {
         {QStringLiteral("reentrant"), p.request.settings.use_reentrant},
         {QStringLiteral("preserve_rng"), p.request.settings.preserve_rng_state},
         {QStringLiteral("policy"), QString::fromStdString(p.request.plan.policy.spelling())},
+        {QStringLiteral("policies"), policies},
         {QStringLiteral("batch"), static_cast<qint64>(p.request.settings.batch)},
     });
   }
@@ -173,6 +178,11 @@ std::vector<SavedPin> savedPinsFromJson(const QByteArray& json, const RunRequest
               ? SelectivePolicy::parse(o.value(QStringLiteral("policy")).toString().toStdString())
           : o.value(QStringLiteral("save_matmul")).toBool(false) ? SelectivePolicy::save_matmul()
                                                                  : SelectivePolicy{};
+      p.request.plan.policies.clear();
+      const QJsonObject policies = o.value(QStringLiteral("policies")).toObject();
+      for (auto it = policies.begin(); it != policies.end(); ++it)
+        p.request.plan.policies[it.key().toStdString()] =
+            SelectivePolicy::parse(it.value().toString().toStdString());
     } catch (const std::invalid_argument&) {
       continue;  // a pin from elsewhere naming a policy this build does not know
     }
