@@ -40,6 +40,18 @@ void add_inputs(const PlanEvaluator& ev, const Model& model, Candidate& c,
   }
 }
 
+// What recomputing op `op` costs: its forward steps, and their time.
+struct OpRecompute {
+  std::int64_t steps = 0, ns = 0;
+};
+OpRecompute op_recompute(const PlanEvaluator& ev, const OpNode& op) {
+  OpRecompute r;
+  if (auto it = ev.node_steps().find(op.name); it != ev.node_steps().end()) r.steps = it->second;
+  if (auto it = ev.op_cost_ns().find(op.name); it != ev.op_cost_ns().end())
+    r.ns = it->second * r.steps;
+  return r;
+}
+
 void add_costs(const PlanEvaluator& ev, const Model& model, Candidate& c,
                const std::vector<std::string>& inputs) {
   const std::int64_t rng = 5056;  // torch.get_rng_state(): what each checkpoint stashes
@@ -47,10 +59,9 @@ void add_costs(const PlanEvaluator& ev, const Model& model, Candidate& c,
     const OpNode& op = model.ops[static_cast<std::size_t>(k)];
     if (auto it = ev.saved_by_node().find(op.name); it != ev.saved_by_node().end())
       c.kept_bytes += it->second;
-    const auto steps = ev.node_steps().count(op.name) ? ev.node_steps().at(op.name) : 0;
-    if (auto it = ev.op_cost_ns().find(op.name); it != ev.op_cost_ns().end())
-      c.recompute_ns += it->second * steps;
-    c.recompute_ops += steps;
+    const OpRecompute r = op_recompute(ev, op);
+    c.recompute_ns += r.ns;
+    c.recompute_ops += r.steps;
     if (const OpSchema* row = OpTable::instance().find(op.op_type); row && row->updates_buffers)
       c.batchnorm = true;
   }
@@ -195,10 +206,9 @@ void add_policy_twins(const PlanEvaluator& ev, CandidateSet& set, std::size_t fi
       for (const auto& v : op.outputs)
         if (auto it = ev.value_bytes().find(v); it != ev.value_bytes().end())
           c.policy_kept_bytes += it->second;
-      const auto steps = ev.node_steps().count(op.name) ? ev.node_steps().at(op.name) : 0;
-      if (auto it = ev.op_cost_ns().find(op.name); it != ev.op_cost_ns().end())
-        c.recompute_ns -= it->second * steps;
-      c.recompute_ops -= steps;
+      const OpRecompute r = op_recompute(ev, op);
+      c.recompute_ns -= r.ns;
+      c.recompute_ops -= r.steps;
     }
     if (seen == 0) continue;  // nothing to keep: the same run as full recompute
     set.items[i].twin = static_cast<int>(set.items.size());
