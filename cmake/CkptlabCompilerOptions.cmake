@@ -21,9 +21,11 @@ if(CKPTLAB_SANITIZE)
   # -O1, as AddressSanitizer's documentation advises: the sanitized HeavyModel tests run several
   # times faster than at -O0 (Eigen unoptimised dominates them), and Debug still keeps asserts.
   # At -O1 under ASan gcc 12 reports libstdc++'s own <regex> as maybe-uninitialized (a false
-  # positive); the other builds keep that warning an error.
+  # positive); the other builds keep that warning an error. -g1: line tables, all a sanitizer's
+  # report needs (file:line per frame); full debug info made the sanitized tests 15 GB, more disk
+  # than CI's machine had.
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-    $<$<COMPILE_LANGUAGE:CXX>:-O1> $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
+    $<$<COMPILE_LANGUAGE:CXX>:-O1> $<$<COMPILE_LANGUAGE:CXX>:-g1> $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
