@@ -85,6 +85,16 @@ def loss_of(case, outs, inputs):
     return sum(o.float().sum() for o in outs)
 
 
+def save_step(d, case, model, loss, suffix=""):
+    """loss<suffix>.npy and grad<suffix>_<i>.npy per parameter of the case that got a gradient."""
+    np.save(os.path.join(d, f"loss{suffix}.npy"), loss.detach().numpy())
+    params = dict(model.named_parameters())
+    for i, name in enumerate(case["parameters"]):
+        p = params.get(name)
+        if p is not None and p.grad is not None:
+            np.save(os.path.join(d, f"grad{suffix}_{i}.npy"), p.grad.numpy())
+
+
 def float32_reference(d, case, inputs):
     """The same step without autocast: grad32_<i>.npy and loss32.npy (a reference for values
     where PyTorch's own bfloat16 ones are not one)."""
@@ -93,12 +103,7 @@ def float32_reference(d, case, inputs):
     out = model(*model_inputs)
     loss = loss_of(case, out if isinstance(out, tuple) else (out,), inputs)
     loss.backward()
-    np.save(os.path.join(d, "loss32.npy"), loss.detach().numpy())
-    params = dict(model.named_parameters())
-    for i, name in enumerate(case["parameters"]):
-        p = params.get(name)
-        if p is not None and p.grad is not None:
-            np.save(os.path.join(d, f"grad32_{i}.npy"), p.grad.numpy())
+    save_step(d, case, model, loss, "32")
 
 
 def run_case(d):
@@ -124,12 +129,7 @@ def run_case(d):
             out = model(*model_inputs)
             loss = loss_of(case, out if isinstance(out, tuple) else (out,), inputs)
     loss.backward()
-    np.save(os.path.join(d, "loss.npy"), loss.detach().numpy())
-    params = dict(model.named_parameters())
-    for i, name in enumerate(case["parameters"]):
-        p = params.get(name)
-        if p is not None and p.grad is not None:
-            np.save(os.path.join(d, f"grad_{i}.npy"), p.grad.numpy())
+    save_step(d, case, model, loss)
     float32_reference(d, case, inputs)
     result = {"saved_bytes": sum(b for b, _, _ in packed.values()),
               "saved": sorted([dt, n] for _, dt, n in packed.values()),

@@ -13,7 +13,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -31,24 +30,15 @@
 #include "engine/tensor/npy.hpp"
 #include "tests/engine/support/relative_error.hpp"
 #include "tests/engine/support/trace_difference.hpp"
+#include "tests/oracle/support/oracle_process.hpp"
 
 using namespace ckpt;
 using ckpt::test::relative_error;
 
 namespace {
 
-QString source_dir() {
-  return qEnvironmentVariable("CKPTLAB_SOURCE_DIR");
-}
-
-QString run_script(const QStringList& args) {
-  QProcess p;
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start(qEnvironmentVariable("CKPTLAB_PYTHON", "/usr/bin/python3"), args);
-  if (!p.waitForFinished(540000)) return "timed out: " + args.join(' ');
-  if (p.exitCode() != 0) return QString::fromUtf8(p.readAll());
-  return {};
-}
+using oracle::run_script;
+using oracle::source_dir;
 
 // The casts of the forward (steps "to(...)" that autocast makes, and the loss's "cast"), as
 // [to dtype, numel], sorted: what amp_oracle.py records of PyTorch's _to_copy calls.
@@ -91,8 +81,7 @@ class TestOracleAmp : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    if (qEnvironmentVariableIsSet("CKPTLAB_ORACLE_KEEP")) dir_.setAutoRemove(false);
+    QVERIFY(oracle::prepare_scratch(dir_));
     const QString err =
         run_script({source_dir() + "/tests/oracle/amp_oracle.py", "export", dir_.path()});
     QVERIFY2(err.isEmpty(), qPrintable(err));

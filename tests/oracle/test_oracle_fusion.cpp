@@ -5,7 +5,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -17,6 +16,7 @@
 #include "engine/run/runner.hpp"
 #include "engine/tensor/npy.hpp"
 #include "tests/oracle/support/closeness.hpp"
+#include "tests/oracle/support/oracle_process.hpp"
 
 using namespace ckpt;
 
@@ -47,15 +47,10 @@ class TestOracleFusion : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    if (qEnvironmentVariableIsSet("CKPTLAB_ORACLE_KEEP")) dir_.setAutoRemove(false);
-    QProcess p;
-    p.setProcessChannelMode(QProcess::MergedChannels);
-    p.start(qEnvironmentVariable("CKPTLAB_PYTHON", "/usr/bin/python3"),
-            {qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/tests/oracle/fusion_oracle.py",
-             dir_.path()});
-    QVERIFY(p.waitForFinished(540000));
-    QVERIFY2(p.exitCode() == 0, p.readAll().constData());
+    QVERIFY(oracle::prepare_scratch(dir_));
+    const QString err =
+        oracle::run_script({oracle::source_dir() + "/tests/oracle/fusion_oracle.py", dir_.path()});
+    QVERIFY2(err.isEmpty(), qPrintable(err));
     QFile index(dir_.filePath("index.txt"));
     QVERIFY(index.open(QIODevice::ReadOnly));
     for (const auto& line : QString(index.readAll()).split('\n', Qt::SkipEmptyParts))

@@ -1,6 +1,5 @@
 // ONNX oracle: models exported by PyTorch (at test time, at several opsets, and the committed
 // samples) give PyTorch's outputs and parameter gradients on the same weights and input.
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -10,6 +9,7 @@
 #include "engine/run/runner.hpp"
 #include "engine/tensor/npy.hpp"
 #include "tests/oracle/support/closeness.hpp"
+#include "tests/oracle/support/oracle_process.hpp"
 
 using namespace ckpt;
 using oracle::worst;
@@ -18,15 +18,10 @@ class TestOracleOnnx : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    if (qEnvironmentVariableIsSet("CKPTLAB_ORACLE_KEEP")) dir_.setAutoRemove(false);
-    const QString src = qEnvironmentVariable("CKPTLAB_SOURCE_DIR");
-    QProcess p;
-    p.setProcessChannelMode(QProcess::MergedChannels);
-    p.start(qEnvironmentVariable("CKPTLAB_PYTHON", "/usr/bin/python3"),
-            {src + "/tests/oracle/onnx_oracle.py", dir_.path()});
-    QVERIFY(p.waitForFinished(540000));  // within the test's 600 s, on a busy 2-core machine
-    QVERIFY2(p.exitCode() == 0, p.readAll().constData());
+    QVERIFY(oracle::prepare_scratch(dir_));
+    const QString err =
+        oracle::run_script({oracle::source_dir() + "/tests/oracle/onnx_oracle.py", dir_.path()});
+    QVERIFY2(err.isEmpty(), qPrintable(err));
     QFile index(dir_.filePath("index.txt"));
     QVERIFY(index.open(QIODevice::ReadOnly));
     for (const auto& line : QString(index.readAll()).split('\n', Qt::SkipEmptyParts))

@@ -10,7 +10,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -22,28 +21,14 @@
 #include "engine/run/runner.hpp"
 #include "engine/tensor/npy.hpp"
 #include "tests/oracle/support/closeness.hpp"
+#include "tests/oracle/support/oracle_process.hpp"
 
 using namespace ckpt;
 
 namespace {
 
-QString python() {
-  return qEnvironmentVariable("CKPTLAB_PYTHON", "/usr/bin/python3");
-}
-
-QString source_dir() {
-  return qEnvironmentVariable("CKPTLAB_SOURCE_DIR");
-}
-
-// Runs tests/oracle/optim_oracle.py MODE DIR (or another script of that folder).
-QString run_script(const QStringList& args, int timeout_ms = 300000) {
-  QProcess p;
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start(python(), args);
-  if (!p.waitForFinished(timeout_ms)) return "timed out: " + args.join(' ');
-  if (p.exitCode() != 0) return QString::fromUtf8(p.readAll());
-  return {};
-}
+using oracle::run_script;
+using oracle::source_dir;
 
 using oracle::worst;  // the oracles' one closeness rule
 
@@ -99,8 +84,7 @@ class TestOracleOptim : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    if (qEnvironmentVariableIsSet("CKPTLAB_ORACLE_KEEP")) dir_.setAutoRemove(false);
+    QVERIFY(oracle::prepare_scratch(dir_));
     const QString err =
         run_script({source_dir() + "/tests/oracle/optim_oracle.py", "steps", dir_.path()});
     QVERIFY2(err.isEmpty(), qPrintable(err));
