@@ -16,10 +16,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "engine/model/model.hpp"
+#include "engine/ops/schema/op_schema.hpp"
 #include "engine/trace/caching_allocator.hpp"
 #include "engine/trace/trace.hpp"
 
@@ -223,6 +225,9 @@ struct RunResult {
   // A dry run's result: exact bytes, estimated times, and tensors (outputs, loss, gradients)
   // that have shapes and no values (on the meta device).
   bool dry_run = false;
+  // A dry run's FLOPs and bytes per model node (its op-table rows' costs), what its estimated
+  // times come from: the planner re-times them at another device's rates (time_estimate.hpp).
+  std::unordered_map<std::string, OpCost> node_costs;
   // On a device with a caching allocator (cuda), the memory it reserves for the trace's
   // allocations (engine/trace/caching_allocator.hpp); absent on the cpu.
   std::optional<ReservedMemory> reserved;

@@ -451,6 +451,7 @@ RunResult Runner::run(const RunRequest& request, const std::atomic<bool>* cancel
   result.trace = recorder.finish();
   if (settings.dry_run) {
     apply_estimated_times(result, node_costs);
+    result.node_costs = std::move(node_costs);
   } else {
     apply_measured_times(result, t0);
   }

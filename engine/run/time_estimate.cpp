@@ -51,6 +51,11 @@ const MachineRates& machine_rates() {
   return rates;
 }
 
+const MachineRates& reference_gpu_rates() {
+  static const MachineRates rates{50'000.0, 2'700.0, 5'000.0};
+  return rates;
+}
+
 std::int64_t estimate_ns(const OpCost& cost, const MachineRates& rates) {
   const double ns = cost.flops / rates.flops_per_ns + cost.bytes / rates.bytes_per_ns;
   return static_cast<std::int64_t>(ns + rates.op_overhead_ns);

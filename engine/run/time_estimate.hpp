@@ -22,6 +22,13 @@ struct MachineRates {
 // Calibrated on first use (about 20 ms), then cached for the process.
 const MachineRates& machine_rates();
 
+// A reference GPU's rates, for what a plan costs on the device whose memory it plans (the
+// planner's offload choice: copies at --pcie against recompute on the GPU). Datasheet figures of
+// an H100 SXM derated to what eager PyTorch reaches: 50 TFLOP/s (fp32 GEMM and TF32 convolutions
+// by PyTorch's defaults), 2.7 TB/s of HBM3, 5 us per op (launch, dispatch and autograd). An
+// estimate, not a measurement: a GPU's real times come from profiling it.
+const MachineRates& reference_gpu_rates();
+
 std::int64_t estimate_ns(const OpCost& cost, const MachineRates& rates);
 
 // Per step: a forward or recompute step of model node N costs N's estimate over N's forward
