@@ -44,6 +44,10 @@ judged by a dry run of the engine (one thread), never by the model alone.
                       each region instead of recomputing it whole: optimal, greedy and knapsack
                       choose per region; all, every-k, sqrt and uniform-n give it to every
                       region they choose (PyTorch >= 2.4 to run the exported code)
+  --weigh-offload     with --device cuda: each module may also be offloaded (its saved tensors
+                      copied to host memory and back, save_on_cpu), weighed against recompute:
+                      copies at --pcie GB/s (default 25), recompute at a reference GPU's rates
+                      (H100-class estimates, not measured)
   --json              one JSON object: the plan, the candidates, every point and the frontier
   --plot FILE.svg     the frontier: peak against recompute, points coloured by strategy
   --code FILE.py      the plan as PyTorch code (apply_plan(model) for an ONNX model's module)
@@ -99,6 +103,8 @@ PlanArgs parse(const std::vector<std::string>& args) {
       p.candidates.ranges = false;
     else if (a == "--measure-times")
       p.measure_times = true;
+    else if (a == "--weigh-offload")
+      p.candidates.offload = true;
     else
       p.rest.push_back(a);
   }
@@ -124,11 +130,13 @@ nlohmann::json point_json(const PlanPoint& p) {
           {"modules", p.plan.modules},
           {"ranges", ranges},
           {"policies", policies},
+          {"offload", p.plan.offload},
           {"ok", p.eval.ok},
           {"error", p.eval.error},
           {"peak_bytes", p.eval.peak_bytes},
           {"recompute_ms", p.eval.recompute_ms()},
           {"recompute_ops", p.eval.recompute_ops},
+          {"transfer_ms", static_cast<double>(p.eval.transfer_ns) / 1e6},
           {"saved_bytes", p.eval.saved_bytes},
           {"rng_bytes", p.eval.rng_bytes},
           {"fits", p.fits},
@@ -191,7 +199,9 @@ void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
   nlohmann::json j{{"model", r.model.name},
                    {"budget_bytes", r.budget},
                    {"plain_peak_bytes", r.ev.baseline().peak_bytes},
-                   {"times", r.ev.times_measured() ? "measured" : "estimated"},
+                   {"times", r.ev.times_measured() ? "measured"
+                             : r.ev.gpu_times()    ? "estimated-reference-gpu"
+                                                   : "estimated"},
                    {"evaluations", r.ev.runs()},
                    {"policy", r.ev.policy().spelling()},
                    {"plan", point_json(chosen)}};
@@ -214,7 +224,9 @@ void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
                                {"recompute_ops", c.recompute_ops},
                                {"batchnorm", c.batchnorm},
                                {"policy", c.with_policy ? r.ev.policy().spelling() : "none"},
-                               {"policy_kept_bytes", c.policy_kept_bytes}});
+                               {"policy_kept_bytes", c.policy_kept_bytes},
+                               {"offload", c.offload},
+                               {"transfer_ms", static_cast<double>(c.transfer_ns) / 1e6}});
   for (const auto& p : points) j["points"].push_back(point_json(p));
   for (const auto& p : front) j["frontier"].push_back(point_json(p));
   std::cout << j.dump(2) << "\n";
@@ -245,6 +257,16 @@ void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
               << " offered per region (--policy): " << regions - whole << " of " << regions
               << " regions under it, the rest recomputed whole\n";
   }
+  if (r.ev.gpu_times()) {
+    std::size_t offered = 0;
+    for (const auto& c : set.items) offered += c.offload ? 1 : 0;
+    std::cout << "offload     weighed against recompute (--weigh-offload): "
+              << chosen.plan.offload.size() << " of " << offered << " modules offloaded; copies "
+              << std::fixed << std::setprecision(3)
+              << static_cast<double>(chosen.eval.transfer_ns) / 1e6 << " ms at "
+              << std::setprecision(0) << r.ev.settings().pcie_gb_per_s
+              << " GB/s, recompute at a reference GPU's rates (estimates)\n";
+  }
   std::cout << "peak        " << format_bytes(chosen.eval.peak_bytes)
             << (chosen.fits ? "  fits" : "  OVER BUDGET") << "\n";
   if (r.gpu)
@@ -254,6 +276,7 @@ void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
               << format_bytes(r.gpu->card) << "\n";
   std::cout << "recompute   " << std::fixed << std::setprecision(3) << chosen.eval.recompute_ms()
             << (r.ev.times_measured() ? " ms (forward times measured per op), "
+                : r.ev.gpu_times()    ? " ms (a reference GPU's forward times, estimated), "
                                       : " ms (forward times estimated per op), ")
             << chosen.eval.recompute_ops << " op executions\n"
             << "evaluated   " << r.ev.runs() << " runs in " << std::setprecision(2) << r.seconds
@@ -291,7 +314,15 @@ int cmd_plan(const std::vector<std::string>& args) {
   RunOptions plain = o;
   const auto t0 = std::chrono::steady_clock::now();
   const RunRequest asked = make_request(*model, plain);
-  PlanEvaluator ev(model, asked.settings, asked.plan.policy, nullptr, pa.measure_times);
+  if (pa.candidates.offload && asked.settings.device != Device::cuda)
+    throw UsageError(
+        "--weigh-offload needs --device cuda: on the cpu, host memory is the memory planned");
+  if (pa.candidates.offload && pa.measure_times)
+    throw UsageError(
+        "--weigh-offload times recompute at a GPU's rates; --measure-times would "
+        "time it on this machine's CPU");
+  PlanEvaluator ev(model, asked.settings, asked.plan.policy, nullptr, pa.measure_times,
+                   pa.candidates.offload);
   std::int64_t budget = 0;
   try {
     // A share is of what the unplanned run takes: on a GPU, from the card.

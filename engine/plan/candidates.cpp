@@ -159,6 +159,8 @@ void add_ranges(const PlanEvaluator& ev, const Module& parent,
 
 bool compatible(const Candidate& a, const Candidate& b) {
   if (a.end_op <= b.first_op || b.end_op <= a.first_op) return true;
+  // Offloading inside a checkpoint (or around one) would copy what the checkpoint drops anyway.
+  if (a.offload || b.offload) return false;
   const bool a_in_b = b.first_op <= a.first_op && a.end_op <= b.end_op;
   const bool b_in_a = a.first_op <= b.first_op && b.end_op <= a.end_op;
   if (a.first_op == b.first_op && a.end_op == b.end_op) return a.is_range != b.is_range;
@@ -184,7 +186,30 @@ CandidateSet find_candidates(const PlanEvaluator& ev, const CandidateOptions& op
   if (options.ranges) add_ranges(ev, *parent, blocks, options.max_ranges, set);
   set.policy = ev.policy();
   add_policy_twins(ev, set, 0);
+  if (options.offload) add_offload_twins(ev, set);
   return set;
+}
+
+void add_offload_twins(const PlanEvaluator& ev, CandidateSet& set) {
+  const double bytes_per_ns = ev.settings().pcie_gb_per_s;  // GB/s: bytes per ns
+  const std::size_t end = set.items.size();
+  for (std::size_t i = 0; i < end; ++i) {
+    const Candidate& x = set.items[i];
+    if (x.is_range || x.with_policy || x.offload || x.kept_bytes == 0) continue;
+    Candidate c = x;
+    c.offload = true;
+    c.twin = static_cast<int>(i);
+    c.input_bytes = 0;  // its inputs are saved tensors like any other: copied, not held
+    c.inputs.clear();
+    c.rng_bytes = 0;
+    c.output_bytes = 0;
+    c.recompute_ns = 0;
+    c.recompute_ops = 0;
+    c.cuts_gradients = false;
+    c.transfer_ns =
+        static_cast<std::int64_t>(2.0 * static_cast<double>(x.kept_bytes) / bytes_per_ns);
+    set.items.push_back(std::move(c));
+  }
 }
 
 void add_policy_twins(const PlanEvaluator& ev, CandidateSet& set, std::size_t first) {
@@ -221,6 +246,10 @@ CheckpointPlan plan_config(const CandidateSet& set, const std::vector<int>& chos
   c.policy = set.policy;
   for (int i : chosen) {
     const Candidate& x = set.items[static_cast<std::size_t>(i)];
+    if (x.offload) {
+      c.offload.insert(x.label);
+      continue;
+    }
     // The set's policy is the plan's; a region recomputed whole says so (its own empty policy).
     if (!set.policy.empty() && !x.with_policy) c.policies[x.label] = SelectivePolicy{};
     if (x.is_range) {

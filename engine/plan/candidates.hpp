@@ -35,6 +35,16 @@ struct Candidate {
   bool with_policy = false;
   int twin = -1;
   std::int64_t policy_kept_bytes = 0;  // with_policy: the outputs the policy keeps
+  // The offload twin of a module (CandidateOptions::offload): its saved tensors go to host
+  // memory (save_on_cpu) instead of being recomputed. It keeps no inputs, stashes no RNG state
+  // and recomputes nothing; its cost is the copies each way at the link's bandwidth. It names
+  // the module it stands for in `twin`; it shares ops with no other chosen region.
+  bool offload = false;
+  std::int64_t transfer_ns = 0;
+  // What choosing it costs in time (recompute, or an offload's copies): what plans minimise.
+  std::int64_t cost_ns() const { return recompute_ns + transfer_ns; }
+  // A region's other way (a policy's or an offload's), not a region of its own.
+  bool is_twin() const { return with_policy || offload; }
   // Bytes a checkpoint of it alone frees (kept - inputs - what a policy keeps, never negative).
   std::int64_t saving() const {
     const std::int64_t held = input_bytes + policy_kept_bytes;
@@ -48,6 +58,9 @@ struct CandidateOptions {
   // Ranges are O(n^2): all of them up to this many, else lengths growing by half from every
   // quarter-length-th block, the shortest first, up to this many.
   int max_ranges = 8192;
+  // On a device with host memory apart from its own (cuda): each module may also be offloaded,
+  // weighed against recomputing it (the evaluator's times then a GPU's: PlanEvaluator gpu_times).
+  bool offload = false;
 };
 
 struct CandidateSet {
@@ -62,11 +75,16 @@ struct CandidateSet {
 // Appends the with_policy twin of each candidate from `first` on (nothing without a policy).
 void add_policy_twins(const PlanEvaluator& evaluator, CandidateSet& set, std::size_t first);
 
+// Appends the offload twin of each module candidate (not ranges, not twins): the copies of what
+// its ops save, to host and back, at the evaluator's link bandwidth (RunSettings::pcie_gb_per_s).
+void add_offload_twins(const PlanEvaluator& evaluator, CandidateSet& set);
+
 // The blocks: the children of the first module (from the root down) that does not hand
 // nearly all of its ops to a single child; then candidates as `options` says.
 CandidateSet find_candidates(const PlanEvaluator& evaluator, const CandidateOptions& options = {});
 
-// Whether two candidates can be checkpointed together (nested or apart, never crossing).
+// Whether two candidates can be checkpointed together (nested or apart, never crossing; an
+// offloaded module apart from every other region).
 bool compatible(const Candidate& a, const Candidate& b);
 
 // The plan checkpointing the chosen candidates (indices into set.items): with the set's policy

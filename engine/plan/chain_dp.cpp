@@ -21,7 +21,7 @@ struct Grid {
   std::vector<int> end;                  // per candidate: its end position
 };
 
-Grid make_grid(const PeakModel& m, bool policy_twins = true) {
+Grid make_grid(const PeakModel& m, bool twins = true) {
   const auto& set = m.candidates();
   Grid g;
   g.positions = static_cast<int>(m.positions().size());
@@ -32,7 +32,7 @@ Grid make_grid(const PeakModel& m, bool policy_twins = true) {
   for (std::size_t c = 0; c < set.items.size(); ++c) {
     if (m.net_saving(static_cast<int>(c)) <= 0) continue;  // costs recompute, saves nothing
     if (set.items[c].cuts_gradients) continue;             // would not train
-    if (set.items[c].with_policy && !policy_twins) continue;
+    if (set.items[c].is_twin() && !twins) continue;
     const int a = m.position_of(set.items[c].first_op);
     g.end[c] = m.position_of(set.items[c].end_op);
     g.starts[static_cast<std::size_t>(a)].push_back(static_cast<int>(c));
@@ -103,7 +103,7 @@ ChainProposal solve(const PeakModel& m, const Grid& g, Step step) {
       if (auto nv = step(v, gap_peak - saved, 0)) relax(p + 1, b, *nv, kGap);
       for (int c : g.starts[static_cast<std::size_t>(p)]) {
         const auto nv =
-            step(v, m.need(c) - saved, set.items[static_cast<std::size_t>(c)].recompute_ns);
+            step(v, m.need(c) - saved, set.items[static_cast<std::size_t>(c)].cost_ns());
         if (nv)
           relax(g.end[static_cast<std::size_t>(c)], b + g.weight[static_cast<std::size_t>(c)], *nv,
                 c);
@@ -128,7 +128,7 @@ ChainProposal solve(const PeakModel& m, const Grid& g, Step step) {
       continue;
     }
     out.chosen.push_back(how);
-    out.recompute_ns += set.items[static_cast<std::size_t>(how)].recompute_ns;
+    out.recompute_ns += set.items[static_cast<std::size_t>(how)].cost_ns();
     b -= g.weight[static_cast<std::size_t>(how)];
     p = m.position_of(set.items[static_cast<std::size_t>(how)].first_op);
   }
@@ -139,15 +139,15 @@ ChainProposal solve(const PeakModel& m, const Grid& g, Step step) {
 
 }  // namespace
 
-ChainProposal cheapest_within_model(const PeakModel& m, std::int64_t budget, bool policy_twins) {
-  const Grid g = make_grid(m, policy_twins);
+ChainProposal cheapest_within_model(const PeakModel& m, std::int64_t budget, bool twins) {
+  const Grid g = make_grid(m, twins);
   return solve(m, g, [budget](const Value& v, std::int64_t peak, std::int64_t cost) {
     return peak <= budget ? std::optional<Value>(Value{v.first + cost, 0}) : std::nullopt;
   });
 }
 
-ChainProposal lowest_in_model(const PeakModel& m, bool policy_twins) {
-  const Grid g = make_grid(m, policy_twins);
+ChainProposal lowest_in_model(const PeakModel& m, bool twins) {
+  const Grid g = make_grid(m, twins);
   return solve(m, g, [](const Value& v, std::int64_t peak, std::int64_t cost) {
     return std::optional<Value>(Value{std::max(v.first, peak), v.second + cost});
   });

@@ -17,18 +17,17 @@ namespace ckpt {
 
 struct ChainProposal {
   bool found = false;
-  std::vector<int> chosen;     // candidate indices, disjoint
-  std::int64_t predicted = 0;  // the peak model's peak of the plan
-  std::int64_t recompute_ns = 0;
+  std::vector<int> chosen;        // candidate indices, disjoint
+  std::int64_t predicted = 0;     // the peak model's peak of the plan
+  std::int64_t recompute_ns = 0;  // its cost: recompute and offload copies (Candidate::cost_ns)
 };
 
-// The least recompute whose predicted peak is within `budget`; without `policy_twins`, from the
-// regions recomputed whole only (Candidate::with_policy).
-ChainProposal cheapest_within_model(const PeakModel& model, std::int64_t budget,
-                                    bool policy_twins = true);
+// The least recompute whose predicted peak is within `budget`; without `twins`, from the
+// regions recomputed whole only (no Candidate::is_twin: no policy, no offload).
+ChainProposal cheapest_within_model(const PeakModel& model, std::int64_t budget, bool twins = true);
 
 // The lowest predicted peak (its cheapest plan among those the buckets tell apart); without
-// `policy_twins`, from the regions recomputed whole only.
-ChainProposal lowest_in_model(const PeakModel& model, bool policy_twins = true);
+// `twins`, from the regions recomputed whole only.
+ChainProposal lowest_in_model(const PeakModel& model, bool twins = true);
 
 }  // namespace ckpt

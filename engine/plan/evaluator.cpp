@@ -6,6 +6,7 @@
 #include "engine/autograd/saved_tensors.hpp"
 #include "engine/report/figures.hpp"
 #include "engine/request/execute.hpp"
+#include "engine/run/time_estimate.hpp"
 
 namespace ckpt {
 
@@ -35,32 +36,41 @@ std::shared_ptr<const RunResult> run_plain(const RunTarget& target, const RunReq
 
 PlanEvaluator::PlanEvaluator(std::shared_ptr<const Model> model, RunSettings settings,
                              SelectivePolicy policy, const std::atomic<bool>* cancel,
-                             bool measure_times)
-    : target_(std::move(model)), settings_(std::move(settings)), policy_(policy), cancel_(cancel) {
+                             bool measure_times, bool gpu_times)
+    : target_(std::move(model)),
+      settings_(std::move(settings)),
+      policy_(policy),
+      cancel_(cancel),
+      gpu_times_(gpu_times) {
   // Per node: its forward time over the number of its forward steps, so that a recompute of
   // the node's steps costs what its forward did. From the dry run's estimates; or, when asked,
   // the least of three real runs (the first one pays for cold caches and first allocations),
   // when the memory guard lets a real run start.
   RunRequest timing = evaluation_request({});
-  timing.settings.dry_run = !measure_times;
+  timing.settings.dry_run = !measure_times || gpu_times;
   // Op times are this machine's CPU's whatever the device whose bytes are planned: they are the
-  // recompute cost's unit, compared with each other, never shown as a GPU's time.
-  timing.settings.device = Device::cpu;
+  // recompute cost's unit, compared with each other, never shown as a GPU's time. Where a plan
+  // weighs copies to host memory against recompute, both are the GPU's: the dry run's op costs
+  // at a reference GPU's rates.
+  if (!gpu_times) timing.settings.device = Device::cpu;
   std::shared_ptr<const RunResult> r;
   std::unordered_map<std::string, std::int64_t> steps;
-  for (int attempt = 0; attempt < (measure_times ? 3 : 1); ++attempt) {
+  for (int attempt = 0; attempt < (timing.settings.dry_run ? 1 : 3); ++attempt) {
     r = run_plain(target_, timing, cancel_);
     if (!r->ok)
       throw std::runtime_error("planning " + target_.model().source +
                                ": the model does not run without checkpointing: " + r->error);
     times_measured_ = !r->dry_run;
     if (!times_measured_) attempt = 3;  // refused by the guard: one dry run's estimates
+    std::vector<std::int64_t> gpu;
+    if (gpu_times) gpu = estimate_step_durations(r->trace, r->node_costs, reference_gpu_rates());
     std::unordered_map<std::string, std::int64_t> total;
     steps.clear();
     for (std::int64_t k = 0; k < r->trace.step_count(); ++k) {
       if (r->trace.step_phase(k) != Phase::forward) continue;
       const TraceStep s = r->trace.step(k);
-      total[s.node] += std::max<std::int64_t>(s.duration_ns, 1);
+      const std::int64_t ns = gpu_times ? gpu[static_cast<std::size_t>(k)] : s.duration_ns;
+      total[s.node] += std::max<std::int64_t>(ns, 1);
       ++steps[s.node];
     }
     for (const auto& [node, ns] : total) {
@@ -125,6 +135,8 @@ Evaluation PlanEvaluator::measure(const RunResult& r) const {
     auto it = op_ns_.find(step.node);
     if (it != op_ns_.end()) e.recompute_ns += it->second;
   }
+  // Offloaded saved tensors: the copies each way at the settings' link bandwidth.
+  if (r.offload) e.transfer_ns = static_cast<std::int64_t>(r.offload->copy_ms * 1e6);
   const CategoryBytes end = r.trace.memory_at(r.trace.forward_end());
   e.saved_bytes = ckpt::saved_for_backward(end);
   e.rng_bytes = end[static_cast<std::size_t>(MemoryCategory::rng_state)];

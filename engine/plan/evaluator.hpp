@@ -39,7 +39,13 @@ struct Evaluation {
   std::int64_t rng_bytes = 0;      // RNG states stashed by checkpoints at the end of the forward
   // On a device with a caching allocator (cuda): torch.cuda.max_memory_reserved of the dry run.
   std::int64_t reserved_peak = 0;
+  // Copies of offloaded saved tensors to host memory and back (CheckpointPlan::offload), at the
+  // settings' link bandwidth (--pcie), in ns.
+  std::int64_t transfer_ns = 0;
   double recompute_ms() const { return static_cast<double>(recompute_ns) / 1e6; }
+  // What the plan costs in time: its recompute and its copies (what the planner minimises).
+  std::int64_t cost_ns() const { return recompute_ns + transfer_ns; }
+  double cost_ms() const { return static_cast<double>(cost_ns()) / 1e6; }
 };
 
 // One storage the plain run's forward keeps for backward (parameters and model inputs left out):
@@ -57,9 +63,11 @@ class PlanEvaluator {
   // policy the planner may give each region (a plan says which regions run under it:
   // CheckpointPlan::policies). Measures the baseline (no checkpoint) once: one dry run, and three
   // real runs for the per-node times when `measure_times` (and the memory guard lets them).
+  // `gpu_times`: per-node times from the dry run's op costs at a reference GPU's rates, on the
+  // clock of the offload's copies (the planner's offload choice, CandidateOptions::offload).
   PlanEvaluator(std::shared_ptr<const Model> model, RunSettings settings,
                 SelectivePolicy policy = {}, const std::atomic<bool>* cancel = nullptr,
-                bool measure_times = false);
+                bool measure_times = false, bool gpu_times = false);
 
   // Thread-safe; the same plan is run once (results are cached by its key).
   Evaluation evaluate(const CheckpointPlan& plan) const;
@@ -88,6 +96,8 @@ class PlanEvaluator {
   // Whether the per-node times behind recompute costs were measured (real baseline runs) or
   // estimated (the model does not fit this machine: dry-run estimates).
   bool times_measured() const { return times_measured_; }
+  // Whether the per-node times are a reference GPU's estimates (`gpu_times`).
+  bool gpu_times() const { return gpu_times_; }
   const Model& model() const { return target_.model(); }
   const RunSettings& settings() const { return settings_; }
   const SelectivePolicy& policy() const { return policy_; }
@@ -117,6 +127,7 @@ class PlanEvaluator {
   mutable std::once_flag uses_once_;
   mutable std::vector<SavedUse> uses_;
   bool times_measured_ = false;
+  bool gpu_times_ = false;
 };
 
 }  // namespace ckpt

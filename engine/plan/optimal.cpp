@@ -44,11 +44,11 @@ std::optional<PlanPoint> Planner::exact(std::int64_t budget) {
   std::vector<int> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<int>(i);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return set_.items[static_cast<std::size_t>(a)].recompute_ns <
-           set_.items[static_cast<std::size_t>(b)].recompute_ns;
+    return set_.items[static_cast<std::size_t>(a)].cost_ns() <
+           set_.items[static_cast<std::size_t>(b)].cost_ns();
   });
   auto cost_of = [&](int pos) {
-    return set_.items[static_cast<std::size_t>(order[static_cast<std::size_t>(pos)])].recompute_ns;
+    return set_.items[static_cast<std::size_t>(order[static_cast<std::size_t>(pos)])].cost_ns();
   };
   std::priority_queue<Subset, std::vector<Subset>, std::greater<>> queue;
   queue.push(Subset{});
@@ -57,7 +57,7 @@ std::optional<PlanPoint> Planner::exact(std::int64_t budget) {
   while (!queue.empty() && !cancelled()) {
     Subset s = queue.top();
     queue.pop();
-    if (best && s.cost > best->eval.recompute_ns) {  // nothing cheaper is left
+    if (best && s.cost > best->eval.cost_ns()) {  // nothing cheaper is left
       best->exact = true;
       return best;
     }
@@ -86,24 +86,26 @@ std::optional<PlanPoint> Planner::exact(std::int64_t budget) {
     if (!valid) continue;
     if (++evaluations > params_.max_evaluations) return std::nullopt;
     PlanPoint p = point(Strategy::optimal, chosen, budget);
-    if (p.fits && (!best || p.eval.recompute_ns < best->eval.recompute_ns)) best = std::move(p);
+    if (p.fits && (!best || p.eval.cost_ns() < best->eval.cost_ns())) best = std::move(p);
   }
   if (best) best->exact = !cancelled();
   return best;
 }
 
 PlanPoint Planner::search(std::int64_t budget) {
-  // With a policy offered, the plans recomputing whole are searched too: the model's costs of a
-  // policy's regions are estimates, and offering a choice must never give a costlier answer
-  // than not offering it (the cheaper of the two that fits).
+  // With a policy or offload offered, the plans recomputing whole are searched too: the model's
+  // costs of a policy's regions and of an offload's copies are estimates, and offering a choice
+  // must never give a costlier answer than not offering it (the cheaper of the two that fits).
   PlanPoint best = search(budget, true);
-  if (set_.policy.empty()) return best;
+  const bool twins = std::any_of(set_.items.begin(), set_.items.end(),
+                                 [](const Candidate& c) { return c.is_twin(); });
+  if (!twins) return best;
   PlanPoint whole = search(budget, false);
-  if (whole.fits && (!best.fits || whole.eval.recompute_ns < best.eval.recompute_ns)) return whole;
+  if (whole.fits && (!best.fits || whole.eval.cost_ns() < best.eval.cost_ns())) return whole;
   return best;
 }
 
-PlanPoint Planner::search(std::int64_t budget, bool policy_twins) {
+PlanPoint Planner::search(std::int64_t budget, bool twins) {
   // The peak model's cheapest plan within a target, evaluated; over budget, the target drops by
   // the overshoot (the model's error there) and the program runs again. Once a plan fits after
   // a lowered target, one more try halfway back, in case the overshoot was pessimistic.
@@ -111,11 +113,11 @@ PlanPoint Planner::search(std::int64_t budget, bool policy_twins) {
   bool halfway = false;
   std::optional<PlanPoint> best;
   for (int round = 0; round < kVerifyRounds && !cancelled(); ++round) {
-    const ChainProposal proposal = propose(target, policy_twins);
+    const ChainProposal proposal = propose(target, twins);
     if (!proposal.found) break;
     PlanPoint p = point(Strategy::optimal, proposal.chosen, budget);
     if (p.fits) {
-      if (!best || p.eval.recompute_ns < best->eval.recompute_ns) best = p;
+      if (!best || p.eval.cost_ns() < best->eval.cost_ns()) best = p;
       if (halfway || target == budget) break;
       halfway = true;
       target += (budget - target) / 2;
@@ -131,14 +133,14 @@ PlanPoint Planner::search(std::int64_t budget, bool policy_twins) {
   return p;
 }
 
-ChainProposal Planner::propose(std::int64_t target, bool policy_twins) {
+ChainProposal Planner::propose(std::int64_t target, bool twins) {
   // The program charges shared inputs in shares; the peak model's prediction of its plan does
   // not. Until the prediction fits, the program's target drops by the difference.
   const PeakModel& model = peak_model();
   std::int64_t aim = target;
   ChainProposal last;
   for (int round = 0; round < 8; ++round) {
-    ChainProposal p = cheapest_within_model(model, aim, policy_twins);
+    ChainProposal p = cheapest_within_model(model, aim, twins);
     if (!p.found) return last;
     if (p.predicted <= target) return p;
     aim -= std::max<std::int64_t>(p.predicted - target, target / 400);
@@ -151,8 +153,7 @@ const PlanPoint* Planner::cheapest_evaluated(
     const std::function<bool(const Evaluation&)>& fits) const {
   const PlanPoint* best = nullptr;
   for (const auto& p : evaluated_)
-    if (p.eval.ok && fits(p.eval) && (!best || p.eval.recompute_ns < best->eval.recompute_ns))
-      best = &p;
+    if (p.eval.ok && fits(p.eval) && (!best || p.eval.cost_ns() < best->eval.cost_ns())) best = &p;
   return best;
 }
 
@@ -180,7 +181,7 @@ PlanPoint Planner::optimal(std::int64_t budget) {
   // strategy asked for them.
   p.strategy = Strategy::optimal;
   if (const PlanPoint* known = cheapest_evaluated(within(budget));
-      known && (!p.fits || known->eval.recompute_ns < p.eval.recompute_ns))
+      known && (!p.fits || known->eval.cost_ns() < p.eval.cost_ns()))
     p = adopt_known(p, *known);
   return p;
 }
@@ -214,7 +215,7 @@ std::vector<PlanPoint> Planner::sweep(std::int64_t budget, int steps) {
   for (std::size_t i = 0; i < budgets.size(); ++i) {
     PlanPoint& p = answers[i];
     if (const PlanPoint* known = cheapest_evaluated(within(budgets[i]));
-        known && (!p.fits || known->eval.recompute_ns < p.eval.recompute_ns)) {
+        known && (!p.fits || known->eval.cost_ns() < p.eval.cost_ns())) {
       PlanPoint asked = p;
       asked.strategy = Strategy::optimal;
       p = adopt_known(asked, *known);

@@ -22,6 +22,8 @@ std::int64_t PeakModel::span_need(const Span& s) const {
 }
 
 std::int64_t PeakModel::recompute_rise(const Span& s) const {
+  // An offloaded module recomputes nothing: its saved tensors come back as its backward asks.
+  if (set_.items[static_cast<std::size_t>(s.candidate)].offload) return s.extra;
   // The recompute is the segment's forward again, its nested checkpoints keeping nothing.
   std::int64_t high = kNone, inner = 0;
   int at = s.a;

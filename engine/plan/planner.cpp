@@ -53,7 +53,7 @@ PlanPoint Planner::point(Strategy s, std::vector<int> chosen, std::int64_t budge
   // The lowest peak, the cheapest of equal ones.
   if (p.eval.ok && (!lowest_ || p.eval.peak_bytes < lowest_->eval.peak_bytes ||
                     (p.eval.peak_bytes == lowest_->eval.peak_bytes &&
-                     p.eval.recompute_ns < lowest_->eval.recompute_ns)))
+                     p.eval.cost_ns() < lowest_->eval.cost_ns())))
     lowest_ = p;
   if (p.eval.ok) evaluated_.push_back(p);
   return p;
@@ -99,7 +99,7 @@ std::vector<int> by_ratio(const CandidateSet& set, std::vector<int> pool) {
   auto ratio = [&](int i) {
     const Candidate& c = set.items[static_cast<std::size_t>(i)];
     return static_cast<double>(c.saving()) /
-           static_cast<double>(std::max<std::int64_t>(1, c.recompute_ns));
+           static_cast<double>(std::max<std::int64_t>(1, c.cost_ns()));
   };
   std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return ratio(a) > ratio(b); });
   return pool;
@@ -107,8 +107,7 @@ std::vector<int> by_ratio(const CandidateSet& set, std::vector<int> pool) {
 
 }  // namespace
 
-std::vector<int> Planner::add_by_model(std::vector<int> chosen, std::int64_t target,
-                                       bool policy_twins) {
+std::vector<int> Planner::add_by_model(std::vector<int> chosen, std::int64_t target, bool twins) {
   const PeakModel& model = peak_model();
   std::int64_t predicted = model.predict(chosen);
   // A candidate must buy a visible drop (half a percent of the plain peak): nested ranges each
@@ -119,7 +118,7 @@ std::vector<int> Planner::add_by_model(std::vector<int> chosen, std::int64_t tar
   for (int c : by_ratio(set_, all)) {
     if (predicted <= target) break;
     if (!usable(set_, chosen, c)) continue;
-    if (!policy_twins && set_.items[static_cast<std::size_t>(c)].with_policy) continue;
+    if (!twins && set_.items[static_cast<std::size_t>(c)].is_twin()) continue;
     chosen.push_back(c);
     const std::int64_t q = model.predict(chosen);
     if (q < predicted - worth) {
@@ -238,7 +237,8 @@ const PlanPoint& Planner::lowest() {
   } else {
     // The peak model's lowest plan of disjoint candidates, then nested ones added while the
     // model says the peak drops: each evaluated, the lowest evaluated peak wins. Regions
-    // recomputed whole only: a policy keeps more, and the model's ties would hide it.
+    // recomputed whole only: a policy keeps more, and the model's ties would hide it (offload
+    // twins are left out too: the plans they make are searched at each budget).
     const ChainProposal low = lowest_in_model(peak_model(), false);
     if (low.found && !cancelled()) {
       point(Strategy::optimal, low.chosen, INT64_MAX);
@@ -253,8 +253,8 @@ const PlanPoint& Planner::lowest() {
 
 bool dominates(const PlanPoint& a, const PlanPoint& b) {
   if (!a.eval.ok || !b.eval.ok) return false;
-  return a.eval.peak_bytes <= b.eval.peak_bytes && a.eval.recompute_ns <= b.eval.recompute_ns &&
-         (a.eval.peak_bytes < b.eval.peak_bytes || a.eval.recompute_ns < b.eval.recompute_ns);
+  return a.eval.peak_bytes <= b.eval.peak_bytes && a.eval.cost_ns() <= b.eval.cost_ns() &&
+         (a.eval.peak_bytes < b.eval.peak_bytes || a.eval.cost_ns() < b.eval.cost_ns());
 }
 
 std::vector<PlanPoint> pareto_frontier(const std::vector<PlanPoint>& points) {
@@ -265,7 +265,7 @@ std::vector<PlanPoint> pareto_frontier(const std::vector<PlanPoint>& points) {
     for (const auto& q : points)
       if (q.eval.ok && dominates(q, p)) beaten = true;
     for (const auto& q : out)  // equal figures: one point
-      if (q.eval.peak_bytes == p.eval.peak_bytes && q.eval.recompute_ns == p.eval.recompute_ns)
+      if (q.eval.peak_bytes == p.eval.peak_bytes && q.eval.cost_ns() == p.eval.cost_ns())
         beaten = true;
     if (!beaten) out.push_back(p);
   }
@@ -284,6 +284,8 @@ std::string plan_text(const PlanPoint& p) {
   std::string s;
   for (const auto& m : p.plan.modules) s += (s.empty() ? "" : ", ") + region(m);
   for (const auto& [a, b] : p.plan.ranges) s += (s.empty() ? "" : ", ") + region(range_label(a, b));
+  // An offloaded module: "h.5 [offload]".
+  for (const auto& m : p.plan.offload) s += (s.empty() ? "" : ", ") + m + " [offload]";
   return s.empty() ? "(nothing)" : s;
 }
 
@@ -296,7 +298,7 @@ int cheapest_within(const std::vector<PlanPoint>& front, std::int64_t budget) {
   for (std::size_t i = 0; i < front.size(); ++i) {
     const auto& p = front[i];
     if (!p.eval.ok || p.eval.peak_bytes > budget) continue;
-    if (best < 0 || p.eval.recompute_ns < front[static_cast<std::size_t>(best)].eval.recompute_ns)
+    if (best < 0 || p.eval.cost_ns() < front[static_cast<std::size_t>(best)].eval.cost_ns())
       best = static_cast<int>(i);
   }
   return best;
@@ -329,7 +331,7 @@ GpuPlan plan_for_gpu(Planner& planner, Strategy s, std::int64_t card) {
   if (s == Strategy::optimal)
     if (const PlanPoint* known = planner.cheapest_evaluated(on_the_card);
         known && (!g.point.eval.ok || !on_the_card(g.point.eval) ||
-                  known->eval.recompute_ns < g.point.eval.recompute_ns))
+                  known->eval.cost_ns() < g.point.eval.cost_ns()))
       g.point = adopt_known(g.point, *known);
   const bool on_card = g.point.eval.ok && on_the_card(g.point.eval);
   if (on_card) {

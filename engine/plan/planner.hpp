@@ -81,14 +81,13 @@ class Planner {
   PlanPoint optimal(std::int64_t budget);
   std::optional<PlanPoint> exact(std::int64_t budget);
   PlanPoint search(std::int64_t budget);
-  PlanPoint search(std::int64_t budget, bool policy_twins);
+  PlanPoint search(std::int64_t budget, bool twins);
   // The peak model's cheapest plan whose prediction is within `target` (or its closest).
-  ChainProposal propose(std::int64_t target, bool policy_twins);
+  ChainProposal propose(std::int64_t target, bool twins);
   // Candidates added to `chosen`, most bytes per recompute second first, while the peak model
   // says the peak drops, until it predicts `target`.
-  // Without `policy_twins`, regions recomputed whole only.
-  std::vector<int> add_by_model(std::vector<int> chosen, std::int64_t target,
-                                bool policy_twins = true);
+  // Without `twins`, regions recomputed whole only.
+  std::vector<int> add_by_model(std::vector<int> chosen, std::int64_t target, bool twins = true);
   void repair(PlanPoint& p, std::int64_t budget);
   bool cancelled() const { return cancel_ && cancel_->load(); }
 

@@ -124,9 +124,9 @@ std::vector<int> min_cost_cover(const CandidateSet& set, const std::vector<int>&
     if (w == 0) continue;
     for (std::size_t b = width; b-- > 0;) {
       const std::size_t from = b > w ? b - w : 0;
-      if (best[from] == kInf || best[from] + c.recompute_ns >= best[b]) continue;
+      if (best[from] == kInf || best[from] + c.cost_ns() >= best[b]) continue;
       // Saturating: every b' above `from + w` is reached too, handled as b == width - 1.
-      best[b] = best[from] + c.recompute_ns;
+      best[b] = best[from] + c.cost_ns();
       took[i][b] = true;
     }
   }

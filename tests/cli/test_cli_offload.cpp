@@ -2,6 +2,8 @@
 // memory in the text and JSON, the refusals, and the exported code applied to the PyTorch model
 // the ONNX file came from (torchvision's ResNet-18 here), run by PyTorch 1.13.
 
+#include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -64,6 +66,49 @@ class TestCliOffload : public QObject {
         {"run", sample("gpt_mini.json"), "--device", "cuda", "--dry-run", "--pcie", "0"});
     QCOMPARE(pcie.code, 2);
     QVERIFY2(pcie.err.contains("--pcie"), qPrintable(pcie.err));
+  }
+
+  // `plan --weigh-offload` (issue 28): the planner weighs each module's copies to host memory
+  // against recomputing it. Copies all but free: it offloads, says so in the text and the JSON,
+  // and the exported code wraps those modules in save_on_cpu. At the default 25 GB/s, recompute
+  // on the GPU is cheaper: nothing is offloaded. On the cpu it is refused.
+  void planWeighsOffloadAgainstRecompute() {
+    const QString code = dir_.filePath("weighed_plan.py");
+    const QStringList base{
+        "plan", sample("gpt_mini.json"), "--device", "cuda", "--batch", "64", "--budget",
+        "92%",  "--weigh-offload"};
+    const Result fast =
+        ckpt::test::run_cli(base + QStringList{"--pcie", "100000", "--json", "--code", code});
+    QVERIFY2(fast.code == 0, qPrintable(fast.err));
+    const QJsonObject j = json(fast);
+    QCOMPARE(j["times"].toString(), QString("estimated-reference-gpu"));
+    const QJsonArray offloaded = j["plan"].toObject()["offload"].toArray();
+    QVERIFY2(!offloaded.isEmpty(), qPrintable(fast.out.left(2000)));
+    QVERIFY(j["plan"].toObject()["transfer_ms"].toDouble() > 0);
+    int twins = 0;
+    for (const auto& c : j["candidates"].toArray()) twins += c.toObject()["offload"].toBool();
+    QCOMPARE(twins, 24);
+    QFile f(code);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString py = QString::fromUtf8(f.readAll());
+    QVERIFY2(py.contains("save_on_cpu"), qPrintable(py.left(2000)));
+    // Each offloaded module's call in its parent's forward ("h.0.attn": self.attn in a block).
+    for (const auto& m : offloaded) {
+      const QString call = "offloaded(self." + m.toString().section('.', -1) + ",";
+      QVERIFY2(py.contains(call), qPrintable(call + "\n" + py));
+    }
+
+    const Result slow = ckpt::test::run_cli(base);
+    QVERIFY2(slow.code == 0, qPrintable(slow.err));
+    QVERIFY2(slow.out.contains("offload     weighed against recompute (--weigh-offload): 0 of 24 "
+                               "modules offloaded"),
+             qPrintable(slow.out));
+    QVERIFY2(slow.out.contains("a reference GPU's forward times"), qPrintable(slow.out));
+
+    const Result cpu = ckpt::test::run_cli(
+        {"plan", sample("gpt_mini.json"), "--budget", "60%", "--weigh-offload"});
+    QCOMPARE(cpu.code, 2);
+    QVERIFY2(cpu.err.contains("--weigh-offload needs --device cuda"), qPrintable(cpu.err));
   }
 
   // The ONNX model's code: apply_plan(model) offloads the named modules of the user's own

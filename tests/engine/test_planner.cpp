@@ -6,6 +6,7 @@
 #include "engine/model/loader.hpp"
 #include "engine/model/module_range.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/run/runner.hpp"
 
 using namespace ckpt;
 
@@ -15,6 +16,19 @@ std::shared_ptr<const Model> plan_model(const std::string& name) {
   return load_model(
       (qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/tests/engine/data/plan/").toStdString() +
       name + ".json");
+}
+
+// A sample of samples/ and its scenario's settings with the non-reentrant checkpoint (the
+// variant per-op policies and PyTorch 2.x's default use).
+std::shared_ptr<const Model> sample_model(const std::string& name) {
+  return load_model((qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/").toStdString() +
+                    name + ".json");
+}
+
+RunSettings non_reentrant(const Model& m) {
+  RunSettings settings = scenario_request(m).settings;
+  settings.use_reentrant = false;
+  return settings;
 }
 
 // Every valid subset of the candidates evaluated: the least recompute among those that fit.
@@ -35,7 +49,7 @@ std::int64_t brute_force(Planner& planner, std::int64_t budget, std::int64_t* su
     if (!valid) continue;
     ++*subsets;
     const PlanPoint p = planner.point(Strategy::optimal, chosen, budget);
-    if (p.fits && (best < 0 || p.eval.recompute_ns < best)) best = p.eval.recompute_ns;
+    if (p.fits && (best < 0 || p.eval.cost_ns() < best)) best = p.eval.cost_ns();
   }
   return best;
 }
@@ -100,10 +114,8 @@ class TestPlanner : public QObject {
   // evaluated run recomputes (the policy's outputs are handed back, not computed) and frees
   // less than recomputing the region whole.
   void policyTwinsCostWhatTheirRunsRecompute() {
-    auto m = load_model(
-        (qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/gpt_mini.json").toStdString());
-    RunSettings settings = scenario_request(*m).settings;
-    settings.use_reentrant = false;
+    auto m = sample_model("gpt_mini");
+    RunSettings settings = non_reentrant(*m);
     const SelectivePolicy save_mm = SelectivePolicy::parse("save:mm");
     PlanEvaluator ev(m, settings, save_mm);
     Planner planner(ev, CandidateOptions{1, false, 0});
@@ -139,10 +151,8 @@ class TestPlanner : public QObject {
   // keep their matmuls and some are recomputed whole, for no more recompute than without the
   // policy; the fixed strategies give it to every region they choose.
   void plannerChoosesThePolicyPerRegion() {
-    auto m = load_model(
-        (qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/gpt_mini.json").toStdString());
-    RunSettings settings = scenario_request(*m).settings;
-    settings.use_reentrant = false;
+    auto m = sample_model("gpt_mini");
+    RunSettings settings = non_reentrant(*m);
     PlanEvaluator offered(m, settings, SelectivePolicy::parse("save:mm"));
     PlanEvaluator whole(m, settings);
     Planner with(offered), without(whole);
@@ -167,6 +177,86 @@ class TestPlanner : public QObject {
     const PlanPoint all = with.fixed(Strategy::all);
     for (const auto& path : all.plan.modules) QVERIFY(!all.plan.policy_for(path).empty());
     QVERIFY(!all.plan.modules.empty());
+  }
+
+  // Offload as a third choice (issue 28), on a GPU: every module has an offload twin that
+  // recomputes nothing, shares its ops with no other chosen region, and whose evaluated run
+  // costs the copies the run made, to host and back, at the link's bandwidth.
+  void offloadTwinsCostTheirCopies() {
+    auto m = sample_model("gpt_mini");
+    RunSettings settings = non_reentrant(*m);
+    settings.device = Device::cuda;
+    settings.pcie_gb_per_s = 16;
+    PlanEvaluator ev(m, settings, {}, nullptr, false, true);
+    QVERIFY(ev.gpu_times());
+    CandidateOptions options{1, true, 16};
+    options.offload = true;
+    Planner planner(ev, options);
+    const auto& items = planner.candidates().items;
+    int twins = 0;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const Candidate& c = items[i];
+      if (!c.offload) continue;
+      ++twins;
+      const Candidate& module = items[static_cast<std::size_t>(c.twin)];
+      QVERIFY(!module.is_range && !module.offload);
+      QCOMPARE(c.label, module.label);
+      QCOMPARE(c.recompute_ns, std::int64_t{0});
+      QVERIFY(c.transfer_ns > 0);
+      for (const Candidate& other : items)
+        if (&other != &c && other.first_op < c.end_op && c.first_op < other.end_op)
+          QVERIFY2(!compatible(c, other), (c.label + " / " + other.label).c_str());
+      const PlanPoint p = planner.point(Strategy::optimal, {static_cast<int>(i)}, INT64_MAX);
+      QVERIFY2(p.eval.ok, p.eval.error.c_str());
+      QCOMPARE(p.plan.offload, std::set<std::string>{c.label});
+      QVERIFY(p.plan.modules.empty());
+      QCOMPARE(p.eval.recompute_ops, std::int64_t{0});
+      // The run's own figures: every byte copied each way, at 16 GB/s (16 bytes per ns).
+      RunRequest dry = ev.request(p.plan);
+      dry.settings.dry_run = true;  // no GPU here: the device's bytes, copies included, exactly
+      const RunResult r = Runner(m).run(dry);
+      QVERIFY2(r.ok, r.error.c_str());
+      QVERIFY(r.offload.has_value());
+      const auto copied = r.offload->to_host_bytes + r.offload->to_device_bytes;
+      QVERIFY(copied >= 2 * c.kept_bytes);
+      QVERIFY2(std::abs(p.eval.transfer_ns - copied / 16) <= 1,
+               (c.label + " " + std::to_string(p.eval.transfer_ns)).c_str());
+      QCOMPARE(p.eval.cost_ns(), p.eval.transfer_ns);
+      QVERIFY(p.eval.saved_bytes < ev.baseline().saved_bytes);
+    }
+    QCOMPARE(twins, 24);  // every module of gpt_mini's 4 blocks, their children's included
+  }
+
+  // The planner weighs offload against recompute by their time: copies all but free (a link
+  // of 100 TB/s), it offloads instead of recomputing; copies at 0.01 GB/s, it recomputes, the
+  // same plan as with no offload offered. Either way never costlier than not offering it.
+  void plannerWeighsOffloadAgainstRecompute() {
+    auto m = sample_model("gpt_mini");
+    RunSettings settings = non_reentrant(*m);
+    settings.device = Device::cuda;
+    settings.batch = 64;
+    auto plan_at = [&](double gb_per_s, bool offload) {
+      RunSettings s = settings;
+      s.pcie_gb_per_s = gb_per_s;
+      auto ev = std::make_unique<PlanEvaluator>(m, s, SelectivePolicy{}, nullptr, false, true);
+      CandidateOptions options;
+      options.offload = offload;
+      Planner planner(*ev, options);
+      const PlanPoint p = planner.plan(Strategy::optimal, ev->baseline().peak_bytes * 7 / 10);
+      return std::make_pair(p, std::move(ev));
+    };
+    const auto [fast, fast_ev] = plan_at(1e5, true);
+    const auto [slow, slow_ev] = plan_at(0.01, true);
+    const auto [none, none_ev] = plan_at(0.01, false);
+    QVERIFY2(fast.fits && slow.fits && none.fits,
+             (plan_text(fast) + " / " + plan_text(slow) + " / " + plan_text(none)).c_str());
+    QVERIFY2(!fast.plan.offload.empty(), plan_text(fast).c_str());
+    QVERIFY2(fast.eval.cost_ns() < none.eval.cost_ns(),
+             (plan_text(fast) + " / " + plan_text(none)).c_str());
+    QVERIFY2(slow.plan.offload.empty(), plan_text(slow).c_str());
+    QVERIFY2(slow.eval.cost_ns() <= none.eval.cost_ns(),
+             (plan_text(slow) + " / " + plan_text(none)).c_str());
+    QCOMPARE(slow.eval.transfer_ns, std::int64_t{0});
   }
 
   void recomputeCostIsTheSumOfTheCandidates() {
