@@ -1,6 +1,7 @@
 // The Plan dock: planning off the UI thread, the frontier drawn with the current configuration
 // marked, the budget slider choosing the cheapest frontier point that fits, a click applying a
 // plan to the session (as a click on a block does), cancel.
+#include <QCheckBox>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QtTest>
@@ -63,6 +64,40 @@ class TestPlanView : public QObject {
     emit view.plot()->pointClicked(static_cast<int>(index));
     QCOMPARE(session.request().plan.key(), target->plan.key());
     QVERIFY(changed.count() >= 1);
+  }
+
+  // The Offload box (issue 28): offered on a cuda request only; checked, the planner weighs
+  // each module's copies to host memory against its recompute, and a click on a plan that
+  // offloads gives the session that plan's offloaded modules.
+  void offloadBoxLetsThePlannerOffloadOnAGpu() {
+    Session session;
+    auto m = load_model(
+        (qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/gpt_mini.json").toStdString());
+    session.openModel(m, "gpt_mini.json");
+    PlanView view;
+    view.setModel(m, session.request());
+    QVERIFY(!view.offloadBox()->isEnabled());  // the cpu: host memory is the memory planned
+    RunRequest gpu = session.request();
+    gpu.settings.device = Device::cuda;
+    gpu.settings.pcie_gb_per_s = 1e5;  // copies all but free: offload beats recompute
+    view.setModel(m, gpu);
+    QVERIFY(view.offloadBox()->isEnabled());
+    view.offloadBox()->setChecked(true);
+    QSignalSpy done(&view, &PlanView::planningFinished);
+    view.startPlanning();
+    QVERIFY(done.wait(240000));
+    const auto r = view.results();
+    QVERIFY2(r && r->error.empty(), r ? r->error.c_str() : "no results");
+    const PlanPoint* offloads = nullptr;
+    for (const auto& p : r->points)
+      if (!p.plan.offload.empty() && p.eval.transfer_ns > 0) offloads = &p;
+    QVERIFY(offloads);
+    session.setRequest(gpu);
+    QObject::connect(&view, &PlanView::planChosen, &session, &Session::setPlan);
+    std::size_t index = 0;
+    while (&r->points[index] != offloads) ++index;
+    emit view.plot()->pointClicked(static_cast<int>(index));
+    QCOMPARE(session.request().plan.offload, offloads->plan.offload);
   }
 
   void cancelStopsPlanning() {

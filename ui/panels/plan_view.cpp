@@ -1,5 +1,6 @@
 #include "ui/panels/plan_view.hpp"
 
+#include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMouseEvent>
@@ -42,12 +43,16 @@ QColor strategyColour(Strategy s) {
 constexpr double kLeft = 80, kRight = 96, kTop = 12, kBottom = 34;
 
 QString tip(const PlanPoint& p) {
-  return QStringLiteral("<b>%1</b> %2<br>peak %3<br>recompute %4 ms, %5 op executions<br>%6")
+  const QString copies = p.eval.transfer_ns > 0
+                             ? QStringLiteral("<br>copies to host and back %1 ms")
+                                   .arg(static_cast<double>(p.eval.transfer_ns) / 1e6, 0, 'f', 2)
+                             : QString();
+  return QStringLiteral("<b>%1</b> %2<br>peak %3<br>recompute %4 ms, %5 op executions%6<br>%7")
       .arg(strategy_name(p.strategy), QString::fromStdString(p.detail),
            QString::fromStdString(format_bytes(p.eval.peak_bytes)))
       .arg(p.eval.recompute_ms(), 0, 'f', 2)
       .arg(p.eval.recompute_ops)
-      .arg(QString::fromStdString(plan_text(p)).toHtmlEscaped());
+      .arg(copies, QString::fromStdString(plan_text(p)).toHtmlEscaped());
 }
 
 }  // namespace
@@ -77,7 +82,7 @@ QPointF FrontierPlot::at(const PlanPoint& p) const {
   double xmax = 1e-9, ymin = 1e300, ymax = 0;
   for (const auto& q : results_->points) {
     if (!q.eval.ok) continue;
-    xmax = std::max(xmax, q.eval.recompute_ms());
+    xmax = std::max(xmax, q.eval.cost_ms());
     ymin = std::min(ymin, static_cast<double>(q.eval.peak_bytes));
     ymax = std::max(ymax, static_cast<double>(q.eval.peak_bytes));
   }
@@ -85,7 +90,7 @@ QPointF FrontierPlot::at(const PlanPoint& p) const {
   ymin -= pad;
   ymax += pad;
   const double w = width() - kLeft - kRight, h = height() - kTop - kBottom;
-  return {kLeft + p.eval.recompute_ms() / (xmax * 1.05) * w,
+  return {kLeft + p.eval.cost_ms() / (xmax * 1.05) * w,
           kTop + (ymax - static_cast<double>(p.eval.peak_bytes)) / (ymax - ymin) * h};
 }
 
@@ -114,7 +119,7 @@ void FrontierPlot::paintEvent(QPaintEvent*) {
   p.drawLine(area.bottomLeft(), area.bottomRight());
   p.drawLine(area.bottomLeft(), area.topLeft());
   p.drawText(QRectF(kLeft, height() - 20, area.width(), 20), Qt::AlignCenter,
-             tr("recompute (ms) →"));
+             tr("recompute + copies (ms) →"));
   p.save();
   p.translate(14, area.center().y());
   p.rotate(-90);
@@ -176,7 +181,7 @@ void FrontierPlot::drawTicks(QPainter& p, const QRectF& area) const {
     if (!q.eval.ok) continue;
     if (!lo || q.eval.peak_bytes < lo->eval.peak_bytes) lo = &q;
     if (!hi || q.eval.peak_bytes > hi->eval.peak_bytes) hi = &q;
-    if (!slow || q.eval.recompute_ns > slow->eval.recompute_ns) slow = &q;
+    if (!slow || q.eval.cost_ns() > slow->eval.cost_ns()) slow = &q;
   }
   if (!lo) return;
   p.setPen(palette().text().color());
@@ -190,7 +195,7 @@ void FrontierPlot::drawTicks(QPainter& p, const QRectF& area) const {
   const double x = at(*slow).x();
   p.drawLine(QPointF(x, area.bottom()), QPointF(x, area.bottom() + 4));
   p.drawText(QRectF(x - 40, area.bottom() + 4, 80, 14), Qt::AlignCenter,
-             QString::number(slow->eval.recompute_ms(), 'f', 2));
+             QString::number(slow->eval.cost_ms(), 'f', 2));
   p.drawText(QRectF(kLeft - 20, area.bottom() + 4, 40, 14), Qt::AlignCenter, "0");
 }
 
@@ -215,7 +220,13 @@ PlanView::PlanView(QWidget* parent)
       slider_(new QSlider(Qt::Horizontal)),
       budgetLabel_(new QLabel),
       status_(new QLabel),
-      run_(new QPushButton(tr("Plan"))) {
+      run_(new QPushButton(tr("Plan"))),
+      offload_(new QCheckBox(tr("Offload"))) {
+  offload_->setToolTip(
+      tr("On a GPU (Device: cuda): each module may also keep its saved tensors in host memory "
+         "(save_on_cpu), weighed against recomputing it. Copies at the --pcie bandwidth, "
+         "recompute at a reference GPU's rates: both estimates."));
+  offload_->setEnabled(false);
   slider_->setRange(5, 100);
   slider_->setValue(70);
   slider_->setToolTip(tr("Memory budget, as a share of the peak without checkpointing"));
@@ -224,6 +235,7 @@ PlanView::PlanView(QWidget* parent)
   row->addWidget(new QLabel(tr("Budget")));
   row->addWidget(slider_, 1);
   row->addWidget(budgetLabel_);
+  row->addWidget(offload_);
   row->addWidget(run_);
   auto* col = new QVBoxLayout(this);
   col->addLayout(row);
@@ -247,6 +259,7 @@ void PlanView::setModel(std::shared_ptr<const Model> model, const RunRequest& ba
   cancel();
   model_ = std::move(model);
   base_ = base;
+  offload_->setEnabled(base_.settings.device == Device::cuda);
   results_.reset();
   plot_->setResults(nullptr);
   status_->setText(tr("Plan: every strategy's plan and a budget sweep, each judged by a run."));
@@ -262,12 +275,15 @@ void PlanView::startPlanning() {
   run_->setText(tr("Cancel"));
   status_->setText(tr("Planning (each point is a run of the engine)…"));
   const auto percent = slider_->value();
-  watcher_.setFuture(QtConcurrent::run([model = model_, base = base_, cancel = cancel_,
-                                        percent]() -> std::shared_ptr<const PlanResults> {
+  CandidateOptions options;
+  options.offload = offload_->isEnabled() && offload_->isChecked();
+  watcher_.setFuture(QtConcurrent::run([model = model_, base = base_, cancel = cancel_, percent,
+                                        options]() -> std::shared_ptr<const PlanResults> {
     auto r = std::make_shared<PlanResults>();
     try {
-      PlanEvaluator ev(model, base.settings, base.plan.policy, cancel.get());
-      Planner planner(ev, CandidateOptions{}, StrategyParams{}, cancel.get());
+      PlanEvaluator ev(model, base.settings, base.plan.policy, cancel.get(), false,
+                       options.offload);
+      Planner planner(ev, options, StrategyParams{}, cancel.get());
       r->plain_peak = ev.baseline().peak_bytes;
       r->points = planner.sweep(r->plain_peak * percent / 100);
       r->front = pareto_frontier(r->points);

@@ -10,6 +10,7 @@
 
 #include "engine/plan/planner.hpp"
 
+class QCheckBox;
 class QLabel;
 class QPainter;
 class QPushButton;
@@ -68,6 +69,7 @@ class PlanView : public QWidget {
   std::shared_ptr<const PlanResults> results() const { return results_; }
   FrontierPlot* plot() const { return plot_; }
   QSlider* budgetSlider() const { return slider_; }
+  QCheckBox* offloadBox() const { return offload_; }
 
  signals:
   // The plan clicked: its modules, ranges and each region's per-op policy.
@@ -89,6 +91,7 @@ class PlanView : public QWidget {
   QLabel* budgetLabel_;
   QLabel* status_;
   QPushButton* run_;
+  QCheckBox* offload_;  // the planner may offload modules (a cuda request only)
 };
 
 }  // namespace ckpt::ui

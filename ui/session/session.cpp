@@ -1,5 +1,7 @@
 #include "ui/session/session.hpp"
 
+#include <algorithm>
+
 #include <QCryptographicHash>
 
 #include <QSettings>
@@ -295,7 +297,19 @@ void Session::setModules(const std::set<std::string>& modules) {
 
 void Session::setPlan(const CheckpointPlan& plan) {
   CheckpointPlan next = plan;
-  next.offload = request_.plan.offload;
+  // A plan that offloads is the planner's whole answer; one that does not leaves the user's,
+  // but for modules it checkpoints, inside or around (a checkpoint keeps nothing to offload).
+  if (next.offload.empty()) {
+    auto within = [](const std::string& inner, const std::string& outer) {
+      return inner == outer || inner.rfind(outer + ".", 0) == 0;
+    };
+    for (const auto& m : request_.plan.offload) {
+      const bool checkpointed =
+          std::any_of(plan.modules.begin(), plan.modules.end(),
+                      [&](const std::string& c) { return within(m, c) || within(c, m); });
+      if (!checkpointed) next.offload.insert(m);
+    }
+  }
   if (next == request_.plan) return;
   request_.plan = std::move(next);
   configure();

@@ -45,7 +45,8 @@ class Session : public QObject {
   // Several settings at once, in one run (a lesson step states them together).
   void setRequest(const RunRequest& request);
   // A plan from the Plan dock: its modules, ranges of siblings and the policy of each region
-  // (the Policy box's, or recomputed whole), as one change; what it offloads stays.
+  // (the Policy box's, or recomputed whole), as one change; what it offloads stays unless the
+  // plan offloads modules itself (the planner weighed offload).
   void setPlan(const CheckpointPlan& plan);
   void setReentrant(bool reentrant);
   void setPreserveRng(bool preserve);
