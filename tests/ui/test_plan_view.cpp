@@ -92,6 +92,10 @@ class TestPlanView : public QObject {
     for (const auto& p : r->points)
       if (!p.plan.offload.empty() && p.eval.transfer_ns > 0) offloads = &p;
     QVERIFY(offloads);
+    view.resize(640, 420);
+    const QString png = QDir::temp().filePath("ckptlab_plan_dock_offload.png");
+    QVERIFY(view.grab().toImage().save(png));
+    qInfo("Plan dock with offload weighed: %s", qPrintable(png));
     session.setRequest(gpu);
     QObject::connect(&view, &PlanView::planChosen, &session, &Session::setPlan);
     std::size_t index = 0;
