@@ -1,4 +1,5 @@
-# Fails when a file of the engine includes a floor above its own (or Qt). Run at build time by
+# Fails when a file of the engine includes a floor above its own (or Qt), or is longer than
+# 500 lines (one concept per .hpp/.cpp pair: a longer file holds two). Run at build time by
 # engine/CMakeLists.txt (and by a test, on a planted violation): cmake -DSOURCE_DIR=<engine dir>
 # [-DSTAMP=<file>] -P check_floors.cmake
 #
@@ -32,6 +33,12 @@ foreach(f IN LISTS files)
   if(NOT DEFINED level_${floor})
     continue()  # CMakeLists.txt and the like
   endif()
+  file(READ ${SOURCE_DIR}/${f} text)
+  string(REGEX MATCHALL "\n" newlines "${text}")
+  list(LENGTH newlines line_count)
+  if(line_count GREATER 500)
+    string(APPEND violations "  engine/${f}: ${line_count} lines, over the 500-line rule; split it\n")
+  endif()
   file(STRINGS ${SOURCE_DIR}/${f} includes REGEX "^[ \t]*#[ \t]*include")
   foreach(line IN LISTS includes)
     if(line MATCHES "#[ \t]*include[ \t]*[<\"](Q[A-Za-z]*)[/>.\"]")
@@ -49,8 +56,9 @@ foreach(f IN LISTS files)
   endforeach()
 endforeach()
 if(violations)
-  message(FATAL_ERROR "engine floors: upward or sideways includes\n${violations}"
-    "Move the code down, or pass what it needs through an interface of the lower floor.")
+  message(FATAL_ERROR "engine floors: upward or sideways includes, or overlong files\n${violations}"
+    "Move the code down, or pass what it needs through an interface of the lower floor; "
+    "split a long file by concept.")
 endif()
 if(STAMP)
   file(TOUCH ${STAMP})
