@@ -130,6 +130,31 @@ class TestPlot : public QObject {
     QVERIFY(!render(empty).isNull());
   }
 
+  // The CUDA device's banner is long: on a narrow plot it wraps between its parts, and no line
+  // is wider than the room it is given (it was cut at the plot's right edge).
+  void runKindBannerWrapsToTheRoomItHas() {
+    QFont bold;
+    bold.setBold(true);
+    const QFontMetricsF fm(bold);
+    const QStringList parts{"DRY RUN", "exact bytes", "estimated times",
+                            "memory as PyTorch 2.x on an NVIDIA GPU (CUDA) holds it"};
+    const QString oneLine = parts.join(QStringLiteral(" · "));
+    QCOMPARE(bannerLines(parts, fm, fm.horizontalAdvance(oneLine) + 1), QStringList{oneLine});
+    for (const double room : {400.0, 250.0, 120.0, 40.0}) {
+      const QStringList lines = bannerLines(parts, fm, room);
+      QVERIFY(lines.size() > 1);
+      for (const QString& line : lines)
+        QVERIFY2(fm.horizontalAdvance(line) <= room + 0.5,
+                 qPrintable(QStringLiteral("%1 px wide in %2: %3")
+                                .arg(fm.horizontalAdvance(line))
+                                .arg(room)
+                                .arg(line)));
+    }
+    // Wide enough for each part: every part is whole, in order, on some line.
+    const QString wrapped = bannerLines(parts, fm, 600).join(QStringLiteral(" · "));
+    QCOMPARE(wrapped, oneLine);
+  }
+
   void exportsPngAndSvg() {
     QTemporaryDir dir;
     MemoryPlotModel m;

@@ -88,7 +88,7 @@ void MainWindow::wireSession() {
     showMessage(m, true);
   });
   connect(session_, &Session::runBusyChanged, this, [this](bool busy) {
-    runState_->setText(busy ? tr("⏳ running…") : QString());
+    runState_->setText(busy ? tr("running…") : QString());
     summary_->setRunning(busy);
   });
   connect(session_, &Session::runFinished, this, &MainWindow::onRunFinished);

@@ -126,7 +126,9 @@ void FrontierPlot::paintEvent(QPaintEvent*) {
   p.drawText(QRectF(-60, -10, 120, 20), Qt::AlignCenter, tr("peak memory →"));
   p.restore();
   if (!results_ || results_->points.empty()) {
-    p.drawText(area, Qt::AlignCenter, tr("Press Plan to compute the frontier"));
+    // Wrapped inside the axes: a narrow dock clipped the one-line hint at both ends.
+    p.drawText(area.adjusted(6, 6, -6, -6), Qt::AlignCenter | Qt::TextWordWrap,
+               tr("Press Plan to compute the frontier"));
     return;
   }
   drawTicks(p, area);

@@ -121,6 +121,19 @@ void MemoryPlotRenderer::drawGhostPeak(QPainter& p, const QRectF& area,
       Qt::AlignRight | Qt::AlignVCenter, t);
 }
 
+QStringList bannerLines(const QStringList& parts, const QFontMetricsF& fm, double maxWidth) {
+  static const QString separator = QStringLiteral(" · ");
+  QStringList lines;
+  for (const QString& part : parts) {
+    const QString joined = lines.isEmpty() ? part : lines.back() + separator + part;
+    if (!lines.isEmpty() && fm.horizontalAdvance(joined) <= maxWidth)
+      lines.back() = joined;
+    else
+      lines << fm.elidedText(part, Qt::ElideRight, std::max(maxWidth, 1.0));
+  }
+  return lines;
+}
+
 // Which run the curve is: a dry run's bytes are exact and its times estimated; a real run's
 // are measured. Said on the plot itself, so that no picture of a dry run passes for a real one.
 void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
@@ -129,17 +142,23 @@ void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
   // Whose memory the curve is, when it is not this engine's own CPU run: the device decides it.
   const bool otherDevice = !m.series->reserved.empty() && !m.series->memory_of.empty();
   if (!m.series->dry_run && !otherDevice) return;
-  QString t = m.series->dry_run ? QObject::tr("DRY RUN · exact bytes · estimated times")
-                                : QObject::tr("REAL RUN");
+  QStringList parts{m.series->dry_run ? QObject::tr("DRY RUN") : QObject::tr("REAL RUN")};
+  if (m.series->dry_run) parts << QObject::tr("exact bytes") << QObject::tr("estimated times");
   if (otherDevice)
-    t += QObject::tr(" · memory as %1 holds it").arg(QString::fromStdString(m.series->memory_of));
+    parts << QObject::tr("memory as %1 holds it").arg(QString::fromStdString(m.series->memory_of));
   if (!m.series->not_computed.empty())
-    t += QObject::tr(" · real run not started (the run summary says why)");
+    parts << QObject::tr("real run not started (the run summary says why)");
   QFont bold = font_;
   bold.setBold(true);
   p.setFont(bold);
   const QFontMetricsF fm(bold);
-  const QRectF box(area.left() + 6, area.top() + 4, fm.horizontalAdvance(t) + 12, fm.height() + 4);
+  // On the CUDA device the banner is longer than a narrow plot: it wraps between its parts
+  // instead of running off the right edge.
+  const QStringList lines = bannerLines(parts, fm, area.width() - 24);
+  double widest = 0;
+  for (const QString& line : lines) widest = std::max(widest, fm.horizontalAdvance(line));
+  const QRectF box(area.left() + 6, area.top() + 4, widest + 12,
+                   fm.height() * static_cast<double>(lines.size()) + 4);
   p.setPen(Qt::NoPen);
   QColor fill = palette_.background;
   fill.setAlpha(220);
@@ -149,7 +168,7 @@ void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
   p.setBrush(Qt::NoBrush);
   p.drawRoundedRect(box, 3, 3);
   p.setPen(palette_.text);
-  p.drawText(box, Qt::AlignCenter, t);
+  p.drawText(box, Qt::AlignCenter, lines.join('\n'));
   p.setFont(font_);
 }
 

@@ -10,6 +10,7 @@
 #include <QRectF>
 #include <QSize>
 #include <QString>
+#include <QStringList>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "ui/core/memory_series.hpp"
 #include "ui/style/palette.hpp"
 
+class QFontMetricsF;
 class QPainter;
 
 namespace ckpt::ui {
@@ -56,6 +58,10 @@ struct MemoryPlotModel {
   // Names a step ("conv2d · features.conv0"), for the peak's label; may be empty.
   std::function<QString(std::int64_t step)> stepLabel;
 };
+
+// The run-kind banner's parts ("DRY RUN", "exact bytes", ...) joined by " · " into as few lines
+// as fit `maxWidth`; a part wider than that on its own is elided.
+QStringList bannerLines(const QStringList& parts, const QFontMetricsF& fm, double maxWidth);
 
 class MemoryPlotRenderer {
  public:
