@@ -2,6 +2,7 @@
 // Importer that walks the graph is in onnx_importer.cpp.
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 
@@ -16,6 +17,37 @@ namespace {
 
 // The model's bytes again, for loading it at another batch.
 using Reread = std::function<std::shared_ptr<const std::string>()>;
+
+// What the Notes pane says of an ONNX model, from what the importer did with it: which exported
+// subgraphs run as the one op PyTorch runs (and so keep what that op keeps), and otherwise that
+// every node keeps its own tensors.
+static std::string onnx_model_notes(const Model& m) {
+  std::map<std::string, std::pair<std::size_t, std::size_t>> fused;  // op -> (ops, nodes)
+  for (const OpNode& op : m.ops)
+    if (!op.fused.empty()) {
+      auto& [ops, nodes] = fused[op.op_type];
+      ++ops;
+      nodes += op.fused.size();
+    }
+  std::string notes =
+      "An ONNX model. Its memory figures are those of the exported graph, as the engine runs "
+      "it.\n";
+  if (fused.empty())
+    return notes +
+           "\nThe importer ran every exported node as an op of its own, each keeping its own "
+           "tensors for backward; none was recognised as a subgraph that PyTorch runs as one op.\n";
+  std::string list;
+  std::size_t ops = 0;
+  for (const auto& [type, counts] : fused) {
+    list += (list.empty() ? "" : ", ") + type + " ×" + std::to_string(counts.first) + " (from " +
+            std::to_string(counts.second) + " nodes)";
+    ops += counts.first;
+  }
+  return notes + "\nThe importer recognised " + std::to_string(ops) +
+         " exported subgraphs as ops PyTorch runs as one, and runs each as that op, keeping what "
+         "it keeps for backward: " +
+         list + ". Every other node runs as an op of its own.\n";
+}
 
 std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& source,
                                  const std::map<std::string, Tensor>& bind, std::int64_t batch,
@@ -65,10 +97,6 @@ std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& so
   m->name = proto.graph().name().empty() ? "onnx_model" : proto.graph().name();
   m->scenario.title = m->name + " (ONNX)";
   m->scenario.loss = LossKind::sum;
-  m->scenario.notes =
-      "An ONNX model. Its memory figures are those of the exported graph: an op PyTorch runs as "
-      "one kernel may be exported as several (a GELU as Div, Erf, Add, Mul), each keeping its "
-      "own tensors for backward.\n";
   {
     LedgerScope ledger(std::make_shared<MemoryLedger>());
     NoGradGuard no_grad;
@@ -77,6 +105,7 @@ std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& so
     try {
       importer.run();
       finalize_model(*m);
+      m->scenario.notes = onnx_model_notes(*m);
     } catch (const std::invalid_argument& e) {
       // Every load error names the file: a shape check deep in the engine (a graph dimension
       // of 25767706622 x ... elements, found by fuzz_onnx_model) does not know it.

@@ -143,6 +143,10 @@ class TestOnnxFusion : public QObject {
     QCOMPARE(op.fused, parts);
     // A module that is exactly the subgraph shows as the torch.nn class.
     QCOMPARE(m->find_module("act")->kind, std::string("GELU"));
+    // The Notes pane says what the importer did, not what an exporter might have written.
+    QVERIFY2(m->scenario.notes.find("gelu ×1 (from 5 nodes)") != std::string::npos,
+             m->scenario.notes.c_str());
+    QVERIFY(m->scenario.notes.find("Div, Erf") == std::string::npos);
   }
 
   void anInnerValueUsedElsewhereIsNotFused() {
@@ -152,6 +156,8 @@ class TestOnnxFusion : public QObject {
     QCOMPARE(kinds(*m).count("gelu"), std::size_t{0});
     QCOMPARE(kinds(*m)["erf"], 1);
     for (const auto& op : m->ops) QVERIFY(op.fused.empty());
+    QVERIFY2(m->scenario.notes.find("none was recognised") != std::string::npos,
+             m->scenario.notes.c_str());
   }
 
   void aConstantThatIsNotThePatternsIsNotFused() {
