@@ -14,61 +14,6 @@
 
 namespace ckpt::cli {
 
-const char* const kRunOptionsHelp = R"(checkpoint options:
-  --checkpoint MODULE        checkpoint this module instance (repeatable; a path from `modules`,
-                             or a pattern such as 'features.*.*.bottleneck'; * is one segment)
-  --checkpoint-instances DEF checkpoint every instance of a module definition (cell, cell_1, ...)
-  --checkpoint-range A..B    checkpoint sibling modules A to B as one segment (repeatable; as a
-                             checkpoint_sequential segment; an end may be an op of the parent)
-  --checkpoint-all           checkpoint every checkpointable module (nested ones too)
-  --checkpoint-depth N       checkpoint every checkpointable module at depth N (1 = top level)
-  --segments N               checkpoint_sequential over the top-level modules, N segments
-  --offload MODULE           with --device cuda: keep this module's saved tensors in host memory
-                             (torch.autograd.graph.save_on_cpu(pin_memory=True)), copied back
-                             in backward (repeatable; paths or patterns as --checkpoint)
-  --pcie GB/s                the host link's bandwidth the offload's copies are timed at (25)
-  --variant V                reentrant (PyTorch 1.13's default) | non-reentrant
-  --no-preserve-rng          do not stash the RNG state per checkpoint
-  --early-stop               non-reentrant: stop recomputing once every needed tensor is back
-  --no-check-recompute       do not compare recomputed values with the forward's
-  --policy P                 per-op policy inside checkpointed segments: none (recompute
-                             everything) | save:KIND[,KIND...][/N] keeps the outputs of the
-                             ops of those kinds (mm: linear, matmul; conv: conv2d,
-                             conv_transpose2d; sdpa: attention) instead of recomputing them;
-                             /N keeps the 1st, (N+1)-th, ... of them in each segment |
-                             save-matmul (= save:conv,mm,sdpa)
-run options:
-  --batch N  --seed S  --threads N
-  --dry-run                  run on the meta device: exact bytes and peak, estimated times, no
-                             values (any batch, any model size; nothing is computed)
-  --max-memory SIZE          the memory a real run may use (bytes or e.g. 16GiB); a run whose
-                             dry run predicts more is not started (exit 4); default: 75 % of
-                             the memory available; the allocator's cap as well
-  --device auto|cpu|cuda     whose memory: cpu (this engine, PyTorch 1.13's CPU figures) or cuda
-                             (what PyTorch 2.x holds on an NVIDIA GPU: 512 B rounding, cuBLAS
-                             workspaces, bool dropout masks, reserved memory); cuda runs as a dry
-                             run (--dry-run) on any machine, a real cuda run exits 4; auto: cpu
-  --gpu-memory SIZE          the GPU a cuda run must fit, reserved memory plus the CUDA context
-                             (an estimate): default 80GiB
-  --input-requires-grad      make every model input require grad
-  --input FILE.npy           an input (repeatable, in the model's input order)
-  --loss sum|mean|model      default: the model's own loss where it declares one, else sum
-  --detect-anomaly           fail the run at the first forward, recomputed or backward op whose
-                             output holds NaN or Inf, naming it (PyTorch's anomaly mode)
-  --fail-allocation K        fault injection: the run's K-th allocation fails (tests)
-training step options:
-  --optimizer O              none (default: the run stops after backward) | sgd | momentum
-                             (SGD, momentum 0.9) | adam | adamw: the optimizer's step after
-                             backward, its state live from the start (a steady-state step)
-  --lr X  --weight-decay X   the optimizer's (default: sgd 0.01, adam/adamw 0.001; adamw's
-                             weight decay 0.01, others' 0)
-  --amp off|bf16|fp16        the forward and the loss under torch.autocast (default off):
-                             matmul, linear, conv in bfloat16/float16, softmax, norms, losses
-                             as PyTorch's lists say (1.13's on the cpu, 2.x's on cuda); saved
-                             tensors in the dtype they have. fp16 with an optimizer adds the
-                             gradient scaler (cuda only; the cpu's autocast has no fp16)
-)";
-
 bool stderr_is_tty() {
   return isatty(fileno(stderr)) != 0;
 }

@@ -1,6 +1,6 @@
 #pragma once
 
-// What ckptlab-cli's commands share: exit codes, the checkpoint options' help, loading a model
+// What ckptlab-cli's commands share: exit codes, loading a model
 // or saying why not, --device, a spinner for long runs, and the --plot picture.
 
 #include <chrono>
@@ -24,8 +24,6 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitModel = 3;
 inline constexpr int kExitRun = 4;
-
-extern const char* const kRunOptionsHelp;
 
 bool stderr_is_tty();
 bool has_help(const std::vector<std::string>& args);

@@ -12,6 +12,7 @@
 #include "engine/model/module_range.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/tensor/npy.hpp"
+#include "option_table.hpp"
 
 namespace ckpt::cli {
 
@@ -82,50 +83,62 @@ T choice(const std::string& flag, const std::string& value,
   throw UsageError(flag + " must be " + names + ", got '" + value + "'");
 }
 
-// One row per option: its flag, whether a value follows it, whether only commands that write
-// outputs (run) take it, and what it sets.
-struct RunOptionRule {
-  const char* flag;
-  bool takes_value;
-  bool output;
-  void (*apply)(RunOptions& o, const std::string& flag, const std::string& value);
-};
-
+using Rule = OptionRule<RunOptions>;
 using S = const std::string&;
 
-const std::vector<RunOptionRule>& run_option_rules() {
-  static const std::vector<RunOptionRule> rules = {
-      {"--checkpoint", true, false, [](RunOptions& o, S, S v) { o.checkpoint.push_back(v); }},
-      {"--offload", true, false, [](RunOptions& o, S, S v) { o.offload.push_back(v); }},
-      {"--pcie", true, false,
-       [](RunOptions& o, S a, S v) {
-         o.pcie_gb_per_s = parse_real(a, v);
-         if (!(*o.pcie_gb_per_s > 0)) throw UsageError("--pcie must be a positive GB/s");
-       }},
-      {"--checkpoint-range", true, false,
-       [](RunOptions& o, S, S v) { o.checkpoint_ranges.push_back(v); }},
-      {"--checkpoint-instances", true, false,
+// The options of `run`, and of every command that takes run's options (compare's --config,
+// code, plan, snapshot --compare), in the groups their help shows them in.
+const std::vector<Rule>& checkpoint_rules() {
+  static const std::vector<Rule> rules = {
+      {"--checkpoint", "MODULE",
+       "checkpoint this module instance (repeatable; a path from `modules`, or a pattern such "
+       "as 'features.*.*.bottleneck', where * is one path segment)",
+       [](RunOptions& o, S, S v) { o.checkpoint.push_back(v); }},
+      {"--checkpoint-instances", "DEF",
+       "checkpoint every instance of a module definition (cell, cell_1, ...)",
        [](RunOptions& o, S, S v) { o.checkpoint_instances.push_back(v); }},
-      {"--checkpoint-all", false, false, [](RunOptions& o, S, S) { o.checkpoint_all = true; }},
-      {"--checkpoint-depth", true, false,
+      {"--checkpoint-range", "A..B",
+       "checkpoint sibling modules A to B as one segment (repeatable; as a "
+       "checkpoint_sequential segment; an end may be an op of the parent)",
+       [](RunOptions& o, S, S v) { o.checkpoint_ranges.push_back(v); }},
+      {"--checkpoint-all", "", "checkpoint every checkpointable module (nested ones too)",
+       [](RunOptions& o, S, S) { o.checkpoint_all = true; }},
+      {"--checkpoint-depth", "N",
+       "checkpoint every checkpointable module at depth N (1 = top level)",
        [](RunOptions& o, S a, S v) {
          o.checkpoint_depth = parse_number<int>(a, v);
          if (*o.checkpoint_depth < 1) throw UsageError("--checkpoint-depth must be at least 1");
        }},
-      {"--segments", true, false,
+      {"--segments", "N", "checkpoint_sequential over the top-level modules, N segments",
        [](RunOptions& o, S a, S v) {
          o.segments = parse_number<int>(a, v);
          if (o.segments < 1) throw UsageError("--segments must be at least 1");
        }},
-      {"--variant", true, false,
+      {"--offload", "MODULE",
+       "with --device cuda: keep this module's saved tensors in host memory "
+       "(torch.autograd.graph.save_on_cpu(pin_memory=True)), copied back in backward "
+       "(repeatable; paths or patterns as --checkpoint)",
+       [](RunOptions& o, S, S v) { o.offload.push_back(v); }},
+      {"--pcie", "GB/s", "the host link's bandwidth the offload's copies are timed at (25)",
+       [](RunOptions& o, S a, S v) {
+         o.pcie_gb_per_s = parse_real(a, v);
+         if (!(*o.pcie_gb_per_s > 0)) throw UsageError("--pcie must be a positive GB/s");
+       }},
+      {"--variant", "V", "reentrant (PyTorch 1.13's default) | non-reentrant",
        [](RunOptions& o, S a, S v) {
          o.use_reentrant = choice<bool>(a, v, {{"reentrant", true}, {"non-reentrant", false}});
        }},
-      {"--no-preserve-rng", false, false, [](RunOptions& o, S, S) { o.no_preserve_rng = true; }},
-      {"--early-stop", false, false, [](RunOptions& o, S, S) { o.early_stop = true; }},
-      {"--no-check-recompute", false, false,
+      {"--no-preserve-rng", "", "do not stash the RNG state per checkpoint",
+       [](RunOptions& o, S, S) { o.no_preserve_rng = true; }},
+      {"--early-stop", "", "non-reentrant: stop recomputing once every needed tensor is back",
+       [](RunOptions& o, S, S) { o.early_stop = true; }},
+      {"--no-check-recompute", "", "do not compare recomputed values with the forward's",
        [](RunOptions& o, S, S) { o.no_check_recompute = true; }},
-      {"--policy", true, false,
+      {"--policy", "P",
+       "per-op policy inside checkpointed segments: none (recompute everything) | "
+       "save:KIND[,KIND...][/N] keeps the outputs of the ops of those kinds (mm: linear, "
+       "matmul; conv: convolutions; sdpa: attention) instead of recomputing them; /N keeps the "
+       "1st, (N+1)-th, ... of them in each segment | save-matmul (= save:conv,mm,sdpa)",
        [](RunOptions& o, S a, S v) {
          try {
            o.policy = SelectivePolicy::parse(v);
@@ -133,20 +146,33 @@ const std::vector<RunOptionRule>& run_option_rules() {
            throw UsageError(a + ": " + e.what());
          }
        }},
-      {"--batch", true, false,
+  };
+  return rules;
+}
+
+const std::vector<Rule>& run_rules() {
+  static const std::vector<Rule> rules = {
+      {"--batch", "N", "the batch size (default: the model's)",
        [](RunOptions& o, S a, S v) {
          o.batch = parse_number<std::int64_t>(a, v);
          if (*o.batch < 1 || *o.batch > (1LL << 24))
            throw UsageError("--batch must be in 1..16777216");
        }},
-      {"--seed", true, false,
+      {"--seed", "S", "the seed of the weights, inputs and dropout masks (default: the model's)",
        [](RunOptions& o, S a, S v) { o.seed = parse_number<std::uint64_t>(a, v); }},
-      {"--threads", true, false,
+      {"--threads", "N", "the engine's threads (default: every core)",
        [](RunOptions& o, S a, S v) {
          o.threads = parse_number<int>(a, v);
          if (o.threads < 1 || o.threads > 1024) throw UsageError("--threads must be in 1..1024");
        }},
-      {"--max-memory", true, false,
+      {"--dry-run", "",
+       "run on the meta device: exact bytes and peak, estimated times, no values (any batch, "
+       "any model size; nothing is computed)",
+       [](RunOptions& o, S, S) { o.dry_run = true; }},
+      {"--max-memory", "SIZE",
+       "the memory a real run may use (bytes or e.g. 16GiB); a run whose dry run predicts more "
+       "is not started (exit 4); default: 75 % of the memory available; the allocator's cap as "
+       "well",
        [](RunOptions& o, S, S v) {
          try {
            if (v.find('%') != std::string::npos) throw std::invalid_argument("a share");
@@ -157,7 +183,20 @@ const std::vector<RunOptionRule>& run_option_rules() {
          }
          if (o.max_memory < 1) throw UsageError("--max-memory must be a positive number of bytes");
        }},
-      {"--gpu-memory", true, false,
+      {"--device", "auto|cpu|cuda",
+       "whose memory: cpu (this engine, PyTorch 1.13's CPU figures) or cuda (what PyTorch 2.x "
+       "holds on an NVIDIA GPU: 512 B rounding, cuBLAS workspaces, bool dropout masks, reserved "
+       "memory); cuda runs as a dry run (--dry-run) on any machine, a real cuda run exits 4; "
+       "auto: cpu",
+       [](RunOptions& o, S a, S v) {
+         o.device = choice<DeviceChoice>(a, v,
+                                         {{"auto", DeviceChoice::auto_select},
+                                          {"cpu", DeviceChoice::cpu},
+                                          {"cuda", DeviceChoice::cuda}});
+       }},
+      {"--gpu-memory", "SIZE",
+       "the GPU a cuda run must fit, reserved memory plus the CUDA context (an estimate): "
+       "default 80GiB",
        [](RunOptions& o, S, S v) {
          try {
            if (v.find('%') != std::string::npos) throw std::invalid_argument("a share");
@@ -166,29 +205,34 @@ const std::vector<RunOptionRule>& run_option_rules() {
            throw UsageError("--gpu-memory expects bytes or a size such as 24GiB, got '" + v + "'");
          }
        }},
-      {"--dry-run", false, false, [](RunOptions& o, S, S) { o.dry_run = true; }},
-      {"--detect-anomaly", false, false, [](RunOptions& o, S, S) { o.detect_anomaly = true; }},
-      {"--fail-allocation", true, false,
-       [](RunOptions& o, S a, S v) {
-         o.fail_allocation = parse_number<std::int64_t>(a, v);
-         if (o.fail_allocation < 1) throw UsageError("--fail-allocation must be at least 1");
-       }},
-      {"--device", true, false,
-       [](RunOptions& o, S a, S v) {
-         o.device = choice<DeviceChoice>(a, v,
-                                         {{"auto", DeviceChoice::auto_select},
-                                          {"cpu", DeviceChoice::cpu},
-                                          {"cuda", DeviceChoice::cuda}});
-       }},
-      {"--input-requires-grad", false, false,
+      {"--input-requires-grad", "", "make every model input require grad",
        [](RunOptions& o, S, S) { o.input_requires_grad = true; }},
-      {"--input", true, false, [](RunOptions& o, S, S v) { o.input_files.push_back(v); }},
-      {"--loss", true, false,
+      {"--input", "FILE.npy", "an input (repeatable, in the model's input order)",
+       [](RunOptions& o, S, S v) { o.input_files.push_back(v); }},
+      {"--loss", "sum|mean|model", "default: the model's own loss where it declares one, else sum",
        [](RunOptions& o, S a, S v) {
          o.loss = choice<LossKind>(
              a, v, {{"sum", LossKind::sum}, {"mean", LossKind::mean}, {"model", LossKind::model}});
        }},
-      {"--optimizer", true, false,
+      {"--detect-anomaly", "",
+       "fail the run at the first forward, recomputed or backward op whose output holds NaN or "
+       "Inf, naming it (PyTorch's anomaly mode)",
+       [](RunOptions& o, S, S) { o.detect_anomaly = true; }},
+      {"--fail-allocation", "K", "fault injection: the run's K-th allocation fails (tests)",
+       [](RunOptions& o, S a, S v) {
+         o.fail_allocation = parse_number<std::int64_t>(a, v);
+         if (o.fail_allocation < 1) throw UsageError("--fail-allocation must be at least 1");
+       }},
+  };
+  return rules;
+}
+
+const std::vector<Rule>& training_rules() {
+  static const std::vector<Rule> rules = {
+      {"--optimizer", "O",
+       "none (default: the run stops after backward) | sgd | momentum (SGD, momentum 0.9) | "
+       "adam | adamw: the optimizer's step after backward, its state live from the start (a "
+       "steady-state step)",
        [](RunOptions& o, S a, S v) {
          o.optimizer.kind = choice<OptimizerKind>(a, v,
                                                   {{"none", OptimizerKind::none},
@@ -197,46 +241,69 @@ const std::vector<RunOptionRule>& run_option_rules() {
                                                    {"adam", OptimizerKind::adam},
                                                    {"adamw", OptimizerKind::adamw}});
        }},
-      {"--lr", true, false,
+      {"--lr", "X", "the optimizer's learning rate (default: sgd 0.01, adam/adamw 0.001)",
        [](RunOptions& o, S a, S v) {
          o.optimizer.lr = parse_real(a, v);
          if (!(*o.optimizer.lr > 0)) throw UsageError("--lr must be positive");
        }},
-      {"--weight-decay", true, false,
+      {"--weight-decay", "X", "the optimizer's weight decay (default: adamw 0.01, others 0)",
        [](RunOptions& o, S a, S v) {
          o.optimizer.weight_decay = parse_real(a, v);
          if (!(*o.optimizer.weight_decay >= 0))
            throw UsageError("--weight-decay must not be negative");
        }},
-      {"--amp", true, false,
+      {"--amp", "off|bf16|fp16",
+       "the forward and the loss under torch.autocast (default off): matmul, linear, conv in "
+       "bfloat16/float16, softmax, norms, losses as PyTorch's lists say (1.13's on the cpu, "
+       "2.x's on cuda); saved tensors in the dtype they have. fp16 with an optimizer adds the "
+       "gradient scaler (cuda only; the cpu's autocast has no fp16)",
        [](RunOptions& o, S a, S v) {
          o.amp = choice<AmpMode>(
              a, v, {{"off", AmpMode::off}, {"bf16", AmpMode::bf16}, {"fp16", AmpMode::fp16}});
        }},
-      {"--json", false, true, [](RunOptions& o, S, S) { o.json = true; }},
-      {"--no-baseline", false, true, [](RunOptions& o, S, S) { o.no_baseline = true; }},
-      {"--dump", true, true, [](RunOptions& o, S, S v) { o.dump_dir = v; }},
-      {"--trace", true, true, [](RunOptions& o, S, S v) { o.trace_file = v; }},
-      {"--plot", true, true, [](RunOptions& o, S, S v) { o.plot_file = v; }},
+  };
+  return rules;
+}
+
+const std::vector<Rule>& output_rules() {
+  static const std::vector<Rule> rules = {
+      {"--json", "", "the summary as one JSON object on stdout (keys in docs/guide/cli.md)",
+       [](RunOptions& o, S, S) { o.json = true; }},
+      {"--no-baseline", "", "skip the run without checkpointing",
+       [](RunOptions& o, S, S) { o.no_baseline = true; }},
+      {"--dump", "DIR", "outputs, loss and every parameter's gradient as .npy files",
+       [](RunOptions& o, S, S v) { o.dump_dir = v; }},
+      {"--trace", "FILE",
+       "the trace: .json (ckptlab schema), .csv (memory per step), .perfetto.json (Chrome trace "
+       "event format; opens in Perfetto), .pickle (a PyTorch memory snapshot; opens in "
+       "memory_viz)",
+       [](RunOptions& o, S, S v) { o.trace_file = v; }},
+      {"--plot", "FILE", "the memory plot (.png or .svg), the run without checkpoints as a ghost",
+       [](RunOptions& o, S, S v) { o.plot_file = v; }},
   };
   return rules;
 }
 
 }  // namespace
 
+std::vector<OptionGroup> run_option_groups(bool with_outputs) {
+  std::vector<OptionGroup> groups{option_group("checkpoint options", checkpoint_rules()),
+                                  option_group("run options", run_rules()),
+                                  option_group("training step options", training_rules())};
+  if (with_outputs) groups.push_back(option_group("output options", output_rules()));
+  return groups;
+}
+
 RunOptions parse_run_options(const std::vector<std::string>& args,
                              std::vector<std::string>* positional, bool allow_outputs) {
   RunOptions o;
-  const auto& rules = run_option_rules();
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    const auto rule = std::find_if(rules.begin(), rules.end(), [&](const RunOptionRule& r) {
-      return a == r.flag && (allow_outputs || !r.output);
-    });
-    if (rule != rules.end()) {
-      if (rule->takes_value && i + 1 >= args.size()) throw UsageError(a + " needs a value");
-      rule->apply(o, a, rule->takes_value ? args[++i] : std::string());
-    } else if (a.rfind("--", 0) == 0) {
+    if (apply_option(checkpoint_rules(), args, i, o) || apply_option(run_rules(), args, i, o) ||
+        apply_option(training_rules(), args, i, o) ||
+        (allow_outputs && apply_option(output_rules(), args, i, o)))
+      continue;
+    if (a.rfind("--", 0) == 0) {
       throw UsageError("unknown option " + a);
     } else if (positional) {
       positional->push_back(a);

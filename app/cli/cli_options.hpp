@@ -9,13 +9,9 @@
 #include <vector>
 
 #include "engine/run/run_request.hpp"
+#include "option_table.hpp"
 
 namespace ckpt::cli {
-
-// A usage error: exit code 2, message printed with a hint to --help.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 enum class DeviceChoice { auto_select, cpu, cuda };
 
@@ -59,6 +55,10 @@ struct RunOptions {
 // positional arguments are returned in `positional`.
 RunOptions parse_run_options(const std::vector<std::string>& args,
                              std::vector<std::string>* positional, bool allow_outputs);
+
+// The run options' rows as their help shows them: checkpoint, run and training step options,
+// and with `with_outputs` run's own output options.
+std::vector<OptionGroup> run_option_groups(bool with_outputs);
 
 // Splits a --config value "label: --opt a --opt b" into label and arguments (shell-like quoting).
 std::pair<std::string, std::vector<std::string>> split_config(const std::string& text, int index);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cli_common.hpp"
+#include "cli_reference.hpp"
 #include "engine/plan/pytorch_code.hpp"
 #include "engine/report/figures.hpp"
 #include "engine/report/run_summary.hpp"
@@ -16,13 +17,6 @@
 namespace ckpt::cli {
 
 namespace {
-
-const char* kCompareHelp =
-    R"(usage: ckptlab-cli compare MODEL --config "[label:] options" [--config ...] [--json] [--plot FILE]
-
-Each --config is a quoted list of `run` options, optionally prefixed by a label:
-  ckptlab-cli compare samples/densenet_block.json --config "plain:" --config "all: --checkpoint-all"
-)";
 
 std::int64_t parameter_bytes(const Model& model, const Module& m) {
   std::int64_t total = 0;
@@ -68,34 +62,61 @@ void print_modules(const Model& model, const std::function<std::int64_t(const Mo
       "its ops keep for backward in a plain run\n");
 }
 
-int cmd_modules(const std::vector<std::string>& args) {
-  if (has_help(args)) {
-    std::cout << "usage: ckptlab-cli modules MODEL [--json] [--device cpu|cuda]\n\nThe module "
-                 "tree with, per module, op count, parameter bytes and the activation bytes its "
-                 "ops save for backward in a plain run (measured by a dry run of the model; with "
-                 "--device cuda, as PyTorch 2.x holds them on a GPU).\n";
-    return kExitOk;
-  }
+namespace {
+
+struct ModulesArgs {
   bool json = false;
   Device device = Device::cpu;
+};
+
+const std::vector<OptionRule<ModulesArgs>>& modules_rules() {
+  using S = const std::string&;
+  static const std::vector<OptionRule<ModulesArgs>> rules = {
+      {"--json", "", "the tree as a JSON array, one object per module",
+       [](ModulesArgs& m, S, S) { m.json = true; }},
+      {"--device", "auto|cpu|cuda",
+       "whose saved bytes: this engine's CPU (auto, cpu) or PyTorch 2.x's on an NVIDIA GPU",
+       [](ModulesArgs& m, S a, S v) {
+         if (v != "cpu" && v != "cuda" && v != "auto")
+           throw UsageError(a + " takes auto, cpu or cuda, got '" + v + "'");
+         m.device = v == "cuda" ? Device::cuda : Device::cpu;
+       }},
+      {"--dry-run", "", "accepted for symmetry with run: modules always measures with a dry run",
+       [](ModulesArgs&, S, S) {}},
+  };
+  return rules;
+}
+
+}  // namespace
+
+CommandDoc modules_command_doc() {
+  return {
+      "modules",
+      "MODEL [--json] [--device auto|cpu|cuda]",
+      "the module tree: op count, parameter bytes, saved activation bytes",
+      "The module tree with, per module, op count, parameter bytes and the activation bytes its "
+      "ops save for backward in a plain run (measured by a dry run of the model; with --device "
+      "cuda, as PyTorch 2.x holds them on a GPU).",
+      {option_group("modules options", modules_rules())},
+      TakesRunOptions::none,
+      kExitCodesText,
+  };
+}
+
+int cmd_modules(const std::vector<std::string>& args) {
+  if (has_help(args)) {
+    std::cout << command_help(modules_command_doc());
+    return kExitOk;
+  }
+  ModulesArgs m;
   std::vector<std::string> pos;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--device" && i + 1 < args.size()) {
-      const std::string& d = args[++i];
-      if (d != "cpu" && d != "cuda" && d != "auto")
-        throw UsageError("--device takes auto, cpu or cuda, got '" + d + "'");
-      device = d == "cuda" ? Device::cuda : Device::cpu;
-    } else if (a == "--dry-run") {
-      // Always: a dry run measures saved bytes exactly, at any size.
-    } else if (a.rfind("--", 0) == 0) {
-      throw UsageError("unknown option " + a);
-    } else {
-      pos.push_back(a);
-    }
+    if (apply_option(modules_rules(), args, i, m)) continue;
+    if (args[i].rfind("--", 0) == 0) throw UsageError("unknown option " + args[i]);
+    pos.push_back(args[i]);
   }
+  const bool json = m.json;
+  const Device device = m.device;
   if (pos.size() != 1) throw UsageError("modules takes exactly one MODEL");
   int code = kExitOk;
   auto model = load_or_exit(pos[0], &code);
@@ -137,21 +158,29 @@ struct CompareArgs {
   std::string plot_file;
 };
 
+const std::vector<OptionRule<CompareArgs>>& compare_rules() {
+  using S = const std::string&;
+  static const std::vector<OptionRule<CompareArgs>> rules = {
+      {"--config", "\"[label:] options\"",
+       "one configuration: a quoted list of run options, optionally prefixed by a label "
+       "(repeatable; at least one)",
+       [](CompareArgs& c, S, S v) { c.configs.push_back(v); }},
+      {"--json", "", "an array of run's JSON objects, one per configuration",
+       [](CompareArgs& c, S, S) { c.json = true; }},
+      {"--plot", "FILE", "the memory plot (.png or .svg) of the last two configurations overlaid",
+       [](CompareArgs& c, S, S v) { c.plot_file = v; }},
+  };
+  return rules;
+}
+
 CompareArgs parse_compare_args(const std::vector<std::string>& args) {
   CompareArgs c;
   std::vector<std::string> pos;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--config" && i + 1 < args.size()) {
-      c.configs.push_back(args[++i]);
-    } else if (args[i] == "--plot" && i + 1 < args.size()) {
-      c.plot_file = args[++i];
-    } else if (args[i] == "--json") {
-      c.json = true;
-    } else if (args[i].rfind("--", 0) == 0) {
+    if (apply_option(compare_rules(), args, i, c)) continue;
+    if (args[i].rfind("--", 0) == 0)
       throw UsageError("unknown option " + args[i] + " (compare takes --config, --json, --plot)");
-    } else {
-      pos.push_back(args[i]);
-    }
+    pos.push_back(args[i]);
   }
   if (pos.size() != 1) throw UsageError("compare takes exactly one MODEL");
   if (c.configs.empty()) throw UsageError("compare needs at least one --config");
@@ -195,9 +224,24 @@ void print_compare_table(const std::vector<RunSummary>& sums) {
 
 }  // namespace
 
+CommandDoc compare_command_doc() {
+  return {
+      "compare",
+      "MODEL --config \"[label:] options\" [--config ...] [--json] [--plot FILE]",
+      "several configurations side by side (and --plot overlaid)",
+      "Runs each configuration, with its run without checkpoints, and prints them side by side: "
+      "peak, peak saved, op executions by phase, time. Each --config is a quoted list of run "
+      "options (see the run options), optionally prefixed by a label: ckptlab-cli compare "
+      "samples/densenet_block.json --config \"plain:\" --config \"all: --checkpoint-all\"",
+      {option_group("compare options", compare_rules())},
+      TakesRunOptions::none,
+      kExitCodesText,
+  };
+}
+
 int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
   if (has_help(args)) {
-    std::cout << kCompareHelp << "\n" << kRunOptionsHelp;
+    std::cout << command_help(compare_command_doc());
     return kExitOk;
   }
   const CompareArgs a = parse_compare_args(args);
@@ -246,11 +290,22 @@ int cmd_compare(int argc, char** argv, const std::vector<std::string>& args) {
   return failed ? kExitRun : kExitOk;
 }
 
+CommandDoc code_command_doc() {
+  return {
+      "code",
+      "MODEL [options]",
+      "the PyTorch code of a configuration (where checkpoint() goes)",
+      "Prints the PyTorch code of the configuration: where the checkpoint(...) calls go, and with "
+      "--optimizer and --amp the training step the run assumed.",
+      {},
+      TakesRunOptions::without_outputs,
+      kExitCodesText,
+  };
+}
+
 int cmd_code(const std::vector<std::string>& args) {
   if (has_help(args)) {
-    std::cout << "usage: ckptlab-cli code MODEL [checkpoint options]\n\nPrints the PyTorch "
-                 "code of the configuration: where the checkpoint(...) calls go.\n\n"
-              << kRunOptionsHelp;
+    std::cout << command_help(code_command_doc());
     return kExitOk;
   }
   std::vector<std::string> pos;

@@ -7,6 +7,7 @@
 
 #include "cli_common.hpp"
 #include "cli_options.hpp"
+#include "cli_reference.hpp"
 #include "engine/autograd/anomaly.hpp"
 #include "engine/report/lessons.hpp"
 #include "engine/report/run_summary.hpp"
@@ -26,46 +27,6 @@ using namespace ckpt;
 using namespace ckpt::cli;
 
 namespace {
-
-const char* kMainHelp = R"(ckptlab-cli — activation checkpointing, measured (Checkpoint Lab)
-
-usage: ckptlab-cli <command> [arguments]
-
-commands:
-  run MODEL [options]        one forward + loss + backward; prints peak memory, memory by
-                             category, op executions by phase, recompute overhead, warnings
-  modules MODEL              the module tree: op count, parameter bytes, saved activation bytes
-  compare MODEL --config "label: options" --config ...
-                             several configurations side by side (and --plot overlaid)
-  code MODEL [options]       the PyTorch code of a configuration (where checkpoint() goes)
-  plan MODEL --budget B [--strategy S] [--json] [--plot F.svg] [--code F.py]
-                             what to checkpoint to fit a memory budget with the least recompute,
-                             and the memory/recompute frontier of every strategy
-  snapshot FILE [--json] [--compare MODEL [options]]
-                             a PyTorch CUDA memory snapshot's measured peak, and the
-                             engine's prediction beside it
-
-MODEL is a native .json model (see samples/), an ONNX file exported from PyTorch, or the
-name of an installed sample (`ckptlab-cli run densenet_block`).
-`ckptlab-cli <command> --help` gives each command's options. --version prints the version.
-exit codes: 0 success, 2 usage, 3 the model could not be loaded, 4 the run failed.
-)";
-
-const char* kRunHelp = R"(usage: ckptlab-cli run MODEL [options]
-
-Runs one forward, loss and backward with the engine and prints what it measured. Unless
---no-baseline, the same model also runs without checkpointing, so the memory saved and the
-recompute overhead are ratios measured in the same process.
-
-output options:
-  --json                     the summary as one JSON object on stdout (keys in the README)
-  --no-baseline              skip the run without checkpointing
-  --dump DIR                 outputs, loss and every parameter's gradient as .npy files
-  --trace FILE               the trace: .json (ckptlab schema), .csv (memory per step),
-                             .perfetto.json (Chrome trace event format; opens in Perfetto),
-                             .pickle (a PyTorch memory snapshot; opens in memory_viz)
-  --plot FILE                the memory plot (.png or .svg), baseline as a ghost
-)";
 
 std::string sanitize_file_name(std::string s) {
   for (auto& c : s)
@@ -136,7 +97,7 @@ bool write_trace_file(const Trace& trace, const std::string& f) {
 
 int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   if (has_help(args)) {
-    std::cout << kRunHelp << "\n" << kRunOptionsHelp;
+    std::cout << cli::command_help(*cli::find_command_doc("run"));
     return kExitOk;
   }
   std::vector<std::string> pos;
@@ -193,8 +154,9 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::cout << kMainHelp;
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" ||
+      (args[0] == "help" && args.size() == 1)) {
+    std::cout << cli::main_help();
     return args.empty() ? kExitUsage : kExitOk;
   }
   if (args[0] == "--version") {
@@ -210,6 +172,7 @@ int main(int argc, char** argv) {
     if (cmd == "code") return cmd_code(args);
     if (cmd == "plan") return cli::cmd_plan(args);
     if (cmd == "snapshot") return cli::cmd_snapshot(args);
+    if (cmd == "help") return cli::cmd_help(args, CKPTLAB_VERSION);
     throw cli::UsageError("unknown command '" + cmd + "'");
   } catch (const cli::UsageError& e) {
     std::cerr << "ckptlab-cli: " << e.what() << "\n(see ckptlab-cli "

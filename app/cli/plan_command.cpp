@@ -8,7 +8,9 @@
 #include <optional>
 #include <sstream>
 
+#include "cli_common.hpp"
 #include "cli_options.hpp"
+#include "cli_reference.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/model/module_range.hpp"
 #include "engine/plan/plan_code.hpp"
@@ -22,39 +24,6 @@ namespace ckpt::cli {
 
 namespace {
 
-const char* kPlanHelp = R"(usage: ckptlab-cli plan MODEL --budget B [options]
-
-Chooses what to checkpoint so that the run's peak memory fits the budget, with the least
-recompute. A model of the peak built from the plain run proposes; every plan shown or chosen is
-judged by a dry run of the engine (one thread), never by the model alone.
-
-  --budget B          bytes (2GiB, 300MiB, 1.5GB, 123456) or a share of the unplanned peak (60%);
-                      with --device cuda, what the process may take from the card: the
-                      allocator's reserved peak plus the CUDA context (an estimate, ~520 MiB)
-  --strategy S        none | all | every-k | sqrt | uniform-n | greedy | knapsack | optimal
-                      (default optimal: the least recompute whose evaluated peak fits)
-  --k K               every-k: every K-th block (default 2)
-  --n N               uniform-n: chunks of N blocks (default 2)
-  --depth D           candidates D levels below the blocks (default 1; 0: blocks and ranges)
-  --no-ranges         no ranges of consecutive blocks among the candidates
-  --measure-times     recompute costs from three real runs of the unplanned model (default: the
-                      dry run's estimates from each op's FLOPs and bytes; real runs take seconds
-                      and a real run's memory on a real-sized model)
-  --policy P          a per-op policy (save:KIND[,KIND][/N], save-matmul) the planner may give
-                      each region instead of recomputing it whole: optimal, greedy and knapsack
-                      choose per region; all, every-k, sqrt and uniform-n give it to every
-                      region they choose (PyTorch >= 2.4 to run the exported code)
-  --weigh-offload     with --device cuda: each module may also be offloaded (its saved tensors
-                      copied to host memory and back, save_on_cpu), weighed against recompute:
-                      copies at --pcie GB/s (default 25), recompute at a reference GPU's rates
-                      (H100-class estimates, not measured)
-  --json              one JSON object: the plan, the candidates, every point and the frontier
-  --plot FILE.svg     the frontier: peak against recompute, points coloured by strategy
-  --code FILE.py      the plan as PyTorch code (apply_plan(model) for an ONNX model's module)
-  --batch N --seed S --variant V --no-preserve-rng --loss L --device D   as for `run`
-exit codes: 0 a plan fits, 2 usage, 3 the model could not be loaded, 4 no plan fits the budget.
-)";
-
 struct PlanArgs {
   std::string budget, strategy = "optimal", plot, code;
   bool json = false;
@@ -64,50 +33,63 @@ struct PlanArgs {
   std::vector<std::string> rest;
 };
 
+int whole_number(const std::string& flag, const std::string& v, int lo) {
+  try {
+    const int n = std::stoi(v);
+    if (n < lo || std::to_string(n) != v) throw std::out_of_range(v);
+    return n;
+  } catch (const std::exception&) {
+    throw UsageError(flag + " expects a whole number of at least " + std::to_string(lo) +
+                     ", got '" + v + "'");
+  }
+}
+
+using S = const std::string&;
+
+const std::vector<OptionRule<PlanArgs>>& plan_rules() {
+  static const std::vector<OptionRule<PlanArgs>> rules = {
+      {"--budget", "B",
+       "bytes (2GiB, 300MiB, 1.5GB, 123456) or a share of the unplanned peak (60%); with "
+       "--device cuda, what the process may take from the card: the allocator's reserved peak "
+       "plus the CUDA context (an estimate, ~520 MiB)",
+       [](PlanArgs& p, S, S v) { p.budget = v; }},
+      {"--strategy", "S",
+       "none | all | every-k | sqrt | uniform-n | greedy | knapsack | optimal (default "
+       "optimal: the least recompute whose evaluated peak fits)",
+       [](PlanArgs& p, S, S v) { p.strategy = v; }},
+      {"--k", "K", "every-k: every K-th block (default 2)",
+       [](PlanArgs& p, S a, S v) { p.params.k = whole_number(a, v, 1); }},
+      {"--n", "N", "uniform-n: chunks of N blocks (default 2)",
+       [](PlanArgs& p, S a, S v) { p.params.n = whole_number(a, v, 1); }},
+      {"--depth", "D", "candidates D levels below the blocks (default 1; 0: blocks and ranges)",
+       [](PlanArgs& p, S a, S v) { p.candidates.depth = whole_number(a, v, 0); }},
+      {"--no-ranges", "", "no ranges of consecutive blocks among the candidates",
+       [](PlanArgs& p, S, S) { p.candidates.ranges = false; }},
+      {"--measure-times", "",
+       "recompute costs from three real runs of the unplanned model (default: the dry run's "
+       "estimates from each op's FLOPs and bytes; real runs take seconds and a real run's "
+       "memory on a real-sized model)",
+       [](PlanArgs& p, S, S) { p.measure_times = true; }},
+      {"--weigh-offload", "",
+       "with --device cuda: each module may also be offloaded (its saved tensors copied to host "
+       "memory and back, save_on_cpu), weighed against recompute: copies at --pcie GB/s "
+       "(default 25), recompute at a reference GPU's rates (H100-class estimates, not measured)",
+       [](PlanArgs& p, S, S) { p.candidates.offload = true; }},
+      {"--json", "", "one JSON object: the plan, the candidates, every point and the frontier",
+       [](PlanArgs& p, S, S) { p.json = true; }},
+      {"--plot", "FILE.svg", "the frontier: peak against recompute, points coloured by strategy",
+       [](PlanArgs& p, S, S v) { p.plot = v; }},
+      {"--code", "FILE.py",
+       "the plan as PyTorch code (apply_plan(model) for an ONNX model's module)",
+       [](PlanArgs& p, S, S v) { p.code = v; }},
+  };
+  return rules;
+}
+
 PlanArgs parse(const std::vector<std::string>& args) {
   PlanArgs p;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-      return args[++i];
-    };
-    auto number = [&](int lo) {
-      const std::string& v = value();
-      try {
-        const int n = std::stoi(v);
-        if (n < lo || std::to_string(n) != v) throw std::out_of_range(v);
-        return n;
-      } catch (const std::exception&) {
-        throw UsageError(a + " expects a whole number of at least " + std::to_string(lo) +
-                         ", got '" + v + "'");
-      }
-    };
-    if (a == "--budget")
-      p.budget = value();
-    else if (a == "--strategy")
-      p.strategy = value();
-    else if (a == "--plot")
-      p.plot = value();
-    else if (a == "--code")
-      p.code = value();
-    else if (a == "--json")
-      p.json = true;
-    else if (a == "--k")
-      p.params.k = number(1);
-    else if (a == "--n")
-      p.params.n = number(1);
-    else if (a == "--depth")
-      p.candidates.depth = number(0);
-    else if (a == "--no-ranges")
-      p.candidates.ranges = false;
-    else if (a == "--measure-times")
-      p.measure_times = true;
-    else if (a == "--weigh-offload")
-      p.candidates.offload = true;
-    else
-      p.rest.push_back(a);
-  }
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (!apply_option(plan_rules(), args, i, p)) p.rest.push_back(args[i]);
   return p;
 }
 
@@ -287,12 +269,28 @@ void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
 
 }  // namespace
 
+CommandDoc plan_command_doc() {
+  return {
+      "plan",
+      "MODEL --budget B [options]",
+      "what to checkpoint to fit a memory budget with the least recompute, and the "
+      "memory/recompute frontier of every strategy",
+      "Chooses what to checkpoint so that the run's peak memory fits the budget, with the least "
+      "recompute. A model of the peak built from the plain run proposes; every plan shown or "
+      "chosen is judged by a dry run of the engine (one thread), never by the model alone. "
+      "--policy P offers a per-op policy the planner may give each region instead of "
+      "recomputing it whole (PyTorch >= 2.4 to run the exported code).",
+      {option_group("plan options", plan_rules())},
+      TakesRunOptions::without_outputs,
+      "0 a plan fits, 2 usage, 3 the model could not be loaded, 4 no plan fits the budget",
+  };
+}
+
 int cmd_plan(const std::vector<std::string>& args) {
-  for (const auto& a : args)
-    if (a == "--help" || a == "-h") {
-      std::cout << kPlanHelp;
-      return 0;
-    }
+  if (has_help(args)) {
+    std::cout << command_help(plan_command_doc());
+    return 0;
+  }
   PlanArgs pa = parse(args);
   std::vector<std::string> pos;
   const RunOptions o = parse_run_options(pa.rest, &pos, false);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli_common.hpp"
+#include "cli_reference.hpp"
 #include "engine/report/snapshot_attribution.hpp"
 #include "engine/snapshot/measured_timeline.hpp"
 #include "engine/snapshot/memory_snapshot.hpp"
@@ -15,28 +16,6 @@
 namespace ckpt::cli {
 
 namespace {
-
-const char* kSnapshotHelp = R"(usage: ckptlab-cli snapshot FILE [--json] [--top N] [--gpu D]
-                         [--compare MODEL [run options]]
-
-Reads a PyTorch CUDA memory snapshot (torch.cuda.memory._dump_snapshot(), the file PyTorch's
-memory_viz page opens) and prints what it measured: the peak of allocated bytes (what
-torch.cuda.max_memory_allocated() reports) and of reserved bytes (the caching allocator's
-segments), when each was reached (event index, and time when recorded), the bytes already
-allocated when recording began, and the allocations live at the peak, largest first, with
-their frames (Python's when the stack has them).
-
-  --json              the same as one JSON object on stdout
-  --top N             how many allocations at the peak to list (default 10; 0: all)
-  --gpu D             which GPU's trace (default: the first with one)
-  --compare MODEL     also the engine's prediction for MODEL with the run options that
-                      follow (--checkpoint ..., --batch ...): its peak beside the measured
-                      one and the difference. The prediction is the engine's dry run with
-                      the CUDA semantics (PyTorch 2.x on a GPU), as a snapshot is a GPU's;
-                      --device cpu predicts PyTorch 1.13's CPU figures instead.
-exit codes: 0 success, 2 usage, 3 the snapshot or the model could not be read, 4 the
-prediction failed.
-)";
 
 std::string mib(std::int64_t bytes) {
   char buf[64];
@@ -81,37 +60,47 @@ struct Options {
   std::vector<std::string> run_args;
 };
 
+std::int64_t count(const std::string& flag, const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const long long n = std::stoll(v, &used);
+    if (used != v.size() || n < 0) throw std::invalid_argument(v);
+    return static_cast<std::int64_t>(n);
+  } catch (const std::exception&) {
+    throw UsageError(flag + " expects a number, got '" + v + "'");
+  }
+}
+
+using S = const std::string&;
+
+const std::vector<OptionRule<Options>>& snapshot_rules() {
+  static const std::vector<OptionRule<Options>> rules = {
+      {"--json", "", "the same as one JSON object on stdout",
+       [](Options& o, S, S) { o.json = true; }},
+      {"--top", "N", "how many allocations at the peak to list (default 10; 0: all)",
+       [](Options& o, S a, S v) { o.top = static_cast<std::size_t>(count(a, v)); }},
+      {"--gpu", "D", "which GPU's trace (default: the first with one)",
+       [](Options& o, S a, S v) { o.device = count(a, v); }},
+      {"--compare", "MODEL",
+       "also the engine's prediction for MODEL with the run options that follow (--checkpoint "
+       "..., --batch ...): its peak beside the measured one and the difference. The prediction "
+       "is the engine's dry run with the CUDA semantics (PyTorch 2.x on a GPU), as a snapshot "
+       "is a GPU's; --device cpu predicts PyTorch 1.13's CPU figures instead.",
+       [](Options& o, S, S v) {
+         if (!o.compare_model.empty()) throw UsageError("--compare takes one MODEL");
+         o.compare_model = v;
+       }},
+  };
+  return rules;
+}
+
 Options parse(const std::vector<std::string>& args) {
   Options o;
-  bool run_options = false;  // after --compare MODEL: run's options, and this command's own
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-      return args[++i];
-    };
-    auto number = [&](const std::string& v) {
-      try {
-        std::size_t used = 0;
-        const long long n = std::stoll(v, &used);
-        if (used != v.size() || n < 0) throw std::invalid_argument(v);
-        return static_cast<std::int64_t>(n);
-      } catch (const std::exception&) {
-        throw UsageError(a + " expects a number, got '" + v + "'");
-      }
-    };
-    if (a == "--json") {
-      o.json = true;
-    } else if (a == "--top") {
-      o.top = static_cast<std::size_t>(number(value()));
-    } else if (a == "--gpu") {
-      o.device = number(value());
-    } else if (a == "--compare") {
-      if (run_options) throw UsageError("--compare takes one MODEL");
-      o.compare_model = value();
-      run_options = true;
-    } else if (run_options) {
-      o.run_args.push_back(a);
+    if (apply_option(snapshot_rules(), args, i, o)) continue;
+    if (!o.compare_model.empty()) {
+      o.run_args.push_back(a);  // after --compare MODEL: run's options
     } else if (a.rfind("--", 0) == 0) {
       throw UsageError("unknown option '" + a + "'");
     } else if (o.file.empty()) {
@@ -269,9 +258,27 @@ void print_text(const MemorySnapshot& s, const MeasuredTimeline& t, std::size_t 
 
 }  // namespace
 
+CommandDoc snapshot_command_doc() {
+  return {
+      "snapshot",
+      "FILE [--json] [--top N] [--gpu D] [--compare MODEL [run options]]",
+      "a PyTorch CUDA memory snapshot's measured peak, and the engine's prediction beside it",
+      "Reads a PyTorch CUDA memory snapshot (torch.cuda.memory._dump_snapshot(), the file "
+      "PyTorch's memory_viz page opens) and prints what it measured: the peak of allocated "
+      "bytes (what torch.cuda.max_memory_allocated() reports) and of reserved bytes (the "
+      "caching allocator's segments), when each was reached (event index, and time when "
+      "recorded), the bytes already allocated when recording began, and the allocations live at "
+      "the peak, largest first, with their frames (Python's when the stack has them).",
+      {option_group("snapshot options", snapshot_rules())},
+      TakesRunOptions::none,
+      "0 success, 2 usage, 3 the snapshot or the model could not be read, 4 the prediction "
+      "failed",
+  };
+}
+
 int cmd_snapshot(const std::vector<std::string>& args) {
   if (has_help(args)) {
-    std::cout << kSnapshotHelp;
+    std::cout << command_help(snapshot_command_doc());
     return kExitOk;
   }
   const Options o = parse(args);

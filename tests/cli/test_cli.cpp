@@ -5,6 +5,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
@@ -71,11 +72,32 @@ class TestCli : public QObject {
     QVERIFY(r.out.contains("compare MODEL"));
     r = cli({});
     QCOMPARE(r.code, 2);
-    for (const char* c : {"run", "modules", "compare"}) {
+    // Every command's --help, `help COMMAND`, the reference and the man page are printed from
+    // one table: each option --help lists is in the reference and the man page too.
+    const auto reference = cli({"help", "--markdown"});
+    QCOMPARE(reference.code, 0);
+    const auto man = cli({"help", "--man"});
+    QCOMPARE(man.code, 0);
+    QVERIFY(man.out.startsWith(".\\\" Generated"));
+    QVERIFY(man.out.contains(".TH CKPTLAB\\-CLI 1"));
+    for (const char* c : {"run", "modules", "compare", "code", "plan", "snapshot", "help"}) {
       r = cli({c, "--help"});
       QCOMPARE(r.code, 0);
-      QVERIFY2(r.out.contains("usage: ckptlab-cli"), c);
+      QVERIFY2(r.out.startsWith(QStringLiteral("usage: ckptlab-cli %1 ").arg(c)), c);
+      QCOMPARE(cli({"help", c}).out, r.out);
+      QVERIFY2(reference.out.contains(QStringLiteral("### ckptlab-cli %1").arg(c)), c);
+      static const QRegularExpression flag(QStringLiteral("^  (--[a-z0-9-]+)"),
+                                           QRegularExpression::MultilineOption);
+      int flags = 0;
+      for (auto m = flag.globalMatch(r.out); m.hasNext(); ++flags) {
+        const QString f = m.next().captured(1);
+        QVERIFY2(reference.out.contains("`" + f), qPrintable(f));
+        QVERIFY2(man.out.contains("\\fB" + QString(f).replace("-", "\\-")), qPrintable(f));
+      }
+      QVERIFY2(std::string_view(c) == "run" ? flags > 30 : flags > 0, c);
     }
+    r = cli({"help", "frobnicate"});
+    QCOMPARE(r.code, 2);
     r = cli({"frobnicate"});
     QCOMPARE(r.code, 2);
     QVERIFY(r.err.contains("unknown command 'frobnicate'"));
