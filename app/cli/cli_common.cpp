@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "engine/autograd/anomaly.hpp"
+#include "engine/model/load_notes.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/tensor/device.hpp"
 #include "sample_path.hpp"
@@ -73,9 +74,44 @@ bool stderr_is_tty() {
   return isatty(fileno(stderr)) != 0;
 }
 
+namespace {
+LoadOptions& stored_load_options() {
+  static LoadOptions options;
+  return options;
+}
+}  // namespace
+
+void take_load_options(std::vector<std::string>& args) {
+  LoadOptions& o = stored_load_options();
+  for (std::size_t i = 0; i < args.size();) {
+    if (args[i] == "--frozen") {
+      if (i + 1 >= args.size() || args[i + 1].empty())
+        throw UsageError(
+            "--frozen needs a PATTERN (a parameter name or module path; * is one "
+            "path segment)");
+      o.frozen.push_back(args[i + 1]);
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
+                 args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+    } else if (args[i].rfind("--frozen=", 0) == 0) {
+      o.frozen.push_back(args[i].substr(9));
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+const LoadOptions& load_options() {
+  return stored_load_options();
+}
+
 std::shared_ptr<Model> load_or_exit(const std::string& path, int* code) {
   try {
-    return load_model(resolve_model_path(path));
+    auto model = load_model(resolve_model_path(path), load_options());
+    if (model->format == "onnx")
+      for (const std::string& line : load_summary_lines(*model))
+        std::cerr << "ckptlab-cli: " << path << ": " << line << "\n";
+    return model;
   } catch (const std::exception& e) {
     std::cerr << "ckptlab-cli: cannot load model: " << e.what() << "\n";
     *code = kExitModel;

@@ -47,6 +47,12 @@ commands:
 
 MODEL is a native .json model (see samples/), an ONNX file exported from PyTorch, or the
 name of an installed sample (`ckptlab-cli run densenet_block`).
+  --frozen PATTERN           (any command) take these parameters as not trainable, as a
+                             registered buffer or requires_grad=False is in PyTorch: no
+                             gradient, and no op keeps anything for one (repeatable; a name
+                             or a module path, * is one path segment: 'rotary', '*_cached').
+                             An ONNX file does not say which initializers are buffers; the
+                             load summary on stderr lists what was taken as trainable
 `ckptlab-cli <command> --help` gives each command's options. --version prints the version.
 exit codes: 0 success, 2 usage, 3 the model could not be loaded, 4 the run failed.
 )";
@@ -204,6 +210,7 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   try {
+    take_load_options(args);
     if (cmd == "run") return cmd_run(argc, argv, args);
     if (cmd == "modules") return cmd_modules(args);
     if (cmd == "compare") return cmd_compare(argc, argv, args);
