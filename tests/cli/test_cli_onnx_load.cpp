@@ -1,5 +1,8 @@
-// Issue 38: --frozen PATTERN on every command that opens a model, and the load summary that says
-// which initializers an ONNX model trains (an ONNX file does not tell buffers from weights).
+// Issue 38: --frozen PATTERN on every command that opens a model, the load summary that says
+// which initializers an ONNX model trains (an ONNX file does not tell buffers from weights), and
+// a file whose external data file is absent, saved so by onnx.save_model.
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "cli_process.hpp"
@@ -14,7 +17,7 @@ QString sample(const char* name) {
 
 }  // namespace
 
-class TestCliFrozen : public QObject {
+class TestCliOnnxLoad : public QObject {
   Q_OBJECT
  private slots:
   // The summary on stderr, the whole list under `modules`.
@@ -52,6 +55,39 @@ class TestCliFrozen : public QObject {
     QDir(dump).removeRecursively();
   }
 
+  // onnx.save_model(..., save_as_external_data=True), then the data file removed: a dry run is
+  // the whole file's, a real run runs on weights made as torch.nn makes them, and says so.
+  void absentExternalDataRunsSayingSo() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("resnet.onnx");
+    QProcess py;
+    py.setProcessChannelMode(QProcess::MergedChannels);
+    py.start(qEnvironmentVariable("CKPTLAB_PYTHON"),
+             {"-c",
+              "import onnx, os, sys; m = onnx.load(sys.argv[1]); "
+              "onnx.save_model(m, sys.argv[2], save_as_external_data=True, "
+              "all_tensors_to_one_file=True, location='resnet.data', size_threshold=0); "
+              "os.remove(os.path.join(os.path.dirname(sys.argv[2]), 'resnet.data'))",
+              sample("tiny_resnet.onnx"), path});
+    QVERIFY(py.waitForFinished(120000));
+    QVERIFY2(py.exitCode() == 0, qPrintable(QString(py.readAll())));
+    const auto whole = run_cli({"run", sample("tiny_resnet.onnx"), "--dry-run", "--json"});
+    const auto dry = run_cli({"run", path, "--dry-run", "--json"});
+    QVERIFY2(dry.code == 0, qPrintable(dry.err));
+    QVERIFY2(dry.err.contains("77 of 77 weights absent (its external data file 'resnet.data' is "
+                              "absent): dry runs are exact; a real run makes them"),
+             qPrintable(dry.err));
+    const auto peak = [](const QString& json) {
+      return ckpt::test::json_object(json)["peak"].toObject()["bytes"].toInteger();
+    };
+    QVERIFY(peak(dry.out) > 0);
+    QCOMPARE(peak(dry.out), peak(whole.out));
+    const auto real = run_cli({"run", path, "--no-baseline", "--threads", "1", "--json"});
+    QVERIFY2(real.code == 0, qPrintable(real.err));
+    QCOMPARE(peak(real.out), peak(dry.out));
+    QVERIFY(real.err.contains("conv1.weight: kaiming_uniform(a=√5), fan_in 27 (Conv)"));
+  }
+
   void badPatternsSayWhy() {
     const auto none = run_cli({"run", sample("tiny_resnet.onnx"), "--frozen", "nothing.*"});
     QCOMPARE(none.code, 3);
@@ -63,5 +99,5 @@ class TestCliFrozen : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestCliFrozen)
-#include "test_cli_frozen.moc"
+QTEST_GUILESS_MAIN(TestCliOnnxLoad)
+#include "test_cli_onnx_load.moc"
