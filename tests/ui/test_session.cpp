@@ -214,6 +214,15 @@ class TestSession : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(changed.count(), 3, kTimeout);
     QVERIFY(session.frozen().empty());
     QVERIFY(session.model()->find_parameter("layer1.0.conv1.weight")->requires_grad);
+    // A pattern that names nothing is refused, saying why; the model stays as it was.
+    QSignalSpy said(&session, &Session::message), failed(&session, &Session::openFailed);
+    QVERIFY(session.setFrozen({"layer1", "nothing.*"}));
+    QTRY_COMPARE_WITH_TIMEOUT(said.count(), 1, kTimeout);
+    QVERIFY(said.last().at(0).toString().startsWith("Not frozen: "));
+    QVERIFY(said.last().at(0).toString().contains("--frozen 'nothing.*' names no parameter"));
+    QCOMPARE(failed.count(), 0);
+    QVERIFY(session.frozen().empty());
+    QVERIFY(session.model()->find_parameter("layer1.0.conv1.weight")->requires_grad);
     // Another file starts with nothing frozen.
     QVERIFY(session.toggleFrozen(QStringLiteral("fc")));
     QTRY_COMPARE_WITH_TIMEOUT(changed.count(), 4, kTimeout);

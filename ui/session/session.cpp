@@ -117,38 +117,52 @@ void Session::load(const QString& path, bool keepRequest) {
   const quint64 generation = ++openGeneration_;
   loading_ = true;
   auto* watcher = new QFutureWatcher<Loaded>(this);
-  connect(watcher, &QFutureWatcher<Loaded>::finished, this,
-          [this, watcher, generation, path, keepRequest, kept = request_] {
-            watcher->deleteLater();
-            if (generation != openGeneration_) return;  // a newer open superseded this one
-            loading_ = false;
-            Loaded loaded = watcher->result();
-            if (!loaded.model) {
-              emit openFailed(loaded.error);
-              return;
-            }
-            adopt(std::move(loaded.model), path);
-            if (keepRequest) {
-              request_ = configured_ = kept;
-              reconfigure();
-            }
-          });
+  connect(
+      watcher, &QFutureWatcher<Loaded>::finished, this,
+      [this, watcher, generation, path, keepRequest, kept = request_, previous = previousOptions_] {
+        watcher->deleteLater();
+        if (generation != openGeneration_) return;  // a newer open superseded this one
+        loading_ = false;
+        Loaded loaded = watcher->result();
+        if (!loaded.model) {
+          // The same file again with other options (a pattern that names nothing): the
+          // model open stays, with the options it was opened with.
+          if (keepRequest && model_) {
+            loadOptions_ = previous;
+            emit message(tr("Not frozen: %1").arg(loaded.error));
+            return;
+          }
+          emit openFailed(loaded.error);
+          return;
+        }
+        adopt(std::move(loaded.model), path);
+        if (keepRequest) {
+          request_ = configured_ = kept;
+          reconfigure();
+        }
+      });
   watcher->setFuture(QtConcurrent::run(workPool(), loadOnWorker, path, loadOptions_));
 }
 
 bool Session::toggleFrozen(const QString& pattern) {
-  if (!model_ || loading_ || source_.isEmpty()) {
-    emit message(tr("Freezing parameters opens the model's file again: %1")
-                     .arg(loading_ ? tr("wait for the model to load") : tr("no file is open")));
-    return false;
-  }
-  auto& frozen = loadOptions_.frozen;
+  std::vector<std::string> frozen = loadOptions_.frozen;
   const std::string p = pattern.toStdString();
   const auto it = std::find(frozen.begin(), frozen.end(), p);
   if (it != frozen.end())
     frozen.erase(it);
   else
     frozen.push_back(p);
+  return setFrozen(frozen);
+}
+
+bool Session::setFrozen(const std::vector<std::string>& patterns) {
+  if (!model_ || loading_ || source_.isEmpty()) {
+    emit message(tr("Freezing parameters opens the model's file again: %1")
+                     .arg(loading_ ? tr("wait for the model to load") : tr("no file is open")));
+    return false;
+  }
+  previousOptions_ = loadOptions_;
+  loadOptions_.frozen = patterns;
   load(source_, true);
   return true;
 }

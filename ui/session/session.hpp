@@ -34,6 +34,9 @@ class Session : public QObject {
   // configuration; false (saying why through message()) while a load is under way or for a
   // model that is not a file.
   bool toggleFrozen(const QString& pattern);
+  // The whole list at once (Run ▸ Freeze Parameters…); a list that names no parameter is not
+  // taken (message() says why) and the model stays as it was.
+  bool setFrozen(const std::vector<std::string>& patterns);
   const std::vector<std::string>& frozen() const { return loadOptions_.frozen; }
   // Adopts an already loaded model (tests, benchmarks).
   void openModel(std::shared_ptr<const Model> model, const QString& source);
@@ -147,6 +150,7 @@ class Session : public QObject {
   QString ghostLabel_;
   bool loading_ = false;
   LoadOptions loadOptions_;
+  LoadOptions previousOptions_;  // what a failed reload with other options returns to
   quint64 openGeneration_ = 0;
   quint64 buildGeneration_ = 0;
   bool building_ = false;
