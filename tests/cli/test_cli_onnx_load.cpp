@@ -1,6 +1,7 @@
 // Issue 38: --frozen PATTERN on every command that opens a model, the load summary that says
 // which initializers an ONNX model trains (an ONNX file does not tell buffers from weights), and
 // a file whose external data file is absent, saved so by onnx.save_model.
+#include <QJsonArray>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -86,6 +87,11 @@ class TestCliOnnxLoad : public QObject {
     QVERIFY2(real.code == 0, qPrintable(real.err));
     QCOMPARE(peak(real.out), peak(dry.out));
     QVERIFY(real.err.contains("conv1.weight: kaiming_uniform(a=√5), fan_in 27 (Conv)"));
+    // --json carries the same summary.
+    const QJsonArray load = ckpt::test::json_object(real.out)["load"].toArray();
+    QCOMPARE(load.size(), 3);  // trainable, BatchNorm's statistics, the weights made up
+    QVERIFY(load[0].toString().startsWith("47 of 77 initializers trainable"));
+    QVERIFY(load[2].toString().startsWith("77 of 77 weights absent"));
   }
 
   void badPatternsSayWhy() {
