@@ -173,7 +173,8 @@ template <const char* Type>
 OpSchema torch_unary(TensorList (*kernel)(const OpCall&, const TensorList&), OnnxRule onnx) {
   return simple(Type, kernel, {std::move(onnx)}, python_function<kTorch, Type>);
 }
-// CUDA's autocast computes exp, log, softplus (and pow) in float32; the CPU's runs them as given.
+// CUDA's autocast computes exp, log, rsqrt, reciprocal, softplus (and pow) in float32; the CPU's
+// runs them as given.
 OpSchema in_fp32_on_cuda(OpSchema row) {
   row.autocast.cuda = AutocastPolicy::fp32;
   return row;
@@ -189,10 +190,10 @@ void add_torch_unary(OpTable& t) {
   // ONNX has no Rsqrt: the exporters' two spellings are fused back (activation_patterns.cpp).
   OpSchema rsqrt_row = simple(kRsqrt, unary<rsqrt>, {}, python_function<kTorch, kRsqrt>);
   rsqrt_row.onnx_patterns = activation_patterns::rsqrt();
-  t.add(std::move(rsqrt_row));
-  t.add(torch_unary<kReciprocal>(
+  t.add(in_fp32_on_cuda(std::move(rsqrt_row)));
+  t.add(in_fp32_on_cuda(torch_unary<kReciprocal>(
       unary<reciprocal>,
-      {.op_type = "Reciprocal", .since = 6, .translate = rows::onnx_unary<kReciprocal>}));
+      {.op_type = "Reciprocal", .since = 6, .translate = rows::onnx_unary<kReciprocal>})));
   t.add(torch_unary<kSin>(unary<sin>, {.op_type = "Sin", .translate = rows::onnx_unary<kSin>}));
   t.add(torch_unary<kCos>(unary<cos>, {.op_type = "Cos", .translate = rows::onnx_unary<kCos>}));
 }
