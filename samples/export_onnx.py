@@ -14,8 +14,15 @@ layer1.0.conv1), so the ONNX node scopes give the same module tree.
 
 With --weights, also writes <name>.npz next to each model: the input, the output and every
 parameter's gradient of sum(output), for the oracle test.
+
+Every export names the module's registered buffers (rotary tables, masks, BatchNorm's running
+statistics) and its parameters with requires_grad=False in the file's metadata_props under
+`ckptlab.buffers` (a JSON list of initializer names; `mark_buffers`): ONNX writes them as
+initializers like the weights, and Checkpoint Lab would otherwise train them and keep tensors
+for their gradients. Use `mark_buffers(model, path)` after your own `torch.onnx.export`.
 """
 import argparse
+import json
 import os
 import re
 from collections import OrderedDict
@@ -136,15 +143,55 @@ class TinyResNet(nn.Module):
 
 MODELS = {"tiny_densenet": TinyDenseNet, "tiny_resnet": TinyResNet}
 
+# The metadata_props key Checkpoint Lab reads (engine/model/load_notes.hpp).
+BUFFERS_KEY = "ckptlab.buffers"
+
+
+def mark_buffers(model, path):
+    """Writes into the ONNX file at `path` which of its initializers `model` does not train
+    (model.named_buffers(), and parameters with requires_grad=False), as a JSON list under
+    metadata_props["ckptlab.buffers"]. Buffers the exporter folded into constants are not
+    initializers and are left out. External data files are left as they are. Returns the
+    names written."""
+    import onnx
+    proto = onnx.load(path, load_external_data=False)
+    initializers = {t.name for t in proto.graph.initializer}
+    untrained = [n for n, _ in model.named_buffers()]
+    untrained += [n for n, p in model.named_parameters() if not p.requires_grad]
+    names = sorted(n for n in set(untrained) if n in initializers)
+    for prop in list(proto.metadata_props):
+        if prop.key == BUFFERS_KEY:
+            proto.metadata_props.remove(prop)
+    entry = proto.metadata_props.add()
+    entry.key = BUFFERS_KEY
+    entry.value = json.dumps(names)
+    onnx.save(proto, path)
+    return names
+
+
+def export_training(model, args, path, opset, **kwargs):
+    """torch.onnx.export in training mode, every weight an initializer under its PyTorch name,
+    then mark_buffers. PyTorch 2.9 and later export with the torch.export-based exporter by
+    default (dynamo=True), which ignores the training flag, writes BatchNorm in its inference
+    form and renames weights: the TorchScript exporter (dynamo=False) is asked for wherever
+    export() takes the argument."""
+    import inspect
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs.setdefault("dynamo", False)
+    kwargs.setdefault("input_names", ["input"])
+    kwargs.setdefault("output_names", ["output"])
+    torch.onnx.export(model, args, path, opset_version=opset,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      **kwargs)
+    return mark_buffers(model, path)
+
 
 def export(name, path, opset, weights, batch=2, size=16, seed=0):
     torch.manual_seed(seed)
     model = MODELS[name]()
     model.train()
     x = torch.randn(batch, 3, size, size)
-    torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
-                      output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+    export_training(model, (x,), path, opset)
     if weights:
         # A fresh copy: the export ran the model, which moved its BatchNorm running statistics.
         torch.manual_seed(seed)
@@ -208,9 +255,7 @@ def export_torchvision(name, path, opset, batch, size, num_classes):
               f"({len(dropped)} blocks): PyTorch 1.13 cannot export it in training mode")
     x = torch.randn(batch, 3, size, size)
     try:
-        torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
-                          output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False)
+        export_training(model, (x,), path, opset)
     except (RuntimeError, ValueError) as e:
         need = MIN_SIZES.get(re.match(r"[a-z]*", name).group(), 32)
         raise SystemExit(f"export_onnx.py: PyTorch cannot run {name} in training mode on an "
@@ -229,9 +274,7 @@ def export_transformer_encoder(path, opset, batch, seq):
     torch.manual_seed(0)
     model = transformer_encoder().train()
     x = torch.randn(batch, seq, 512)
-    torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
-                      output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+    export_training(model, (x,), path, opset)
 
 
 def main():

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "engine/autograd/anomaly.hpp"
+#include "engine/model/load_notes.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/tensor/device.hpp"
 #include "sample_path.hpp"
@@ -18,9 +19,62 @@ bool stderr_is_tty() {
   return isatty(fileno(stderr)) != 0;
 }
 
+namespace {
+LoadOptions& stored_load_options() {
+  static LoadOptions options;
+  return options;
+}
+}  // namespace
+
+const std::vector<OptionRule<LoadOptions>>& load_rules() {
+  using S = const std::string&;
+  static const std::vector<OptionRule<LoadOptions>> rules = {
+      {"--frozen", "PATTERN",
+       "take these parameters as not trainable, as a registered buffer or requires_grad=False "
+       "is in PyTorch: no gradient, and no op keeps anything for one (repeatable; a name or a "
+       "module path, * is one path segment: 'rotary', '*_cached'). An ONNX file does not say "
+       "which initializers are buffers; the load summary on stderr lists what was taken as "
+       "trainable",
+       [](LoadOptions& o, S a, S v) {
+         if (v.empty())
+           throw UsageError(a +
+                            " needs a PATTERN (a parameter name or module path; * is one "
+                            "path segment)");
+         o.frozen.push_back(v);
+       }},
+  };
+  return rules;
+}
+
+void take_load_options(std::vector<std::string>& args) {
+  LoadOptions& o = stored_load_options();
+  for (std::size_t i = 0; i < args.size();) {
+    const std::size_t first = i;
+    if (apply_option(load_rules(), args, i, o)) {
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(first),
+                 args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      i = first;
+    } else {
+      ++i;
+    }
+  }
+}
+
+OptionGroup load_option_group() {
+  return option_group("model options (any command that opens a MODEL)", load_rules());
+}
+
+const LoadOptions& load_options() {
+  return stored_load_options();
+}
+
 std::shared_ptr<Model> load_or_exit(const std::string& path, int* code) {
   try {
-    return load_model(resolve_model_path(path));
+    auto model = load_model(resolve_model_path(path), load_options());
+    if (model->format == "onnx")
+      for (const std::string& line : load_summary_lines(*model))
+        std::cerr << "ckptlab-cli: " << path << ": " << line << "\n";
+    return model;
   } catch (const std::exception& e) {
     std::cerr << "ckptlab-cli: cannot load model: " << e.what() << "\n";
     *code = kExitModel;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_options.hpp"
+#include "engine/model/loader.hpp"
 #include "engine/model/model.hpp"
 #include "engine/request/execute.hpp"
 #include "engine/run/run_request.hpp"
@@ -27,7 +28,15 @@ inline constexpr int kExitRun = 4;
 
 bool stderr_is_tty();
 bool has_help(const std::vector<std::string>& args);
-// The model at `path` (a file, or a bundled sample's name); null with *code set after saying why.
+// --frozen PATTERN (repeatable, any command that opens a MODEL): taken out of `args` by main
+// before the command parses its own, and applied by every load below.
+void take_load_options(std::vector<std::string>& args);
+// Those options' rows, as the help and the reference show them.
+OptionGroup load_option_group();
+const LoadOptions& load_options();
+// The model at `path` (a file, or a bundled sample's name) with the load options; null with
+// *code set after saying why. An ONNX model's load summary (which initializers are trained,
+// the loader's warnings) goes to stderr.
 std::shared_ptr<Model> load_or_exit(const std::string& path, int* code);
 // --device: false after saying why the device asked for cannot run here. A cuda dry run runs
 // anywhere (the meta device with CUDA's memory semantics); a real cuda run needs a GPU and the

@@ -4,6 +4,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli_common.hpp"
+
 namespace ckpt::cli {
 
 namespace {
@@ -87,9 +89,11 @@ std::vector<OptionGroup> run_groups_of(const CommandDoc& c) {
   return {};
 }
 
-// The command's whole option list: its own groups, then run's (the output group is run's own).
+// The command's whole option list: its own groups, then run's (the output group is run's own),
+// then the model options of a command that opens a MODEL.
 std::vector<OptionGroup> all_groups_of(const CommandDoc& c) {
   std::vector<OptionGroup> groups = c.groups;
+  if (c.name != "help") groups.push_back(load_option_group());
   for (OptionGroup& g : run_groups_of(c)) groups.push_back(std::move(g));
   return groups;
 }
@@ -239,6 +243,8 @@ std::string markdown_reference() {
   out << "\n### Run options\n\n`run`, `code`, `plan`, each `compare --config` and `snapshot "
          "--compare` take these; the output options are `run`'s alone.\n";
   for (const OptionGroup& g : run_option_groups(true)) out << "\n" << markdown_table(g);
+  out << "\n### Model options\n\nEvery command that opens a MODEL takes these.\n\n"
+      << markdown_table(load_option_group());
   return out.str();
 }
 
@@ -261,6 +267,8 @@ std::string man_page(const std::string& version) {
          "\\-\\-config\\fR and \\fBsnapshot \\-\\-compare\\fR take these (the output options: "
          "\\fBrun\\fR only).\n";
   for (const OptionGroup& g : run_option_groups(true)) out << man_options(g);
+  out << ".SH MODEL OPTIONS\nEvery command that opens a MODEL takes these.\n"
+      << man_options(load_option_group());
   out << ".SH EXIT STATUS\n" << roff(kExitCodesText) << ".\n.SH SEE ALSO\n.BR ckptlab (1)\n";
   return out.str();
 }

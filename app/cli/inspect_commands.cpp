@@ -9,6 +9,7 @@
 
 #include "cli_common.hpp"
 #include "cli_reference.hpp"
+#include "engine/model/load_notes.hpp"
 #include "engine/plan/pytorch_code.hpp"
 #include "engine/report/figures.hpp"
 #include "engine/report/run_summary.hpp"
@@ -60,6 +61,10 @@ void print_modules(const Model& model, const std::function<std::int64_t(const Mo
   std::printf(
       "\n(x): not checkpointable (its ops are not contiguous); saves: activation bytes "
       "its ops keep for backward in a plain run\n");
+  // Every trainable parameter by name: what an ONNX file does not say (--frozen changes it).
+  std::printf("\nparameters\n");
+  for (const std::string& line : load_summary_lines(model, true))
+    std::printf("  %s\n", line.c_str());
 }
 
 namespace {

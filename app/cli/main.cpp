@@ -9,6 +9,7 @@
 #include "cli_options.hpp"
 #include "cli_reference.hpp"
 #include "engine/autograd/anomaly.hpp"
+#include "engine/model/load_notes.hpp"
 #include "engine/report/lessons.hpp"
 #include "engine/report/run_summary.hpp"
 #include "engine/request/execute.hpp"
@@ -55,9 +56,12 @@ void dump_results(const std::string& dir, const Model& model, const RunResult& r
     save_npy(dir + "/input." + sanitize_file_name(name) + ".npy", g);
 }
 
-// The summary's JSON with the lessons the app shows beside the run (every one, messages too).
-std::string with_lessons_json(const std::string& summary, const std::vector<Lesson>& lessons) {
+// The summary's JSON with the lessons the app shows beside the run (every one, messages too)
+// and the model's load summary (which initializers it trains, weights made up for the run).
+std::string with_lessons_json(const std::string& summary, const std::vector<Lesson>& lessons,
+                              const Model& model) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(summary);
+  j["load"] = load_summary_lines(model);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Lesson& l : lessons)
     list.push_back(
@@ -130,7 +134,7 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
   if (!o.trace_file.empty() && !write_trace_file(r.trace, o.trace_file)) return kExitRun;
   const std::vector<Lesson>& lessons = outcome.report.lessons;
   if (o.json) {
-    std::cout << with_lessons_json(summary_json(s), lessons) << "\n";
+    std::cout << with_lessons_json(summary_json(s), lessons, *model) << "\n";
   } else {
     std::cout << summary_text(s);
     if (const std::string t = lessons_text(lessons, "  "); !t.empty())
@@ -166,6 +170,7 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   try {
+    take_load_options(args);
     if (cmd == "run") return cmd_run(argc, argv, args);
     if (cmd == "modules") return cmd_modules(args);
     if (cmd == "compare") return cmd_compare(argc, argv, args);

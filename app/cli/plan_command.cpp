@@ -302,13 +302,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--strategy: ") + e.what());
   }
-  std::shared_ptr<Model> model;
-  try {
-    model = load_model(resolve_model_path(pos[0]));
-  } catch (const std::exception& e) {
-    std::cerr << "ckptlab-cli: cannot load model: " << e.what() << "\n";
-    return 3;
-  }
+  int code = kExitOk;
+  std::shared_ptr<Model> model = load_or_exit(pos[0], &code);
+  if (!model) return code;
   RunOptions plain = o;
   const auto t0 = std::chrono::steady_clock::now();
   const RunRequest asked = make_request(*model, plain);

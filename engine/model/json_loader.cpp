@@ -5,6 +5,7 @@
 
 #include "engine/model/finalize.hpp"
 #include "engine/model/json_builder.hpp"
+#include "engine/model/load_notes.hpp"
 #include "engine/model/loader.hpp"
 
 namespace ckpt {
@@ -190,7 +191,8 @@ std::shared_ptr<Model> build(const json& doc, const std::string& source) {
 
 }  // namespace
 
-std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::string& source) {
+std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::string& source,
+                                            const LoadOptions& options) {
   json doc;
   try {
     doc = json::parse(text);
@@ -207,8 +209,9 @@ std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::
     // (found by fuzz_json_model: 33333E33333333333).
     throw std::invalid_argument(source + ": " + e.what());
   }
+  std::shared_ptr<Model> model;
   try {
-    return build(doc, source);
+    model = build(doc, source);
   } catch (const JsonError& e) {
     throw std::invalid_argument(source + ": " + e.what());
   } catch (const json::exception& e) {
@@ -220,6 +223,8 @@ std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::
     if (what.rfind(source + ":", 0) == 0) throw;
     throw std::invalid_argument(source + ": " + what);
   }
+  freeze_parameters(*model, options.frozen);
+  return model;
 }
 
 }  // namespace ckpt

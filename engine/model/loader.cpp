@@ -45,11 +45,12 @@ bool looks_like_json(const std::string& bytes) {
 
 }  // namespace
 
-std::shared_ptr<Model> load_model(const std::string& path) {
+std::shared_ptr<Model> load_model(const std::string& path, const LoadOptions& options) {
   const std::string bytes = read_file(path);
   if (bytes.empty()) throw std::invalid_argument(path + ": the file is empty");
-  if (looks_like_json(bytes)) return load_model_json_text(bytes, path);
-  return load_model_onnx_file(bytes, path, [path] { return read_file(path); });
+  if (looks_like_json(bytes)) return load_model_json_text(bytes, path, options);
+  return load_model_onnx_file(
+      bytes, path, [path] { return read_file(path); }, options);
 }
 
 std::vector<std::string> supported_onnx_ops() {

@@ -11,11 +11,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "engine/ops/schema/attributes.hpp"
+#include "engine/ops/schema/parameter_init.hpp"
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt {
@@ -43,7 +45,26 @@ struct ParameterInfo {
   std::string name;  // original name, e.g. "features.conv0.weight"
   Tensor initial;    // initial value (f32), made once by the loader
   bool requires_grad = true;
-  bool is_buffer = false;  // running_mean, running_var, num_batches_tracked
+  // A registered buffer (running_mean, a rotary table, a mask): never trained, never given a
+  // gradient, so no op keeps anything for one.
+  bool is_buffer = false;
+  // The file does not hold the value (its external data file is absent, or the initializer
+  // holds no data): `initial` is a meta tensor of its shape, all a dry run needs, and a real
+  // run makes the value as torch.nn's default initialisation of its layer would.
+  std::optional<ParameterInit> made_at_run;
+};
+
+// What a loader decided that its file does not say, for the load summary (engine/model/
+// load_notes.hpp; the CLI and the app show it): an ONNX file does not tell a trainable
+// initializer from a buffer.
+struct LoadNotes {
+  // Parameters taken as not trainable, each with why ("BatchNorm running statistic", "a
+  // buffer by the file's ckptlab.buffers", "--frozen 'rotary'").
+  std::vector<std::pair<std::string, std::string>> frozen;
+  std::vector<std::string> warnings;  // what the loader changed or ignored, in words
+  // Why weights are absent from the file ("external data file 'model.data' not found"), when
+  // some are (ParameterInfo::made_at_run).
+  std::string weights_absent;
 };
 
 struct InputInfo {
@@ -121,6 +142,7 @@ class Model {
   std::map<std::string, ValueInfo> values;  // every value by name (shape inference results)
   Module root;
   Scenario scenario;
+  LoadNotes load_notes;
   // An ONNX model exported with a dynamic batch axis: its shape arithmetic was folded at the
   // loaded batch, so another batch is the same file loaded again at that batch. Empty for a
   // model whose batch is free (native) or fixed at export.

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -44,6 +45,11 @@ class Importer {
 
   void read_opset();
   void read_initializers();
+  // How torch.nn initialises each initializer, from the rule of the first node that uses it
+  // (OnnxRule::parameter_init): for the weights the file does not hold.
+  std::map<std::string, ParameterInit> parameter_inits() const;
+  // The initializers the file's metadata names as buffers (load_notes.hpp's kOnnxBuffersKey).
+  std::set<std::string> buffers_named_by_file() const;
   void read_inputs();
   std::vector<const onnx::NodeProto*> topological_order() const;
 
@@ -115,6 +121,10 @@ class Importer {
   std::unordered_map<std::string, std::int64_t> name_counts_;
   std::map<std::string, Module*> modules_;
   std::vector<std::string> buffers_;  // initializers used as BatchNorm running statistics
+  // Nodes the rules ran otherwise than the file says, counted per reason (note_change), in the
+  // order first seen: the load summary's warnings.
+  std::map<std::string, std::int64_t> changes_;
+  std::vector<std::string> change_order_;
   // module -> the torch.nn class its single op shows as ("" for none)
   std::map<std::string, std::string> module_class_;
   std::map<std::string, std::int64_t> module_node_count_;

@@ -5,7 +5,10 @@
 #include <set>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/kernels/kernels.hpp"
+#include "engine/model/load_notes.hpp"
 #include "engine/model/onnx_import.hpp"
 #include "engine/model/onnx_tensors.hpp"
 #include "engine/tensor/generator.hpp"
@@ -28,29 +31,103 @@ void Importer::read_opset() {
   for (const auto& o : proto_.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
   if (opset_ == 0) fail("the model imports no version of the default ONNX opset");
-  if (opset_ < 11 || opset_ > 17)
-    fail("opset " + std::to_string(opset_) + " is not supported (opsets 11 to 17 are)");
+  if (opset_ < 11 || opset_ > 20)
+    fail("opset " + std::to_string(opset_) + " is not supported (opsets 11 to 20 are)");
+}
+
+std::set<std::string> Importer::buffers_named_by_file() const {
+  std::set<std::string> names;
+  for (const auto& prop : proto_.metadata_props()) {
+    if (prop.key() != kOnnxBuffersKey) continue;
+    const std::string what = std::string("metadata '") + kOnnxBuffersKey + "'";
+    nlohmann::json list;
+    try {
+      list = nlohmann::json::parse(prop.value());
+    } catch (const std::exception&) {
+      fail(what + " is not JSON (a list of initializer names): '" + prop.value().substr(0, 80) +
+           "'");
+    }
+    if (!list.is_array()) fail(what + " is not a JSON list of initializer names");
+    for (const auto& n : list) {
+      if (!n.is_string()) fail(what + " holds " + n.dump() + ", not an initializer name");
+      names.insert(n.get<std::string>());
+    }
+  }
+  return names;
+}
+
+std::map<std::string, ParameterInit> Importer::parameter_inits() const {
+  const auto& g = proto_.graph();
+  std::map<std::string, const onnx::TensorProto*> initializers;
+  for (const auto& init : g.initializer()) initializers.emplace(init.name(), &init);
+  std::map<std::string, ParameterInit> out;
+  for (const auto& n : g.node()) {
+    const OnnxRule* rule = OpTable::instance().onnx_rule(n.op_type(), opset_);
+    if (!rule) continue;
+    for (std::size_t i = 0; i < rule->parameter_init.size() && i < std::size_t(n.input_size());
+         ++i) {
+      const std::string& name = n.input(static_cast<int>(i));
+      if (!initializers.count(name) || out.count(name)) continue;
+      ParameterInit init{.kind = rule->parameter_init[i], .layer = n.op_type()};
+      // A bias is drawn with its layer's weight's fan_in: input 1's numel / size(0).
+      if (init.kind == InitKind::bias && n.input_size() > 1)
+        if (auto w = initializers.find(n.input(1));
+            w != initializers.end() && w->second->dims_size() >= 2 && w->second->dims(0) > 0) {
+          const Shape ws(w->second->dims().begin(), w->second->dims().end());
+          init.fan_in = shape_numel(ws) / ws[0];
+        }
+      out.emplace(name, init);
+    }
+  }
+  return out;
 }
 
 void Importer::read_initializers() {
   const auto& g = proto_.graph();
+  const std::set<std::string> named = buffers_named_by_file();
+  std::set<std::string> initializers;
+  for (const auto& init : g.initializer()) initializers.insert(init.name());
+  for (const auto& name : named)
+    if (!initializers.count(name))
+      m_.load_notes.warnings.push_back(std::string("the file's ") + kOnnxBuffersKey + " names '" +
+                                       name + "', which is no initializer of the graph");
   std::set<std::string> used;
   for (const auto& n : g.node())
     for (const auto& i : n.input()) used.insert(i);
   for (const auto& o : g.output()) used.insert(o.name());
-  std::unordered_map<std::string, const Tensor*> shared;
+  std::unordered_map<std::string, const ParameterInfo*> shared;
   if (weights_of_)
-    for (const auto& p : weights_of_->parameters) shared.emplace(p.name, &p.initial);
+    for (const auto& p : weights_of_->parameters) shared.emplace(p.name, &p);
+  std::map<std::string, ParameterInit> inits;  // of the weights the file lacks, by their layers
   for (const auto& init : g.initializer()) {
     if (values_.count(init.name())) fail("initializer '" + init.name() + "' is defined twice");
     const auto same = shared.find(init.name());
-    const bool reuse = same != shared.end() &&
-                       same->second->shape() == Shape(init.dims().begin(), init.dims().end());
-    Tensor t = reuse ? *same->second
-               : init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL
-                   ? tensor_from_proto(with_external_data(init, source_), source_ + ": initializer")
-                   : tensor_from_proto(init, source_ + ": initializer");
+    const bool reuse = same != shared.end() && same->second->initial.shape() ==
+                                                   Shape(init.dims().begin(), init.dims().end());
+    const std::string absent = reuse ? "" : absent_data(init, source_);
     if (!used.count(init.name())) continue;
+    Tensor t;
+    std::optional<ParameterInit> made_at_run;
+    if (reuse) {
+      t = same->second->initial;
+      made_at_run = same->second->made_at_run;
+    } else if (!absent.empty()) {
+      const bool f64 = init.data_type() == onnx::TensorProto_DataType_DOUBLE;
+      if (!f64 && init.data_type() != onnx::TensorProto_DataType_FLOAT)
+        fail("initializer '" + init.name() + "' (" + type_name(init.data_type()) + "): " + absent +
+             "; only floating weights can be made up for a run, not the graph's shapes and "
+             "indices");
+      if (inits.empty()) inits = parameter_inits();
+      made_at_run = inits[init.name()];
+      DeviceScope meta(Device::meta);
+      t = Tensor::empty(Shape(init.dims().begin(), init.dims().end()),
+                        f64 ? DType::f64 : DType::f32);
+      if (m_.load_notes.weights_absent.empty()) m_.load_notes.weights_absent = absent;
+    } else {
+      t = init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL
+              ? tensor_from_proto(with_external_data(init, source_), source_ + ": initializer")
+              : tensor_from_proto(init, source_ + ": initializer");
+    }
     if (t.dtype() != DType::f32 && t.dtype() != DType::f64) {
       // Integer initializers are shapes and indices: constants, evaluated at load time.
       define(init.name(), Value{true, "", t});
@@ -59,8 +136,14 @@ void Importer::read_initializers() {
     ParameterInfo p;
     p.name = init.name();
     p.initial = t;
-    p.is_buffer = std::find(buffers_.begin(), buffers_.end(), p.name) != buffers_.end();
+    p.made_at_run = made_at_run;
+    const bool statistic = std::find(buffers_.begin(), buffers_.end(), p.name) != buffers_.end();
+    p.is_buffer = statistic || named.count(p.name);
     p.requires_grad = !p.is_buffer;
+    if (p.is_buffer)
+      m_.load_notes.frozen.emplace_back(
+          p.name, statistic ? "BatchNorm running statistics"
+                            : std::string("buffers named by the file's ") + kOnnxBuffersKey);
     m_.parameters.push_back(p);
     define(p.name, Value{false, p.name, t});
     // The shape probes run on the meta device (emit_op), so a parameter's probe is its shape
@@ -319,6 +402,10 @@ void Importer::run() {
       m_.outputs.push_back(it->second.graph);
   }
   drop_unused_ops();
+  for (const std::string& why : change_order_) {
+    const std::int64_t n = changes_[why];
+    m_.load_notes.warnings.push_back(std::to_string(n) + (n == 1 ? " node: " : " nodes: ") + why);
+  }
   // A module that is one ONNX node (or one fused subgraph) is named after that op's PyTorch
   // layer (its rule's or its pattern's).
   for (auto& [path, mod] : modules_) {

@@ -9,6 +9,8 @@
 #include "engine/autograd/grad_mode.hpp"
 #include "engine/kernels/kernels.hpp"
 #include "engine/model/finalize.hpp"
+#include "engine/model/load_notes.hpp"
+#include "engine/model/loader.hpp"
 #include "engine/model/onnx_import.hpp"
 
 namespace ckpt {
@@ -51,11 +53,13 @@ static std::string onnx_model_notes(const Model& m) {
 
 std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& source,
                                  const std::map<std::string, Tensor>& bind, std::int64_t batch,
-                                 Reread reread, const Model* weights_of);
+                                 Reread reread, const Model* weights_of,
+                                 const LoadOptions& options);
 
 // m->at_batch for a model whose batch axis is dynamic: loads the file again at that batch.
 void install_at_batch(const std::shared_ptr<Model>& m, const std::string& source,
-                      const std::map<std::string, Tensor>& bind, const Reread& reread) {
+                      const std::map<std::string, Tensor>& bind, const Reread& reread,
+                      const LoadOptions& options) {
   // The last few batches asked for stay loaded: every click of the app at the Batch box's
   // value runs the same rebatched model (a dry run, then the real one). They share this
   // model's weights; the model is held weakly, so that it is not kept alive by itself.
@@ -65,15 +69,15 @@ void install_at_batch(const std::shared_ptr<Model>& m, const std::string& source
   };
   auto loaded = std::make_shared<Loaded>();
   std::weak_ptr<const Model> self = m;
-  m->at_batch = [reread, source, bind, loaded,
-                 self](std::int64_t b) -> std::shared_ptr<const Model> {
+  m->at_batch = [reread, source, bind, loaded, self,
+                 options](std::int64_t b) -> std::shared_ptr<const Model> {
     {
       std::lock_guard<std::mutex> lock(loaded->mutex);
       for (const auto& [batch, model] : loaded->recent)
         if (batch == b) return model;
     }
     const auto original = self.lock();
-    auto model = load_onnx(*reread(), source, bind, b, reread, original.get());
+    auto model = load_onnx(*reread(), source, bind, b, reread, original.get(), options);
     std::lock_guard<std::mutex> lock(loaded->mutex);
     loaded->recent.emplace_front(b, model);
     if (loaded->recent.size() > 3) loaded->recent.pop_back();
@@ -83,7 +87,8 @@ void install_at_batch(const std::shared_ptr<Model>& m, const std::string& source
 
 std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& source,
                                  const std::map<std::string, Tensor>& bind, std::int64_t batch,
-                                 Reread reread, const Model* weights_of) {
+                                 Reread reread, const Model* weights_of,
+                                 const LoadOptions& options) {
   onnx::ModelProto proto;
   if (!proto.ParseFromString(bytes))
     throw std::invalid_argument(source +
@@ -104,6 +109,7 @@ std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& so
     if (weights_of) importer.share_weights_of(*weights_of);
     try {
       importer.run();
+      freeze_parameters(*m, options.frozen);
       finalize_model(*m);
       m->scenario.notes = onnx_model_notes(*m);
     } catch (const std::invalid_argument& e) {
@@ -115,7 +121,7 @@ std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& so
     }
     if (importer.dynamic_batch()) {
       m->scenario.batch_fixed = false;  // any batch runs, through at_batch
-      install_at_batch(m, source, bind, reread);
+      install_at_batch(m, source, bind, reread, options);
       m->scenario.notes +=
           "\nIts batch axis is dynamic: any batch runs (the file is loaded again at that batch, "
           "as its shape arithmetic was folded at load time).\n";
@@ -133,14 +139,15 @@ std::shared_ptr<Model> load_onnx(const std::string& bytes, const std::string& so
 
 std::shared_ptr<Model> load_model_onnx_bytes(const std::string& bytes, const std::string& source,
                                              const std::map<std::string, Tensor>& bind,
-                                             std::int64_t batch) {
+                                             std::int64_t batch, const LoadOptions& options) {
   auto kept = std::make_shared<const std::string>(bytes);
   return load_onnx(
-      *kept, source, bind, batch, [kept] { return kept; }, nullptr);
+      *kept, source, bind, batch, [kept] { return kept; }, nullptr, options);
 }
 
 std::shared_ptr<Model> load_model_onnx_file(const std::string& bytes, const std::string& path,
-                                            std::function<std::string()> read_again) {
+                                            std::function<std::string()> read_again,
+                                            const LoadOptions& options) {
   // The bytes are not kept (a model's weights can be hundreds of megabytes): another batch
   // reads the file again, and a file that changed since is an error, not another model.
   Reread reread = [read_again = std::move(read_again), path,
@@ -152,7 +159,7 @@ std::shared_ptr<Model> load_model_onnx_file(const std::string& bytes, const std:
                                   "run it at another batch");
     return again;
   };
-  return load_onnx(bytes, path, {}, 0, reread, nullptr);
+  return load_onnx(bytes, path, {}, 0, reread, nullptr, options);
 }
 
 }  // namespace ckpt

@@ -108,6 +108,10 @@ class NodeView final : public OnnxNode {
     im_.define(onnx_name, std::move(v));
   }
   void alias(const std::string& onnx_name, const OnnxValue& v) override { im_.alias(onnx_name, v); }
+  void note_change(const std::string& why) override {
+    auto& count = im_.changes_[why];
+    if (count++ == 0) im_.change_order_.push_back(why);
+  }
   void unavailable(int k, const std::string& why) override {
     if (n_.output_size() > k && !n_.output(k).empty())
       im_.unavailable_[n_.output(k)] = "uses output '" + n_.output(k) + "' of node '" + n_.name() +

@@ -60,6 +60,29 @@ std::string type_name(int t) {
              : "unknown";
 }
 
+std::string absent_data(const onnx::TensorProto& t, const std::string& model_path) {
+  namespace fs = std::filesystem;
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    for (const auto& e : t.external_data()) {
+      if (e.key() != "location" || e.value().empty() || fs::path(e.value()).is_absolute()) continue;
+      const fs::path folder = fs::absolute(fs::path(model_path)).parent_path();
+      const fs::path file = (folder / e.value()).lexically_normal();
+      // A location outside the model's folder is an error (with_external_data), never absent.
+      const auto rel = file.lexically_relative(folder);
+      if (rel.empty() || *rel.begin() == "..") continue;
+      std::error_code ec;
+      if (!fs::exists(file, ec) && !ec)
+        return "its external data file '" + e.value() + "' is absent";
+    }
+    return "";
+  }
+  const std::int64_t n = shape_numel(Shape(t.dims().begin(), t.dims().end()));
+  const bool holds_nothing = !t.has_raw_data() && t.float_data_size() == 0 &&
+                             t.double_data_size() == 0 && t.int32_data_size() == 0 &&
+                             t.int64_data_size() == 0 && t.uint64_data_size() == 0;
+  return n > 0 && holds_nothing ? "it holds no data (initializers stripped)" : "";
+}
+
 // Models over 2 GB keep their weights in files beside the model (`location`, `offset`, `length`
 // entries). The file must stay inside the model's folder: a location that leaves it, a missing
 // file or a range the file does not hold is an error naming the tensor.

@@ -18,4 +18,9 @@ std::string type_name(int t);
 // error naming the tensor.
 onnx::TensorProto with_external_data(const onnx::TensorProto& t, const std::string& model_path);
 
+// Why the file does not hold `t`'s values, or "" when it does (or when what it holds is wrong,
+// which reading it reports): its external data file is absent (how large models travel), or it
+// has a shape and no data at all (initializers stripped).
+std::string absent_data(const onnx::TensorProto& t, const std::string& model_path);
+
 }  // namespace ckpt::onnx_import

@@ -28,7 +28,7 @@ bool emit_unary(OnnxFusion& f) {
   f.emit_op(Type, {f.operand("x")}, {});
   return true;
 }
-constexpr char kSilu[] = "silu", kMish[] = "mish", kHardswish[] = "hardswish";
+constexpr char kSilu[] = "silu", kMish[] = "mish", kHardswish[] = "hardswish", kRsqrt[] = "rsqrt";
 
 // HardSigmoid with PyTorch's alpha 1/6 and beta 1/2 (the exporter's Hardswish below opset 14).
 bool emit_hardswish_of_hardsigmoid(OnnxFusion& f) {
@@ -94,6 +94,26 @@ std::vector<OnnxPattern> hardswish() {
            .until = 13,
            .module_class = "Hardswish",
            .fuse = emit_hardswish_of_hardsigmoid}};
+}
+
+// A value known at load time (a scale computed from a shape) stays to be folded there.
+bool emit_rsqrt(OnnxFusion& f) {
+  const OnnxValue* x = f.value("x");
+  if (!x || x->constant) return false;
+  return emit_unary<kRsqrt>(f);
+}
+
+// torch.rsqrt: 1.13's exporter writes Div(1, Sqrt(x)), the torch.export-based one (PyTorch 2.x)
+// Reciprocal(Sqrt(x)). Either keeps the square root and the quotient where RsqrtBackward0 keeps
+// only its result (RMSNorm: a [batch, sequence, 1] tensor more per norm).
+std::vector<OnnxPattern> rsqrt() {
+  const P x = any("x");
+  return {{.name = "rsqrt (Div(1, Sqrt(x)))",
+           .root = op("Div", {number(1), op("Sqrt", {x})}),
+           .fuse = emit_rsqrt},
+          {.name = "rsqrt (Reciprocal(Sqrt(x)))",
+           .root = op("Reciprocal", {op("Sqrt", {x})}),
+           .fuse = emit_rsqrt}};
 }
 
 }  // namespace ckpt::activation_patterns

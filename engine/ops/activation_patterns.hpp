@@ -15,5 +15,6 @@ std::vector<OnnxPattern> silu();       // x · Sigmoid(x)
 std::vector<OnnxPattern> mish();       // x · Tanh(Softplus(x))
 std::vector<OnnxPattern> hardswish();  // x · HardSigmoid(x) (opsets below 14), x · relu6(x + 3) / 6
 std::vector<OnnxPattern> hardsigmoid();  // relu6(x + 3) / 6
+std::vector<OnnxPattern> rsqrt();        // Div(1, Sqrt(x)), Reciprocal(Sqrt(x))
 
 }  // namespace ckpt::activation_patterns

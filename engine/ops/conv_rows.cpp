@@ -171,7 +171,10 @@ void register_conv_ops(OpTable& t) {
          .cost = conv_cost,
          .python = python_conv2d,
          .python_module = module_conv2d,
-         .onnx = {{.op_type = "Conv", .translate = onnx_conv, .module_class = "Conv2d"}},
+         .onnx = {{.op_type = "Conv",
+                   .translate = onnx_conv,
+                   .module_class = "Conv2d",
+                   .parameter_init = {InitKind::by_shape, InitKind::weight, InitKind::bias}}},
          .native_layers = {{.name = "conv2d",
                             .module_class = "Conv2d",
                             .parameters = true,
@@ -185,7 +188,9 @@ void register_conv_ops(OpTable& t) {
          .policy_kind = {.name = "conv", .aten = {"convolution"}},
          .cost = conv_transpose_cost,
          .python = python_conv_transpose2d,
-         .onnx = {{.op_type = "ConvTranspose", .translate = onnx_conv_transpose}},
+         .onnx = {{.op_type = "ConvTranspose",
+                   .translate = onnx_conv_transpose,
+                   .parameter_init = {InitKind::by_shape, InitKind::weight, InitKind::bias}}},
          // PyTorch 1.13's CPU list has the transposed convolutions in fp32, CUDA's in lower.
          .autocast = {.cpu = AutocastPolicy::fp32, .cuda = AutocastPolicy::lower}});
 }

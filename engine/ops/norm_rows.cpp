@@ -48,13 +48,20 @@ std::string module_layer_norm(const OpCall& op, const std::vector<Shape>& params
 // Training mode: training_mode=1 from opset 14; below it, the extra outputs PyTorch's training
 // export asks for (running mean and variance, saved mean and variance).
 void onnx_batch_norm(OnnxNode& n) {
+  // The inference form (one output; training_mode 0 from opset 14), which the torch.export-based
+  // exporter writes whatever the module's mode, runs as a training step does: with the batch's
+  // statistics, updating the running ones. A training step is what the engine measures.
   const bool training = n.opset() >= 14 ? n.attr_i("training_mode", 0) != 0 : n.output_count() > 1;
+  if (!training)
+    n.note_change(
+        "BatchNormalization in inference form runs in training mode (batch statistics, running "
+        "ones updated), as the training step the engine measures does");
   std::vector<std::string> args;
   for (std::size_t i = 0; i < 5; ++i) args.push_back(n.operand(i));
   n.define(n.y(), n.emit_op("batch_norm", args,
                             {{"eps", n.attr_f("epsilon", 1e-5)},
                              {"momentum", 1.0 - n.attr_f("momentum", 0.9)},  // ONNX: the old share
-                             {"training", std::int64_t{training ? 1 : 0}}},
+                             {"training", std::int64_t{1}}},
                             n.y()));
   for (int k = 1; k < n.output_count(); ++k)
     n.unavailable(k,
@@ -181,7 +188,9 @@ void register_norm_ops(OpTable& t) {
        .onnx = {{.op_type = "BatchNormalization",
                  .translate = onnx_batch_norm,
                  .module_class = "BatchNorm2d",
-                 .buffer_inputs = {3, 4}}},
+                 .buffer_inputs = {3, 4},
+                 .parameter_init = {InitKind::by_shape, InitKind::ones, InitKind::zeros,
+                                    InitKind::zeros, InitKind::ones}}},
        .native_layers = {{.name = "batchnorm2d",
                           .module_class = "BatchNorm2d",
                           .parameters = true,
@@ -197,7 +206,8 @@ void register_norm_ops(OpTable& t) {
          .python_module = module_layer_norm,
          .onnx = {{.op_type = "LayerNormalization",
                    .translate = onnx_layer_norm,
-                   .module_class = "LayerNorm"}},
+                   .module_class = "LayerNorm",
+                   .parameter_init = {InitKind::by_shape, InitKind::ones, InitKind::zeros}}},
          .onnx_patterns = layer_norm_patterns(),
          .native_layers = {{.name = "layernorm",
                             .module_class = "LayerNorm",

@@ -78,6 +78,12 @@ void onnx_max_pool(OnnxNode& n) {
 
 void onnx_average_pool(OnnxNode& n) {
   auto w = onnx_rules::read_window(n, "AveragePool");
+  // Opset 19 gave AveragePool dilations, which PyTorch's avg_pool has not.
+  for (const auto d : w.dilations)
+    if (d != 1)
+      n.fail("dilations " + shape_str(w.dilations) +
+             " are not supported (PyTorch's "
+             "average pooling has none)");
   const std::string source = n.input(0, "first").graph;
   const std::int64_t include_pad = n.attr_i("count_include_pad", 0);
   n.define(n.y(), n.emit_op("avg_pool2d", {source},

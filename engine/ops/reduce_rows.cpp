@@ -1,4 +1,6 @@
 // Rows of the reductions (reduce.cpp).
+#include <optional>
+
 #include "engine/ops/reduce.hpp"
 #include "engine/ops/schema/onnx_support.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
@@ -24,27 +26,25 @@ TensorList run_amax(const OpCall& n, const TensorList& x) {
   return {amax(x[0], attr_ints(n, "dims"), attr_int(n, "keepdim", 0) != 0)};
 }
 
-// ReduceMax: axes an attribute until opset 18, all dimensions when absent.
-void onnx_reduce_max(OnnxNode& n) {
-  std::vector<std::int64_t> axes = n.attr_ints("axes");
-  if (axes.empty())
-    for (std::int64_t d = 0; d < n.rank(); ++d) axes.push_back(d);
-  n.define(n.y(), n.emit_op("amax", {n.input(0, "first").graph},
-                            {{"dims", axes}, {"keepdim", n.attr_i("keepdims", 1)}}, n.y()));
+// The reduced axes: an attribute, or from opset 13 (ReduceSum) and 18 (every other Reduce*) an
+// optional input; none means every axis, unless noop_with_empty_axes (input form only) makes
+// the node an identity (nullopt).
+std::optional<std::vector<std::int64_t>> reduced_axes(OnnxNode& n, std::int64_t input_since) {
+  std::vector<std::int64_t> axes = onnx_rules::axes_input_or_attr(n, 1, input_since);
+  if (!axes.empty()) return axes;
+  if (n.opset() >= input_since && n.attr_i("noop_with_empty_axes", 0)) return std::nullopt;
+  for (std::int64_t d = 0; d < n.rank(); ++d) axes.push_back(d);
+  return axes;
 }
 
-// ReduceSum takes its axes as an input from opset 13; ReduceMean as an attribute until 18.
-template <bool IsSum>
+// ReduceMax (amax), ReduceSum (sum_dims), ReduceMean (mean_dims).
+template <const char* Type, int InputSince>
 void onnx_reduce(OnnxNode& n) {
-  std::vector<std::int64_t> axes =
-      IsSum ? onnx_rules::axes_input_or_attr(n, 1, 13) : n.attr_ints("axes");
   const OnnxValue& x = n.input(0, "first");
-  if (axes.empty()) {
-    if (IsSum && n.attr_i("noop_with_empty_axes", 0)) return n.alias(n.y(), x);
-    for (std::int64_t d = 0; d < n.rank(); ++d) axes.push_back(d);
-  }
-  n.define(n.y(), n.emit_op(IsSum ? "sum_dims" : "mean_dims", {x.graph},
-                            {{"dims", axes}, {"keepdim", n.attr_i("keepdims", 1)}}, n.y()));
+  const auto axes = reduced_axes(n, InputSince);
+  if (!axes) return n.alias(n.y(), x);
+  n.define(n.y(), n.emit_op(Type, {x.graph},
+                            {{"dims", *axes}, {"keepdim", n.attr_i("keepdims", 1)}}, n.y()));
 }
 
 // x.sum(dim=(1,), keepdim=True) for sum_dims (Method "sum"), mean_dims ("mean").
@@ -54,6 +54,7 @@ std::string python_dims(const OpCall& op, const std::vector<std::string>& a, con
          (attr_int(op, "keepdim", 0) ? ", keepdim=True" : "") + ")";
 }
 constexpr char kSum[] = "sum", kMean[] = "mean";
+constexpr char kSumDims[] = "sum_dims", kMeanDims[] = "mean_dims", kAmax[] = "amax";
 
 OpSchema row(const char* type, TensorList (*kernel)(const OpCall&, const TensorList&),
              PythonExpression python, std::vector<OnnxRule> onnx = {}) {
@@ -79,12 +80,13 @@ void register_reduce_ops(OpTable& t) {
   OpSchema mean = row(kMean, run_mean, rows::python_method<kMean>);
   mean.native_layers = {{.name = kMean, .build = rows::layer_reduction}};
   t.add(std::move(mean));
-  t.add(sum_in_fp32_on_cuda(row("sum_dims", run_sum_dims, python_dims<kSum>,
-                                {{.op_type = "ReduceSum", .translate = onnx_reduce<true>}})));
-  t.add(row("amax", run_amax, nullptr,
-            {{.op_type = "ReduceMax", .until = 17, .translate = onnx_reduce_max}}));
-  t.add(row("mean_dims", run_mean_dims, python_dims<kMean>,
-            {{.op_type = "ReduceMean", .translate = onnx_reduce<false>}}));
+  t.add(
+      sum_in_fp32_on_cuda(row(kSumDims, run_sum_dims, python_dims<kSum>,
+                              {{.op_type = "ReduceSum", .translate = onnx_reduce<kSumDims, 13>}})));
+  t.add(row(kAmax, run_amax, nullptr,
+            {{.op_type = "ReduceMax", .translate = onnx_reduce<kAmax, 18>}}));
+  t.add(row(kMeanDims, run_mean_dims, python_dims<kMean>,
+            {{.op_type = "ReduceMean", .translate = onnx_reduce<kMeanDims, 18>}}));
 }
 
 }  // namespace ckpt

@@ -119,6 +119,17 @@ void translate_split(OnnxNode& n) {
   Shape sizes = n.opset() >= 13 ? (n.has_input(1) ? n.constant_ints(1, "split") : Shape{})
                                 : n.attr_ints("split");
   const auto parts = static_cast<std::int64_t>(n.output_count());
+  // Opset 18: num_outputs in place of the sizes, chunks of ceil(size / num_outputs) with a
+  // smaller last one, as torch.chunk (the torch.export-based exporter writes it).
+  if (const std::int64_t num = n.opset() >= 18 ? n.attr_i("num_outputs", 0) : 0; num > 0) {
+    if (!sizes.empty()) n.fail("has both a 'split' input and num_outputs");
+    if (num != parts)
+      n.fail("num_outputs is " + std::to_string(num) + " but the node has " +
+             std::to_string(parts) + " outputs");
+    const std::int64_t chunk = (size + num - 1) / num;
+    for (std::int64_t k = 0, left = size; k < num; ++k, left -= chunk)
+      sizes.push_back(std::max<std::int64_t>(0, std::min(chunk, left)));
+  }
   if (sizes.empty()) {
     if (parts == 0 || size % parts != 0)
       n.fail("cannot split a dimension of " + std::to_string(size) + " into " +
@@ -273,9 +284,11 @@ void register_shape_ops_ops(OpTable& t) {
                          {{.op_type = "Slice", .translate = translate_slice, .fold = fold_slice},
                           {.op_type = "Split", .translate = translate_split}}),
       {.name = "slice", .build = layer_slice}));
-  t.add(with_layer(rows::one_pass_row(
-                       "select", run_select, python_select,
-                       {{.op_type = "Gather", .translate = translate_gather, .fold = fold_gather}}),
+  t.add(with_layer(rows::one_pass_row("select", run_select, python_select,
+                                      {{.op_type = "Gather",
+                                        .translate = translate_gather,
+                                        .fold = fold_gather,
+                                        .parameter_init = {InitKind::normal}}}),
                    {.name = "select", .build = layer_select}));
   t.add(with_layer(
       rows::one_pass_row(

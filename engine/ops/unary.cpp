@@ -42,6 +42,26 @@ Tensor sqrt(const Tensor& x) {
   return out;
 }
 
+Tensor rsqrt(const Tensor& x) {
+  OpScope op("rsqrt");
+  Tensor out = map_floating(x, "rsqrt", [](auto v) { return k<decltype(v)>(1) / std::sqrt(v); });
+  // d/dx x^(-1/2) = -1/2 · r³, from the result alone (RsqrtBackward0 keeps only it).
+  record("RsqrtBackward0", {x}, {out}, {out}, [](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "rsqrt",
+                  [](auto r) { return k<decltype(r)>(-0.5) * r * r * r; })};
+  });
+  return out;
+}
+
+Tensor reciprocal(const Tensor& x) {
+  OpScope op("reciprocal");
+  Tensor out = map_floating(x, "reciprocal", [](auto v) { return k<decltype(v)>(1) / v; });
+  record("ReciprocalBackward0", {x}, {out}, {out}, [](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "reciprocal", [](auto r) { return -r * r; })};
+  });
+  return out;
+}
+
 Tensor relu(const Tensor& x) {
   OpScope op("relu");
   // Typed, not through double: ReLU is on every hot path. NaN propagates, as in PyTorch.

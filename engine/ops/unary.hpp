@@ -8,15 +8,19 @@ namespace ckpt {
 
 // What each keeps for backward follows PyTorch 1.13: its result (relu, exp, sqrt, tanh,
 // sigmoid) or its input (log, gelu, sin, cos).
-Tensor exp(const Tensor& x);      // saves result
-Tensor log(const Tensor& x);      // saves x
-Tensor sqrt(const Tensor& x);     // saves result
-Tensor relu(const Tensor& x);     // saves result
-Tensor gelu(const Tensor& x);     // saves x (exact, erf-based: approximate='none')
-Tensor tanh(const Tensor& x);     // saves result
-Tensor sigmoid(const Tensor& x);  // saves result
-Tensor sin(const Tensor& x);      // saves x
-Tensor cos(const Tensor& x);      // saves x
+Tensor exp(const Tensor& x);   // saves result
+Tensor log(const Tensor& x);   // saves x
+Tensor sqrt(const Tensor& x);  // saves result
+// torch.rsqrt, 1/sqrt(x) (RMSNorm); saves result. The exporter writes it as Div(1, Sqrt(x)) or
+// Reciprocal(Sqrt(x)), which keep the square root as well: the importer fuses them back.
+Tensor rsqrt(const Tensor& x);
+Tensor reciprocal(const Tensor& x);  // saves result
+Tensor relu(const Tensor& x);        // saves result
+Tensor gelu(const Tensor& x);        // saves x (exact, erf-based: approximate='none')
+Tensor tanh(const Tensor& x);        // saves result
+Tensor sigmoid(const Tensor& x);     // saves result
+Tensor sin(const Tensor& x);         // saves x
+Tensor cos(const Tensor& x);         // saves x
 // torch.clamp with either bound optional (at least one given); NaN propagates. Saves x
 // (ClampBackward1); the gradient passes where min <= x <= max.
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);

@@ -23,7 +23,7 @@ using rows::unary;
 constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp",
                kLog[] = "log", kSqrt[] = "sqrt", kErf[] = "erf", kSin[] = "sin", kCos[] = "cos",
                kHardswish[] = "hardswish", kSoftplus[] = "softplus", kAbs[] = "abs",
-               kSign[] = "sign", kGelu[] = "gelu";
+               kSign[] = "sign", kGelu[] = "gelu", kRsqrt[] = "rsqrt", kReciprocal[] = "reciprocal";
 constexpr char kReLUModule[] = "ReLU", kGELUModule[] = "GELU", kSigmoidModule[] = "Sigmoid",
                kTanhModule[] = "Tanh", kHardswishModule[] = "Hardswish",
                kHardsigmoidModule[] = "Hardsigmoid", kSoftplusModule[] = "Softplus";
@@ -98,6 +98,14 @@ TensorList run_gelu(const OpCall& n, const TensorList& x) {
     attr_error(n, "approximate", "must be 'none' or 'tanh', got '" + approximate + "'");
   return {gelu(x[0])};
 }
+// Gelu, an ONNX op from opset 20 (approximate "none" or "tanh", as F.gelu's).
+void onnx_gelu(OnnxNode& n) {
+  const std::string approximate = n.attr_s("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    n.fail("approximate must be 'none' or 'tanh', got '" + approximate + "'");
+  n.define(n.y(),
+           n.emit_op(kGelu, {n.input(0, "first").graph}, {{"approximate", approximate}}, n.y()));
+}
 std::string python_gelu(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
   return attr_string(n, "approximate", "none") == "tanh"
              ? "F.gelu(" + arg(a, 0) + ", approximate='tanh')"
@@ -165,7 +173,8 @@ template <const char* Type>
 OpSchema torch_unary(TensorList (*kernel)(const OpCall&, const TensorList&), OnnxRule onnx) {
   return simple(Type, kernel, {std::move(onnx)}, python_function<kTorch, Type>);
 }
-// CUDA's autocast computes exp, log, softplus (and pow) in float32; the CPU's runs them as given.
+// CUDA's autocast computes exp, log, rsqrt, reciprocal, softplus (and pow) in float32; the CPU's
+// runs them as given.
 OpSchema in_fp32_on_cuda(OpSchema row) {
   row.autocast.cuda = AutocastPolicy::fp32;
   return row;
@@ -178,6 +187,13 @@ void add_torch_unary(OpTable& t) {
   t.add(torch_unary<kSqrt>(
       unary<sqrt>, {.op_type = "Sqrt", .translate = rows::onnx_unary<kSqrt>, .fold = fold_sqrt}));
   t.add(torch_unary<kErf>(unary<erf>, {.op_type = "Erf", .translate = rows::onnx_unary<kErf>}));
+  // ONNX has no Rsqrt: the exporters' two spellings are fused back (activation_patterns.cpp).
+  OpSchema rsqrt_row = simple(kRsqrt, unary<rsqrt>, {}, python_function<kTorch, kRsqrt>);
+  rsqrt_row.onnx_patterns = activation_patterns::rsqrt();
+  t.add(in_fp32_on_cuda(std::move(rsqrt_row)));
+  t.add(in_fp32_on_cuda(torch_unary<kReciprocal>(
+      unary<reciprocal>,
+      {.op_type = "Reciprocal", .since = 6, .translate = rows::onnx_unary<kReciprocal>})));
   t.add(torch_unary<kSin>(unary<sin>, {.op_type = "Sin", .translate = rows::onnx_unary<kSin>}));
   t.add(torch_unary<kCos>(unary<cos>, {.op_type = "Cos", .translate = rows::onnx_unary<kCos>}));
 }
@@ -198,7 +214,10 @@ void register_unary_ops(OpTable& t) {
   add_torch_unary(t);
   // ONNX has no Gelu op before opset 20: the exporter writes it through Erf (or Tanh), which
   // the importer fuses back.
-  OpSchema gelu_row = simple(kGelu, run_gelu, {}, python_gelu, module_gelu, kGELUModule);
+  OpSchema gelu_row =
+      simple(kGelu, run_gelu,
+             {{.op_type = "Gelu", .since = 20, .translate = onnx_gelu, .module_class = "GELU"}},
+             python_gelu, module_gelu, kGELUModule);
   gelu_row.onnx_patterns = activation_patterns::gelu();
   t.add(std::move(gelu_row));
   OpSchema clamp_row = simple("clamp", run_clamp, {}, python_clamp);

@@ -77,7 +77,8 @@ std::string NativeWriter::construct(const Module& m, int ind) {
 
 std::string NativeWriter::param_init(const ParameterInfo& p) const {
   const Tensor& t = p.initial;
-  if (t.numel() <= 8) {
+  // A weight the file did not hold has no values to write (ParameterInfo::made_at_run).
+  if (t.numel() <= 8 && !p.made_at_run) {
     const auto v = t.to_vector();
     std::string s;
     std::function<void(std::size_t, std::size_t&)> nest = [&](std::size_t d, std::size_t& k) {

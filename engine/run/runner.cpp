@@ -19,6 +19,7 @@
 #include "engine/model/finalize.hpp"
 #include "engine/ops/autocast.hpp"
 #include "engine/ops/ops.hpp"
+#include "engine/ops/schema/parameter_init.hpp"
 #include "engine/run/compiled_model.hpp"
 #include "engine/run/executor.hpp"
 #include "engine/run/grad_scaler.hpp"
@@ -61,11 +62,20 @@ void tag(const Tensor& t, const std::string& name) {
 
 // Fresh copies of the parameters and constants for this run (so that BatchNorm's running
 // statistics and every weight start from the model's initial values each time).
-TensorList make_statics(const Model& model) {
+TensorList make_statics(const Model& model, const RunSettings& settings) {
   TensorList statics;
   CategoryScope category(MemoryCategory::parameter);
   for (const auto& p : model.parameters) {
-    Tensor t = contiguous_copy(p.initial);
+    // A weight the file did not hold: a dry run needs its shape alone; a real run makes it as
+    // torch.nn would (the load summary says so), the same at every run of the seed.
+    Tensor t;
+    if (p.made_at_run && !settings.dry_run) {
+      Generator made(parameter_seed(settings.seed, p.name));
+      t = make_parameter(*p.made_at_run, p.initial.shape(), made);
+      if (t.dtype() != p.initial.dtype()) t = cast_raw(t, p.initial.dtype());
+    } else {
+      t = contiguous_copy(p.initial);
+    }
     if (p.requires_grad && !p.is_buffer && is_floating(t.dtype())) t.set_requires_grad(true);
     tag(t, p.name);
     statics.push_back(t);
@@ -423,7 +433,7 @@ RunResult Runner::run(const RunRequest& request, const std::atomic<bool>* cancel
     const LossKind loss_kind = settings.loss.value_or(model.scenario.loss);
     Executor executor(model, *compiled_, request, cancel);
     if (settings.dry_run) executor.collect_costs(&node_costs);
-    const TensorList statics = make_statics(model);
+    const TensorList statics = make_statics(model, settings);
     std::optional<Optimizer> optimizer = make_optimizer(model, settings, statics);
     if (optimizer && settings.dry_run) add_step_costs(*optimizer, node_costs);
     const std::optional<AutocastState> amp = autocast_of(settings);

@@ -111,6 +111,14 @@ CKPTLAB_ORACLE_CASE(mish) {
   return {mish(c.input("x"))};
 }
 
+CKPTLAB_ORACLE_CASE(rsqrt) {
+  return {rsqrt(c.input("x"))};
+}
+
+CKPTLAB_ORACLE_CASE(reciprocal) {
+  return {reciprocal(c.input("x"))};
+}
+
 CKPTLAB_ORACLE_CASE(gelu) {
   return {c.attr_string("approximate") == "tanh" ? gelu_tanh(c.input("x")) : gelu(c.input("x"))};
 }

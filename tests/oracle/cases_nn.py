@@ -232,6 +232,18 @@ def mish_case(c):
     return F.mish(c.input("x", [4, 5], scale=4.0))
 
 
+# RMSNorm's torch.rsqrt, which the importer recovers from Div(1, Sqrt(x)) and Reciprocal(Sqrt(x))
+# (issue 38), and torch.reciprocal: each saves its result.
+@case("rsqrt")
+def rsqrt_case(c):
+    return torch.rsqrt(c.input("x", [4, 5], init="uniform", low=0.5, high=2.0))
+
+
+@case("reciprocal")
+def reciprocal_case(c):
+    return torch.reciprocal(c.input("x", [4, 5], init="uniform", low=0.5, high=2.0))
+
+
 @case("gelu@none")
 def gelu_none_case(c):
     c.attr("approximate", "none")

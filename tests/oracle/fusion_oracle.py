@@ -33,6 +33,9 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, "..", "..", "samples"))
+from export_onnx import export_training  # noqa: E402
+from llama_family import LlamaDecoder, token_ids  # noqa: E402
 from onnx_oracle import comparable  # noqa: E402
 
 warnings.filterwarnings("ignore")
@@ -184,7 +187,15 @@ def families():
                        17: {"scaled_dot_product_attention": 1}}, True),
         "activations": (Activations, lambda: torch.randn(4, 12, dtype=torch.float64),
                         {13: {"mish": 1, "gelu": 1}, 17: {"mish": 1, "gelu": 1}}, True),
+        # Issue 38: RMSNorm, rotary tables and the causal mask as buffers (named in the file's
+        # metadata by export_training), grouped-query attention, SwiGLU.
+        "llama": (LlamaDecoder, token_ids, {13: LLAMA_FUSED, 17: LLAMA_FUSED}, True),
     }
+
+
+# 2 layers: RMSNorm's rsqrt (two per layer and the last norm), the attention core (scale on the
+# product, the causal mask added), each MLP's SiLU.
+LLAMA_FUSED = {"rsqrt": 5, "scaled_dot_product_attention": 2, "silu": 2}
 
 
 # The bytes the engine keeps beyond (+) or short of (-) the eager module, by case (any opset),
@@ -246,9 +257,7 @@ def write_case(out_dir, family, opset):
     x = make_input()
     state = {k: v.clone() for k, v in model.state_dict().items()}
     path = os.path.join(d, "model.onnx")
-    torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
-                      output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+    export_training(model, (x,), path, opset)
     model.load_state_dict(state)  # the export ran the model: undo BatchNorm's updates
     saved = eager_saved(model, x, opset)
     model.load_state_dict(state)

@@ -195,6 +195,43 @@ class TestSession : public QObject {
   }
 
   // The code is written off the UI thread; of two quick requests, the newer one's text stays.
+  // Issue 38: "Freeze" opens the file again with the parameters taken as not trainable, and
+  // keeps the configuration; freezing again undoes it.
+  void freezingReopensTheFileKeepingTheConfiguration() {
+    Session session;
+    QSignalSpy changed(&session, &Session::modelChanged);
+    session.openFile(qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/tiny_resnet.onnx");
+    QTRY_COMPARE_WITH_TIMEOUT(changed.count(), 1, kTimeout);
+    QVERIFY(session.toggleModule(QStringLiteral("layer2")));
+    QVERIFY(session.model()->find_parameter("layer1.0.conv1.weight")->requires_grad);
+    QVERIFY(session.toggleFrozen(QStringLiteral("layer1")));
+    QTRY_COMPARE_WITH_TIMEOUT(changed.count(), 2, kTimeout);
+    QCOMPARE(session.frozen(), std::vector<std::string>{"layer1"});
+    QVERIFY(!session.model()->find_parameter("layer1.0.conv1.weight")->requires_grad);
+    QVERIFY(session.model()->find_parameter("layer2.0.conv1.weight")->requires_grad);
+    QVERIFY(session.isCheckpointed("layer2"));
+    QVERIFY(session.toggleFrozen(QStringLiteral("layer1")));
+    QTRY_COMPARE_WITH_TIMEOUT(changed.count(), 3, kTimeout);
+    QVERIFY(session.frozen().empty());
+    QVERIFY(session.model()->find_parameter("layer1.0.conv1.weight")->requires_grad);
+    // A pattern that names nothing is refused, saying why; the model stays as it was.
+    QSignalSpy said(&session, &Session::message), failed(&session, &Session::openFailed);
+    QVERIFY(session.setFrozen({"layer1", "nothing.*"}));
+    QTRY_COMPARE_WITH_TIMEOUT(said.count(), 1, kTimeout);
+    QVERIFY(said.last().at(0).toString().startsWith("Not frozen: "));
+    QVERIFY(said.last().at(0).toString().contains("--frozen 'nothing.*' names no parameter"));
+    QCOMPARE(failed.count(), 0);
+    QVERIFY(session.frozen().empty());
+    QVERIFY(session.model()->find_parameter("layer1.0.conv1.weight")->requires_grad);
+    // Another file starts with nothing frozen.
+    QVERIFY(session.toggleFrozen(QStringLiteral("fc")));
+    QTRY_COMPARE_WITH_TIMEOUT(changed.count(), 4, kTimeout);
+    session.openFile(qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/tiny_densenet.onnx");
+    QTRY_COMPARE_WITH_TIMEOUT(changed.count(), 5, kTimeout);
+    QVERIFY(session.frozen().empty());
+    QTRY_VERIFY_WITH_TIMEOUT(!session.runs()->busy(), kTimeout);
+  }
+
   void theCodeViewShowsTheNewestConfiguration() {
     CodeView view;
     QSignalSpy updated(&view, &CodeView::codeUpdated);

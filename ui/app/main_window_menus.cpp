@@ -8,6 +8,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QInputDialog>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -55,6 +56,26 @@ void MainWindow::buildMenus() {
     runs->setMemoryLimit(static_cast<std::int64_t>(gib * 1024.0 * 1024 * 1024));
     saveSettings();
     session_->rerun();
+  });
+  // What the Modules tree's right-click cannot reach (a rotary table the model's root uses):
+  // any name, module path or pattern, as ckptlab-cli's --frozen.
+  run->addAction(tr("&Freeze Parameters…"), this, [this] {
+    if (!session_->model()) return;
+    QString current;
+    for (const std::string& p : session_->frozen())
+      current += (current.isEmpty() ? "" : " ") + QString::fromStdString(p);
+    bool ok = false;
+    const QString text = QInputDialog::getText(
+        this, tr("Freeze parameters"),
+        tr("Parameters to take as not trainable (buffers, requires_grad=False), as --frozen: "
+           "names or module paths, * one path segment ('rotary', '*_cached'), separated by "
+           "spaces. A pattern given again is no longer frozen."),
+        QLineEdit::Normal, current, &ok);
+    if (!ok) return;
+    std::vector<std::string> wanted;
+    for (const QString& p : text.split(QLatin1Char(' '), Qt::SkipEmptyParts))
+      wanted.push_back(p.toStdString());
+    session_->setFrozen(wanted);
   });
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   helpMenu_ = help;

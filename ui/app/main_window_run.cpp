@@ -12,6 +12,8 @@
 #include <QTextCursor>
 
 #include "ui/app/main_window.hpp"
+
+#include "engine/model/load_notes.hpp"
 #include "ui/graph/graph_view.hpp"
 #include "ui/panels/code_view.hpp"
 #include "ui/panels/inspector.hpp"
@@ -119,6 +121,7 @@ void MainWindow::wireViews() {
     if (!session_->toggleModule(m)) modules_->setCheckpointed(session_->request().plan.modules);
   });
   connect(modules_, &ModuleTree::offloadToggleRequested, session_, &Session::toggleOffload);
+  connect(modules_, &ModuleTree::freezeToggleRequested, session_, &Session::toggleFrozen);
   connect(modules_, &ModuleTree::moduleSelected, inspector_, &Inspector::showModule);
   connect(modules_, &ModuleTree::expandInGraphRequested, session_, &Session::expand);
   connect(modules_, &ModuleTree::setAllInstancesRequested, this,
@@ -145,6 +148,7 @@ void MainWindow::onModelChanged() {
   plot_->setSeries(nullptr, nullptr, QString());
   player_->setStepCount(0);
   modules_->setModel(model);
+  modules_->setFrozen(session_->frozen());
   plan_->setModel(model, session_->request());
   inspector_->setModel(model);
   summary_->setSnapshot(nullptr, nullptr, QString());
@@ -170,10 +174,29 @@ void MainWindow::onModelChanged() {
   callout_->hide();
   syncControls();
   if (!session_->source().startsWith(QLatin1String(":/"))) addRecent(session_->source());
-  showMessage(tr("Opened %1: %2 ops, %3 modules")
+  // What the loader decided that the file does not say (which initializers are trained):
+  // in the status bar, and whole in the Notes.
+  const std::vector<std::string> load = load_summary_lines(*model);
+  QString loaded;
+  const bool made_up = !model->load_notes.weights_absent.empty();
+  if (model->format == "onnx" || !model->load_notes.frozen.empty()) {
+    notes_->append(tr("\nParameters, as loaded:"));
+    for (const std::string& line : load_summary_lines(*model, true))
+      notes_->append(QStringLiteral("- ") + QString::fromStdString(line));
+    loaded = QStringLiteral("; ") + QString::fromStdString(load.front());
+    // Weights the file lacks are made up for a real run: said first, never silently.
+    if (made_up)
+      loaded = tr("; its weights are absent (%1): dry runs are exact, real runs use torch.nn's "
+                  "default initialisation")
+                   .arg(QString::fromStdString(model->load_notes.weights_absent));
+    if (load.size() > 1) loaded += tr(" (more in Notes)");
+  }
+  showMessage(tr("Opened %1: %2 ops, %3 modules%4")
                   .arg(session_->displayName())
                   .arg(model->ops.size())
-                  .arg(modules_->topLevelItemCount()));
+                  .arg(modules_->topLevelItemCount())
+                  .arg(loaded),
+              !model->load_notes.warnings.empty() || made_up);
 }
 
 void MainWindow::onRunFinished(RunSnapshotPtr snap) {

@@ -3,6 +3,8 @@
 #include <QHeaderView>
 #include <QMenu>
 
+#include <algorithm>
+
 namespace ckpt::ui {
 
 namespace {
@@ -126,6 +128,36 @@ void ModuleTree::onItemChanged(QTreeWidgetItem* item, int column) {
   emit toggleRequested(item->data(0, kPathRole).toString());
 }
 
+// Freeze: what PyTorch does not train (a registered buffer, requires_grad=False) gets no
+// gradient and no op keeps anything for one. An ONNX file does not say which initializers
+// those are; the user does, for the module's parameters together or one at a time.
+void ModuleTree::addFreezeActions(QMenu& menu, const std::string& path) {
+  const Module* m = model_->find_module(path);
+  if (!m || m->parameters.empty()) return;
+  const auto frozenByUser = [this](const std::string& pattern) {
+    return std::find(frozen_.begin(), frozen_.end(), pattern) != frozen_.end();
+  };
+  QMenu* sub = menu.addMenu(tr("Freeze (treat as buffers)"));
+  QAction* all =
+      sub->addAction(tr("All parameters of %1").arg(QString::fromStdString(path)), this,
+                     [this, path] { emit freezeToggleRequested(QString::fromStdString(path)); });
+  all->setCheckable(true);
+  all->setChecked(frozenByUser(path));
+  sub->addSeparator();
+  for (const std::string& name : m->parameters) {
+    const ParameterInfo* p = model_->find_parameter(name);
+    if (!p) continue;
+    QAction* one = sub->addAction(QString::fromStdString(name), this, [this, name] {
+      emit freezeToggleRequested(QString::fromStdString(name));
+    });
+    one->setCheckable(true);
+    one->setChecked(!p->requires_grad || p->is_buffer);
+    // What the file or the op says (BatchNorm's running statistics, ckptlab.buffers) is not
+    // the user's to undo here.
+    one->setEnabled(frozenByUser(name) || (p->requires_grad && !p->is_buffer));
+  }
+}
+
 void ModuleTree::showMenu(const QPoint& pos) {
   QTreeWidgetItem* item = itemAt(pos);
   if (!item || !model_) return;
@@ -154,6 +186,7 @@ void ModuleTree::showMenu(const QPoint& pos) {
                                     [this, path] { emit offloadToggleRequested(path); });
   offload->setCheckable(true);
   offload->setChecked(offloaded_.count(path.toStdString()) > 0);
+  addFreezeActions(menu, path.toStdString());
   menu.exec(viewport()->mapToGlobal(pos));
 }
 

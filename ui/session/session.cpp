@@ -29,7 +29,7 @@ struct Loaded {
 
 // Embedded samples are read from the resources; an embedded ONNX file goes through a
 // temporary copy because the ONNX loader reads files.
-Loaded loadOnWorker(QString path) {
+Loaded loadOnWorker(QString path, LoadOptions options) {
   Loaded out;
   try {
     if (path.startsWith(QLatin1String(":/"))) {
@@ -44,14 +44,14 @@ Loaded loadOnWorker(QString path) {
         if (!t.open(QIODevice::WriteOnly) || t.write(bytes) != bytes.size())
           throw std::runtime_error(path.toStdString() + ": cannot copy to a temporary file");
         t.close();
-        auto m = load_model(copy.toStdString());
+        auto m = load_model(copy.toStdString(), options);
         m->source = path.toStdString();
         out.model = std::move(m);
       } else {
-        out.model = load_model_json_text(bytes.toStdString(), path.toStdString());
+        out.model = load_model_json_text(bytes.toStdString(), path.toStdString(), options);
       }
     } else {
-      out.model = load_model(path.toStdString());
+      out.model = load_model(path.toStdString(), options);
     }
   } catch (const std::exception& e) {
     out.error = QString::fromStdString(e.what());
@@ -109,21 +109,62 @@ QString Session::displayName() const {
 }
 
 void Session::openFile(const QString& path) {
+  loadOptions_ = {};
+  load(path, false);
+}
+
+void Session::load(const QString& path, bool keepRequest) {
   const quint64 generation = ++openGeneration_;
   loading_ = true;
   auto* watcher = new QFutureWatcher<Loaded>(this);
-  connect(watcher, &QFutureWatcher<Loaded>::finished, this, [this, watcher, generation, path] {
-    watcher->deleteLater();
-    if (generation != openGeneration_) return;  // a newer open superseded this one
-    loading_ = false;
-    Loaded loaded = watcher->result();
-    if (!loaded.model) {
-      emit openFailed(loaded.error);
-      return;
-    }
-    adopt(std::move(loaded.model), path);
-  });
-  watcher->setFuture(QtConcurrent::run(workPool(), loadOnWorker, path));
+  connect(
+      watcher, &QFutureWatcher<Loaded>::finished, this,
+      [this, watcher, generation, path, keepRequest, kept = request_, previous = previousOptions_] {
+        watcher->deleteLater();
+        if (generation != openGeneration_) return;  // a newer open superseded this one
+        loading_ = false;
+        Loaded loaded = watcher->result();
+        if (!loaded.model) {
+          // The same file again with other options (a pattern that names nothing): the
+          // model open stays, with the options it was opened with.
+          if (keepRequest && model_) {
+            loadOptions_ = previous;
+            emit message(tr("Not frozen: %1").arg(loaded.error));
+            return;
+          }
+          emit openFailed(loaded.error);
+          return;
+        }
+        adopt(std::move(loaded.model), path);
+        if (keepRequest) {
+          request_ = configured_ = kept;
+          reconfigure();
+        }
+      });
+  watcher->setFuture(QtConcurrent::run(workPool(), loadOnWorker, path, loadOptions_));
+}
+
+bool Session::toggleFrozen(const QString& pattern) {
+  std::vector<std::string> frozen = loadOptions_.frozen;
+  const std::string p = pattern.toStdString();
+  const auto it = std::find(frozen.begin(), frozen.end(), p);
+  if (it != frozen.end())
+    frozen.erase(it);
+  else
+    frozen.push_back(p);
+  return setFrozen(frozen);
+}
+
+bool Session::setFrozen(const std::vector<std::string>& patterns) {
+  if (!model_ || loading_ || source_.isEmpty()) {
+    emit message(tr("Freezing parameters opens the model's file again: %1")
+                     .arg(loading_ ? tr("wait for the model to load") : tr("no file is open")));
+    return false;
+  }
+  previousOptions_ = loadOptions_;
+  loadOptions_.frozen = patterns;
+  load(source_, true);
+  return true;
 }
 
 void Session::openModel(std::shared_ptr<const Model> model, const QString& source) {

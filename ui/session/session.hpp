@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "engine/model/loader.hpp"
 #include "ui/core/model_graph.hpp"
 #include "ui/layout/layout_engine.hpp"
 #include "ui/session/pins.hpp"
@@ -25,8 +26,18 @@ class Session : public QObject {
   ~Session() override;
 
   // Opens a .json or .onnx file, or an embedded sample (":/samples/..."), off the UI thread;
-  // answers with modelChanged() or openFailed().
+  // answers with modelChanged() or openFailed(). Another file starts with nothing frozen.
   void openFile(const QString& path);
+  // Parameters taken as not trainable (--frozen's patterns: a parameter's name or a module
+  // path), beyond what the file says. Toggling one opens the file again with the new list
+  // (what an op keeps is decided when it runs, from its inputs' requires_grad), keeping the
+  // configuration; false (saying why through message()) while a load is under way or for a
+  // model that is not a file.
+  bool toggleFrozen(const QString& pattern);
+  // The whole list at once (Run ▸ Freeze Parameters…); a list that names no parameter is not
+  // taken (message() says why) and the model stays as it was.
+  bool setFrozen(const std::vector<std::string>& patterns);
+  const std::vector<std::string>& frozen() const { return loadOptions_.frozen; }
   // Adopts an already loaded model (tests, benchmarks).
   void openModel(std::shared_ptr<const Model> model, const QString& source);
   bool loading() const { return loading_; }
@@ -113,6 +124,7 @@ class Session : public QObject {
 
  private:
   void adopt(std::shared_ptr<const Model> model, const QString& source);
+  void load(const QString& path, bool keepRequest);
   void configure();
   // Runs and shows request_ without recording it in the history (undo, redo).
   void reconfigure();
@@ -137,6 +149,8 @@ class Session : public QObject {
   MemorySeriesPtr ghost_;
   QString ghostLabel_;
   bool loading_ = false;
+  LoadOptions loadOptions_;
+  LoadOptions previousOptions_;  // what a failed reload with other options returns to
   quint64 openGeneration_ = 0;
   quint64 buildGeneration_ = 0;
   bool building_ = false;

@@ -54,6 +54,9 @@ class OnnxNode {
   virtual void alias(const std::string& onnx_name, const OnnxValue& v) = 0;
   // Output k is not made; a later use of it fails with `why`.
   virtual void unavailable(int k, const std::string& why) = 0;
+  // The rule runs the node otherwise than the file says, for `why` (a BatchNorm in inference
+  // form runs in training mode): the load summary's warnings count the nodes per reason.
+  virtual void note_change(const std::string& why) = 0;
   // A load error naming the file, the node and the problem: throws std::invalid_argument.
   [[noreturn]] void fail(const std::string& what) const;
 

@@ -15,6 +15,7 @@
 #include "engine/ops/schema/native_layer.hpp"
 #include "engine/ops/schema/onnx_node.hpp"
 #include "engine/ops/schema/onnx_pattern.hpp"
+#include "engine/ops/schema/parameter_init.hpp"
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt {
@@ -33,6 +34,9 @@ struct OnnxRule {
   const char* module_class = nullptr;
   // Inputs that are the module's buffers (BatchNorm's running statistics), not parameters.
   std::vector<int> buffer_inputs;
+  // How torch.nn initialises each input that is a parameter, by input index (a weight a file
+  // does not hold is made so for a real run; engine/ops/schema/parameter_init.hpp).
+  std::vector<InitKind> parameter_init;
 };
 
 // What a per-op checkpoint policy calls an op (`--policy save:mm,sdpa`), and the aten functions
