@@ -15,9 +15,10 @@
 //    row in float32 whatever the inputs' dtype, [..., ceil(L / 32) · 32] for the efficient
 //    kernel, [..., L] for flash and cuDNN; dropout's mask is drawn again in backward from the
 //    Philox seed and offset (host scalars), never stored. Only the forms PyTorch 2.x runs as
-//    F.scaled_dot_product_attention: its own export and nn.MultiheadAttention's, which scale the
-//    query (or query and key); attention written out by hand (the scale on the product,
-//    nanoGPT's) runs as its ops on every device, and keeps what they keep.
+//    F.scaled_dot_product_attention: its own export (query and key scaled) and
+//    nn.MultiheadAttention's (the query divided); attention written out by hand (the scale on
+//    the product, nanoGPT's; the query multiplied, Swin's) runs as its ops on every device, and
+//    keeps what they keep.
 
 #include <cstdint>
 #include <limits>
@@ -64,7 +65,7 @@ struct AttentionProblem {
   std::int64_t head = 0, key_head = 0, value_head = 0;  // E of q, of k, Ev of v
   bool masked = false;
   double dropout = 0;
-  bool scaled_product = false;  // the scale on q kᵀ: attention written out by hand
+  bool scaled_product = false;  // attention written out as ops in the model (math in 2.x)
 };
 AttentionKernel cuda_attention_kernel(const AttentionProblem& problem);
 

@@ -58,6 +58,20 @@ bool efficient_fits(const AttentionProblem& p) {
          p.value_head % alignment == 0;
 }
 
+// Whether the exported graph is attention written out as ops in the model's own code, which
+// PyTorch 2.x runs as those ops (math) — told apart by where the exporters put the scale:
+//  - nn.MultiheadAttention (PyTorch 1.13's _scaled_dot_product_attention): q / sqrt(E), a Div on
+//    the query; in 2.x the module calls F.scaled_dot_product_attention (need_weights=False);
+//  - F.scaled_dot_product_attention's own export (torch.onnx, opset 14 and later, and the
+//    opset-18 torch.export exporter): q · sqrt(scale) and kᵀ · sqrt(scale), both scaled;
+//  - hand-written attention: the scale on the product (nanoGPT, GPT-2), or a Mul on the query
+//    alone (torchvision's Swin, q * head_dim ** -0.5; timm's q * self.scale).
+bool written_out(const AttentionOptions& o) {
+  using Op = AttentionScale::Op;
+  if (o.scores.op != Op::none) return true;
+  return o.query.op == Op::mul && o.key.op == Op::none;
+}
+
 }  // namespace
 
 const char* attention_kernel_name(AttentionKernel kernel) {
@@ -102,7 +116,7 @@ AttentionKernel attention_kernel_for(const Tensor& query, const Tensor& key_t, c
   p.value_head = value.shape().back();
   p.masked = masked;
   p.dropout = options.dropout;
-  p.scaled_product = options.scores.op != AttentionScale::Op::none;
+  p.scaled_product = written_out(options);
   return cuda_attention_kernel(p);
 }
 

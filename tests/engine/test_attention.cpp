@@ -124,6 +124,14 @@ class TestAttention : public QObject {
     AttentionOptions by_hand;
     by_hand.scores = {AttentionScale::Op::div, 2.0};
     QVERIFY(attention_kernel_for(mq, mkt, mq, false, by_hand) == AttentionKernel::math);
+    // torchvision's Swin: q * head_dim ** -0.5, its own ops in PyTorch 2.x too.
+    AttentionOptions swin;
+    swin.query = {AttentionScale::Op::mul, 0.5};
+    QVERIFY(attention_kernel_for(mq, mkt, mq, false, swin) == AttentionKernel::math);
+    // F.scaled_dot_product_attention's export: q and kᵀ each times sqrt(scale).
+    AttentionOptions sdpa;
+    sdpa.query = sdpa.key = {AttentionScale::Op::mul, std::sqrt(0.5)};
+    QVERIFY(attention_kernel_for(mq, mkt, mq, false, sdpa) == AttentionKernel::efficient);
   }
 
   // PyTorch 2.11's select_sdp_backend on an H200 (sdp_utils.cpp), case by case: cuDNN first for
