@@ -150,7 +150,8 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
   s.end_of_forward = t.memory_at(fe);
   s.end_of_forward_total = t.total_at(fe);
   s.executions = t.counts();
-  s.step_phases = step_phases(t);
+  // On a device with a caching allocator, as torch.cuda.memory_allocated counts: by blocks.
+  s.step_phases = step_phases(t, run.reserved ? &run.reserved->block_bytes : nullptr);
   s.times = run.times;
   s.messages = t.messages();
   s.checkpoints = static_cast<std::int64_t>(t.checkpoints().size());

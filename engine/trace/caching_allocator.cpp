@@ -251,6 +251,7 @@ ReservedMemory simulate_reserved(const Trace& trace, CachingAllocatorRules rules
   CachingAllocator allocator(rules);
   ReservedMemory r;
   std::unordered_map<std::uint32_t, CachingAllocator::Handle> live;
+  r.block_bytes.assign(static_cast<std::size_t>(trace.event_count()), 0);
   const PeakInfo peak = trace.peak();
   const std::int64_t steps = trace.step_count();
   r.after_step.reserve(static_cast<std::size_t>(std::max<std::int64_t>(steps, 0)));
@@ -259,10 +260,13 @@ ReservedMemory simulate_reserved(const Trace& trace, CachingAllocatorRules rules
       const TraceEvent e = trace.event(i);
       if (e.kind == TraceEventKind::alloc) {
         const bool workspace = e.step < 0 && e.category == MemoryCategory::workspace;
-        live[e.allocation] = allocator.malloc(e.bytes, workspace);
+        const auto h = allocator.malloc(e.bytes, workspace);
+        live[e.allocation] = h;
+        r.block_bytes[static_cast<std::size_t>(i)] = allocator.block_size(h);
       } else if (e.kind == TraceEventKind::free) {
         const auto it = live.find(e.allocation);
         if (it == live.end()) continue;  // made before the trace began
+        r.block_bytes[static_cast<std::size_t>(i)] = allocator.block_size(it->second);
         allocator.free(it->second);
         live.erase(it);
       }

@@ -154,6 +154,10 @@ struct ReservedMemory {
   // step at which nothing cached could make room (-1: none; torch.cuda.OutOfMemoryError).
   std::int64_t alloc_retries = 0;
   std::int64_t out_of_memory_step = -1;
+  // For each event of the trace, the bytes of the block the allocator gave its allocation (an
+  // alloc and its free alike; 0 for other events): what torch.cuda.memory_allocated counts,
+  // which is more than the request where a large block was not split.
+  std::vector<std::int64_t> block_bytes;
 };
 
 // Replays every alloc and free of `trace` (a run with CUDA's memory semantics: its bytes are
