@@ -129,6 +129,38 @@ void draw_keep(std::vector<T>& keep, double p, Generator& gen) {
   for (T& z : keep) z = gen.uniform() < 1.0 - p ? scale : T(0);
 }
 
+// What a fused kernel's backward takes from the allocator beside the gradients, held to its
+// end (a transient freed where PyTorch frees it):
+//  - memory-efficient (attention_backward.cu, _efficient_attention_backward): delta [B, H, L]
+//    in float32; for float32 inputs the kernel does not compute it (kKernelComputesDelta is for
+//    half precision), ops do: (grad_out.float() * out.float()).sum(-1).transpose(-2,
+//    -1).contiguous(), a [B, L, H, Ev] product and a [B, L, H] sum on the way. Its split-keys
+//    workspace depends on the kernel's tile sizes, which the dispatch picks at run time: not
+//    taken;
+//  - flash (flash_api.cpp, mha_bwd): softmax_d [B, H, ceil(L / 128) · 128] and the float32
+//    dq accumulator [B, ceil(L / 128) · 128, H, D rounded up to 32];
+//  - cuDNN: its own workspace, sized by the cuDNN graph: not taken.
+TensorList backward_scratch(AttentionKernel kernel, const Sizes& s, DType dtype) {
+  TensorList held;
+  const Shape rows = with_last(s.batch, s.length);
+  if (kernel == AttentionKernel::efficient) {
+    if (!is_reduced_floating(dtype)) {
+      Tensor product = Tensor::empty(with_last(s.batch, s.length, s.value_head), DType::f32);
+      const Tensor sums = Tensor::empty(rows, DType::f32);
+      product = Tensor();
+      held.push_back(Tensor::empty(rows, DType::f32));
+    } else {
+      held.push_back(Tensor::empty(rows, DType::f32));
+    }
+  } else if (kernel == AttentionKernel::flash) {
+    const std::int64_t rounded = (s.length + 127) / 128 * 128;
+    const std::int64_t head = s.head <= 192 ? (s.head + 31) / 32 * 32 : 256;
+    held.push_back(Tensor::empty(with_last(s.batch, rounded), DType::f32));
+    held.push_back(Tensor::empty(with_last(s.batch, rounded, head), DType::f32));
+  }
+  return held;
+}
+
 }  // namespace
 
 DType attention_lse_dtype(DType inputs) {
@@ -202,7 +234,7 @@ Tensor fused_attention(const Tensor& q, const Tensor& kt, const Tensor& v, const
     saved.push_back(mask);
   }
   record(fused_attention_backward_name(kernel), inputs, {out, lse}, saved,
-         [o, rng_state, lse_length](BackwardContext& c) -> TensorList {
+         [o, rng_state, lse_length, kernel](BackwardContext& c) -> TensorList {
            const Tensor& q0 = c.saved[0];
            const Tensor& kt0 = c.saved[1];
            const Tensor& v0 = c.saved[2];
@@ -212,12 +244,12 @@ Tensor fused_attention(const Tensor& q, const Tensor& kt, const Tensor& v, const
            const Sizes s = sizes_of(q0, kt0, v0, o);
            const Tensor& g = c.grads[0];
            TensorList grads(m.defined() ? 4 : 3);
-           // What the backward takes from the allocator, in its order: the gradients, delta.
+           // What the backward takes from the allocator, in its order: the gradients, then its
+           // kernel's row statistics and accumulators.
            if (c.needs_input_grad[0]) grads[0] = Tensor::zeros(q0.shape(), q0.dtype());
            if (c.needs_input_grad[1]) grads[1] = Tensor::zeros(kt0.shape(), kt0.dtype());
            if (c.needs_input_grad[2]) grads[2] = Tensor::zeros(v0.shape(), v0.dtype());
-           [[maybe_unused]] const Tensor delta =
-               Tensor::empty(with_last(s.batch, attention_lse_length(s.length)), DType::f32);
+           [[maybe_unused]] const TensorList scratch = backward_scratch(kernel, s, q0.dtype());
            const bool mask_grad = m.defined() && c.needs_input_grad[3];
            const Shape full = with_last(s.batch, s.length, s.keys);
            Tensor grad_mask = mask_grad ? Tensor::zeros(full, q0.dtype()) : Tensor();
