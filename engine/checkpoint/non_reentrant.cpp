@@ -72,19 +72,17 @@ struct Segment : std::enable_shared_from_this<Segment> {
   }
 
   void recompute() {
-    std::size_t needed = 0;
-    for (const auto& w : holders) {
-      auto h = w.lock();
-      if (h && !h->kept.defined()) ++needed;
-    }
-    std::size_t counter = 0, filled = 0;
+    std::size_t counter = 0;
     auto inner = std::make_shared<SavedTensorHooks>();
-    inner->pack = [this, &counter, &filled, needed](const Tensor& t) -> std::any {
+    // PyTorch 2.x's _recomputation_hook: a tensor is stored for a holder still alive, and the
+    // early stop comes once the recompute has packed as many tensors as the forward did
+    // (recomp_counter == len(weak_holders)), holders dead or alive: a saving op after the last
+    // live holder is still recomputed.
+    inner->pack = [this, &counter](const Tensor& t) -> std::any {
       const std::size_t i = counter++;
       auto h = i < holders.size() ? holders[i].lock() : nullptr;
-      if (!h || h->kept.defined()) return {};
-      storage[i] = t.detach();
-      if (early_stop && ++filled == needed) throw StopRecomputation{};
+      if (h && !h->kept.defined()) storage[i] = t.detach();
+      if (early_stop && counter == holders.size()) throw StopRecomputation{};
       return {};
     };
     inner->unpack = [](std::any&) -> Tensor {

@@ -15,13 +15,16 @@
 #include "engine/kernels/conv_impl.hpp"
 #include "engine/kernels/kernel_table.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/memory_ledger.hpp"
 
 namespace ckpt::conv_detail {
 
 namespace {
 
-// Allocated and released at once, as run_conv_plan's workspace is.
+// Allocated and released at once, as run_conv_plan's workspace is; in category `workspace`, so
+// that a run can say how much of its peak is a modelled cuDNN workspace.
 void transform_workspace(const Geometry& g, DType dtype) {
+  CategoryScope category(MemoryCategory::workspace);
   const auto elem = static_cast<std::int64_t>(dtype_size(dtype));
   const std::int64_t in = g.n * g.c * g.h * g.w * elem;
   const std::int64_t out = g.n * g.o * g.ho * g.wo * elem;

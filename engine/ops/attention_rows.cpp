@@ -93,7 +93,11 @@ void register_attention_ops(OpTable& t) {
                                   "_scaled_dot_product_flash_attention_for_cpu"}},
          .cost = attention_cost,
          .python = python_attention,
-         .onnx_patterns = attention_patterns()});
+         .onnx_patterns = attention_patterns(),
+         // PyTorch 2.x's CUDA autocast casts F.scaled_dot_product_attention to the lower
+         // precision (autocast_mode.cpp, lower_precision_fp), which picks flash or cuDNN; 1.13's
+         // CPU autocast has no such op (its MultiheadAttention runs the math ops).
+         .autocast = {.cpu = AutocastPolicy::none, .cuda = AutocastPolicy::lower}});
 }
 
 }  // namespace ckpt

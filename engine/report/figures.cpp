@@ -35,13 +35,27 @@ std::optional<GpuFit> gpu_fit(const RunResult& run, const RunSettings& settings)
   return f;
 }
 
-StepPhases step_phases(const Trace& trace) {
+StepPhases step_phases(const Trace& trace, const std::vector<std::int64_t>* block_bytes) {
+  const bool blocks =
+      block_bytes && static_cast<std::int64_t>(block_bytes->size()) == trace.event_count();
+  const auto bytes_of = [&](std::int64_t i, const TraceEvent& e) {
+    return blocks ? (*block_bytes)[static_cast<std::size_t>(i)] : e.bytes;
+  };
   StepPhases p;
   p.start = trace.total_at(-1);
-  std::int64_t total = p.start;
-  p.peak_forward_backward = total;
   std::int64_t first_step_event = trace.first_event(0);
   if (trace.step_count() == 0) first_step_event = trace.event_count();
+  if (blocks) {
+    // The blocks of what was made before the first step, in place of the requests.
+    for (std::int64_t i = 0; i < first_step_event; ++i) {
+      const TraceEvent e = trace.event(i);
+      const std::int64_t extra = bytes_of(i, e) - e.bytes;
+      if (e.kind == TraceEventKind::alloc) p.start += extra;
+      if (e.kind == TraceEventKind::free) p.start -= extra;
+    }
+  }
+  std::int64_t total = p.start;
+  p.peak_forward_backward = total;
   std::int64_t optimizer_from = trace.step_count();
   for (std::int64_t k = 0; k < trace.step_count(); ++k)
     if (trace.step_phase(k) == Phase::optimizer) {
@@ -54,8 +68,8 @@ StepPhases step_phases(const Trace& trace) {
   for (std::int64_t i = first_step_event; i < trace.event_count(); ++i) {
     if (i == optimizer_events) p.after_backward = p.peak_optimizer_step = total;
     const TraceEvent e = trace.event(i);
-    if (e.kind == TraceEventKind::alloc) total += e.bytes;
-    if (e.kind == TraceEventKind::free) total -= e.bytes;
+    if (e.kind == TraceEventKind::alloc) total += bytes_of(i, e);
+    if (e.kind == TraceEventKind::free) total -= bytes_of(i, e);
     if (i < optimizer_events) {
       p.peak_forward_backward = std::max(p.peak_forward_backward, total);
     } else {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "engine/trace/trace.hpp"
 
@@ -63,7 +64,9 @@ struct StepPhases {
   std::int64_t peak_optimizer_step = 0;
   bool has_optimizer_step = false;
 };
-StepPhases step_phases(const Trace& trace);
+// With `block_bytes` (ReservedMemory::block_bytes, a run with a caching allocator), each
+// allocation counts its allocator block, as torch.cuda.memory_allocated does.
+StepPhases step_phases(const Trace& trace, const std::vector<std::int64_t>* block_bytes = nullptr);
 
 // A run against the same settings without any checkpoint (RunSummary::baseline).
 struct AgainstPlain {

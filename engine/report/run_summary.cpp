@@ -1,5 +1,6 @@
 #include "engine/report/run_summary.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -7,10 +8,20 @@
 #include <sstream>
 
 #include "engine/report/figures.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
 namespace {
+
+// What of the peak is a convolution's workspace on CUDA: the workspace category beyond
+// cuBLAS's persistent ones (conv_cudnn.cpp takes each call's in that category).
+std::int64_t cudnn_workspace_at_peak(const RunSummary& s) {
+  if (!s.reserved) return 0;
+  const std::int64_t at_peak =
+      s.peak.by_category[static_cast<std::size_t>(MemoryCategory::workspace)];
+  return std::max<std::int64_t>(0, at_peak - memory_semantics(Device::cuda).workspace_bytes());
+}
 
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -95,7 +106,8 @@ nlohmann::json to_json(const RunSummary& s) {
           ? nlohmann::json{{"peak_bytes", s.reserved->peak_bytes},
                            {"peak_step", s.reserved->peak_step},
                            {"fragmentation_at_peak_bytes", s.reserved->fragmentation_at_peak},
-                           {"segments", s.reserved->segments}}
+                           {"segments", s.reserved->segments},
+                           {"cudnn_workspace_at_peak_bytes", cudnn_workspace_at_peak(s)}}
           : nlohmann::json(nullptr);
   j["gpu"] = s.gpu ? nlohmann::json{{"capacity_bytes", s.gpu->capacity},
                                     {"reserved_peak_bytes", s.gpu->reserved_peak},
@@ -150,7 +162,8 @@ RunSummary summarize(const Model& model, const RunResult& run, const std::string
   s.end_of_forward = t.memory_at(fe);
   s.end_of_forward_total = t.total_at(fe);
   s.executions = t.counts();
-  s.step_phases = step_phases(t);
+  // On a device with a caching allocator, as torch.cuda.memory_allocated counts: by blocks.
+  s.step_phases = step_phases(t, run.reserved ? &run.reserved->block_bytes : nullptr);
   s.times = run.times;
   s.messages = t.messages();
   s.checkpoints = static_cast<std::int64_t>(t.checkpoints().size());
@@ -227,6 +240,13 @@ void reserved_text(std::ostream& os, const RunSummary& s) {
      << " segments; reserved - allocated at the allocated peak " +
             format_bytes(r.fragmentation_at_peak)
      << "\n";
+  // Its size is a rule, not cuDNN's choice: say so.
+  const std::int64_t conv = cudnn_workspace_at_peak(s);
+  if (conv > 0)
+    os << "cudnn      " << format_bytes(conv)
+       << " of the peak is a convolution's workspace, modelled as the NHWC copies of its input, "
+          "output and filter; cuDNN's heuristics pick the plan on the card, whose workspace can "
+          "be smaller or larger, and the peak moves with it\n";
   if (s.gpu)
     os << "gpu        reserved " << format_bytes(s.gpu->reserved_peak) << " + CUDA context ~"
        << format_bytes(s.gpu->context) << " (estimate) = " << format_bytes(s.gpu->total()) << " of "

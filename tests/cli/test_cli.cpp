@@ -509,6 +509,9 @@ print(n)
                  t.out.contains("reserved   ") && t.out.contains(": fits") &&
                  t.out.contains("(estimate)"),
              qPrintable(t.out));
+    // GPT-2 has no convolution: no cuDNN workspace at its peak, and no such line.
+    QCOMPARE(j["reserved"].toObject()["cudnn_workspace_at_peak_bytes"].toInteger(), 0);
+    QVERIFY(!t.out.contains("cudnn      "));
     // A real cuda run here: exit 4, pointing to --dry-run.
     const auto real = cli({"run", gpt2, "--device", "cuda"});
     QCOMPARE(real.code, 4);

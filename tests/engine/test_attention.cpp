@@ -110,11 +110,94 @@ class TestAttention : public QObject {
     }
   }
 
-  // The efficient kernel on the CUDA device only, and only the forms PyTorch 2.x runs through
-  // it: a scaled product is attention written out by hand.
-  void kernelChoice() {
+  // The fused kernels on the CUDA device only (a dry run standing in for CUDA included), and
+  // only the forms PyTorch 2.x runs as F.scaled_dot_product_attention: a scaled product is
+  // attention written out by hand.
+  void kernelChoiceByDevice() {
     const Tensor q = randn({1, 2, 3, 4}, 1);
-    QVERIFY(attention_kernel_for(q, kQueryScaled) == AttentionKernel::math);  // on the CPU
+    const Tensor kt = randn({1, 2, 4, 3}, 2);
+    QVERIFY(attention_kernel_for(q, kt, q, false, kQueryScaled) == AttentionKernel::math);
+    DeviceScope dry(Device::meta, Device::cuda);
+    const Tensor mq = Tensor::empty({1, 2, 3, 4});
+    const Tensor mkt = Tensor::empty({1, 2, 4, 3});
+    QVERIFY(attention_kernel_for(mq, mkt, mq, false, kQueryScaled) == AttentionKernel::efficient);
+    AttentionOptions by_hand;
+    by_hand.scores = {AttentionScale::Op::div, 2.0};
+    QVERIFY(attention_kernel_for(mq, mkt, mq, false, by_hand) == AttentionKernel::math);
+    // torchvision's Swin: q * head_dim ** -0.5, its own ops in PyTorch 2.x too.
+    AttentionOptions swin;
+    swin.query = {AttentionScale::Op::mul, 0.5};
+    QVERIFY(attention_kernel_for(mq, mkt, mq, false, swin) == AttentionKernel::math);
+    // F.scaled_dot_product_attention's export: q and kᵀ each times sqrt(scale).
+    AttentionOptions sdpa;
+    sdpa.query = sdpa.key = {AttentionScale::Op::mul, std::sqrt(0.5)};
+    QVERIFY(attention_kernel_for(mq, mkt, mq, false, sdpa) == AttentionKernel::efficient);
+  }
+
+  // PyTorch 2.11's select_sdp_backend on an H200 (sdp_utils.cpp), case by case: cuDNN first for
+  // half precision when its dropout (a multiple of 1/16) and head dims (<= 128, multiples of
+  // 8) allow; then flash (half precision, no mask, one head dim <= 256); then memory-efficient
+  // (float32 or half, head dims multiples of 4 or 8); else math.
+  void kernelChoiceAsPyTorch2() {
+    struct Row {
+      DType dtype;
+      std::int64_t head, value_head;
+      bool masked;
+      double dropout;
+      AttentionKernel expected;
+    };
+    const Row rows[] = {
+        {DType::f32, 64, 64, false, 0.1, AttentionKernel::efficient},  // nn.TransformerEncoder
+        {DType::f32, 64, 64, true, 0.0, AttentionKernel::efficient},   // a mask: still fused
+        {DType::f32, 62, 62, false, 0.0, AttentionKernel::math},       // 62 % 4 != 0
+        {DType::f64, 64, 64, false, 0.0, AttentionKernel::math},       // no fused float64
+        {DType::bf16, 64, 64, false, 0.1, AttentionKernel::flash},     // 0.1 is not k / 16
+        {DType::bf16, 64, 64, false, 0.125, AttentionKernel::cudnn},   // 2 / 16
+        {DType::bf16, 64, 64, false, 0.0, AttentionKernel::cudnn},
+        {DType::f16, 64, 64, true, 0.1, AttentionKernel::efficient},  // flash takes no mask
+        {DType::bf16, 256, 256, false, 0.0, AttentionKernel::flash},  // cuDNN: <= 128
+        {DType::bf16, 20, 20, false, 0.0, AttentionKernel::flash},    // cuDNN: multiples of 8
+        {DType::bf16, 20, 20, true, 0.0, AttentionKernel::math},      // efficient: of 8 too
+        {DType::bf16, 512, 512, false, 0.0, AttentionKernel::efficient},
+    };
+    for (const Row& r : rows) {
+      AttentionProblem p;
+      p.dtype = r.dtype;
+      p.query_length = p.key_length = 256;
+      p.head = p.key_head = r.head;
+      p.value_head = r.value_head;
+      p.masked = r.masked;
+      p.dropout = r.dropout;
+      const AttentionKernel got = cuda_attention_kernel(p);
+      QVERIFY2(got == r.expected,
+               (std::string(dtype_name(r.dtype)) + " head " + std::to_string(r.head) + ": " +
+                attention_kernel_name(got) + ", expected " + attention_kernel_name(r.expected))
+                   .c_str());
+    }
+    AttentionProblem by_hand;
+    by_hand.query_length = by_hand.key_length = 8;
+    by_hand.head = by_hand.key_head = by_hand.value_head = 64;
+    by_hand.scaled_product = true;
+    QVERIFY(cuda_attention_kernel(by_hand) == AttentionKernel::math);
+  }
+
+  // Flash and cuDNN keep the log-sum-exp [..., L] (no padding to 32 rows), float32 for
+  // half-precision inputs; each under its own node name.
+  void flashAndCudnnSaveTheirLogSumExp() {
+    for (const auto kernel : {AttentionKernel::flash, AttentionKernel::cudnn}) {
+      DeviceScope dry(Device::meta, Device::cuda);
+      const Tensor q = Tensor::empty({2, 3, 5, 8}, DType::bf16).set_requires_grad(true);
+      const Tensor kt = Tensor::empty({2, 3, 8, 7}, DType::bf16).set_requires_grad(true);
+      const Tensor v = Tensor::empty({2, 3, 7, 8}, DType::bf16).set_requires_grad(true);
+      const Tensor out = scaled_dot_product_attention(q, kt, v, Tensor(), kQueryScaled, kernel);
+      QCOMPARE(out.grad_fn()->name(), std::string(kernel == AttentionKernel::flash
+                                                      ? "ScaledDotProductFlashAttentionBackward0"
+                                                      : "ScaledDotProductCudnnAttentionBackward0"));
+      std::int64_t bytes = 0;
+      for (const auto& s : saved_tensor_storages(out)) bytes += s.bytes;
+      // q, out [2, 3, 5, 8] and k, v [2, 3, 7, 8] in bfloat16; lse [2, 3, 5] in float32.
+      QCOMPARE(bytes, (2 * 240 + 2 * 336) * 2 + 2 * 3 * 5 * 4);
+    }
   }
 
   // save-matmul (save:mm,sdpa) in a checkpoint keeps the efficient kernel's output and

@@ -166,6 +166,111 @@ class CachingAllocatorTest : public QObject {
     QCOMPARE(a.reserved(), 4 * kMiB);
   }
 
+  // release_cached_blocks (torch.cuda.empty_cache): every cached whole segment is freed; a
+  // segment with a block still allocated stays, its free remainder with it.
+  void emptyCacheFreesWholeSegments() {
+    CachingAllocator a;
+    const auto x = a.malloc(12 * kMiB);
+    const auto y = a.malloc(4 * kMiB);  // a 20 MiB segment, 16 MiB of it cached
+    const auto z = a.malloc(kMiB);      // a 2 MiB small segment
+    a.free(x);
+    a.free(z);
+    QCOMPARE(a.reserved(), 34 * kMiB);
+    a.empty_cache();
+    QCOMPARE(a.reserved(), 20 * kMiB);
+    QCOMPARE(a.segments(), std::int64_t{1});
+    QCOMPARE(a.segments_released(), std::int64_t{2});
+    a.free(y);
+    a.empty_cache();
+    QCOMPARE(a.reserved(), std::int64_t{0});
+    QCOMPARE(a.peak_reserved(), 34 * kMiB);  // max_memory_reserved keeps its peak
+  }
+
+  // malloc: a cudaMalloc refused beyond the capacity frees the cached segments
+  // (release_cached_blocks) and is retried (num_alloc_retries); when nothing cached can make
+  // room, torch.cuda.OutOfMemoryError.
+  void freeAndRetryBeforeOutOfMemory() {
+    CachingAllocatorRules rules;
+    rules.capacity = 64 * kMiB;
+    CachingAllocator a(rules);
+    a.free(a.malloc(40 * kMiB));
+    a.malloc(50 * kMiB);  // the cached 40 MiB is too small, and 90 MiB do not fit
+    QCOMPARE(a.reserved(), 50 * kMiB);
+    QCOMPARE(a.alloc_retries(), std::int64_t{1});
+    QVERIFY_THROWS_EXCEPTION(CachingAllocatorOutOfMemory, a.malloc(30 * kMiB));
+    CachingAllocator unlimited;
+    unlimited.free(unlimited.malloc(40 * kMiB));
+    unlimited.malloc(50 * kMiB);
+    QCOMPARE(unlimited.reserved(), 90 * kMiB);  // no capacity: nothing is ever given back
+    QCOMPARE(unlimited.alloc_retries(), std::int64_t{0});
+  }
+
+  // With max_split_size, release_available_cached_blocks first frees only the oversize cached
+  // segment that covers the request, keeping the others cached.
+  void releasesOversizeBeforeEverything() {
+    CachingAllocatorRules rules;
+    rules.max_split_size = 32 * kMiB;
+    rules.capacity = 120 * kMiB;
+    CachingAllocator a(rules);
+    const auto big = a.malloc(64 * kMiB);
+    const auto mid = a.malloc(24 * kMiB);
+    a.free(big);
+    a.free(mid);
+    a.malloc(40 * kMiB);  // oversize, 24 MiB short of the 64 MiB block: kLargeBuffer is 20
+    QCOMPARE(a.reserved(), 64 * kMiB);  // the 64 MiB segment went, the 24 MiB one stays
+    QCOMPARE(a.segments_released(), std::int64_t{1});
+    QCOMPARE(a.alloc_retries(), std::int64_t{0});
+  }
+
+  // garbage_collection_threshold (off by default): above the threshold of the capacity, a
+  // cudaMalloc first frees the cached whole large segments at least as old as the average
+  // (in get_free_block calls since they were cached) — here the older 24 MiB one only.
+  void garbageCollectsOldSegments() {
+    for (const double threshold : {0.0, 0.5}) {
+      CachingAllocatorRules rules;
+      rules.capacity = 100 * kMiB;
+      rules.garbage_collection_threshold = threshold;
+      CachingAllocator a(rules);
+      a.free(a.malloc(24 * kMiB));
+      a.free(a.malloc(40 * kMiB));  // the 24 MiB block is too small for it
+      a.malloc(60 * kMiB);
+      if (threshold > 0) {
+        QCOMPARE(a.reserved(), 100 * kMiB);  // 40 cached + 60
+        QCOMPARE(a.segments_released(), std::int64_t{1});
+        QCOMPARE(a.alloc_retries(), std::int64_t{0});
+      } else {
+        QCOMPARE(a.reserved(), 60 * kMiB);  // 124 MiB would not fit: everything cached went
+        QCOMPARE(a.segments_released(), std::int64_t{2});
+        QCOMPARE(a.alloc_retries(), std::int64_t{1});
+      }
+    }
+  }
+
+  // BlockComparatorSize orders by stream first: a block cached by one stream never serves
+  // another's request.
+  void blocksStayOnTheirStream() {
+    CachingAllocator a;
+    a.free(a.malloc(12 * kMiB, false, 1));
+    a.malloc(12 * kMiB, false, 0);
+    QCOMPARE(a.reserved(), 24 * kMiB);
+    a.malloc(12 * kMiB, false, 1);
+    QCOMPARE(a.reserved(), 24 * kMiB);
+  }
+
+  // The allocated figure comes from blocks, not requests: an 11.5 MiB request in a cached
+  // 12 MiB block (not split: 0.5 MiB would remain) counts 12 MiB, as AdamW's step shows on the
+  // oracle's card; freeing it gives back the whole block.
+  void allocatedCountsBlocks() {
+    CachingAllocator a;
+    a.free(a.malloc(12 * kMiB));
+    const auto h = a.malloc(11 * kMiB + kMiB / 2);
+    QCOMPARE(a.block_size(h), 12 * kMiB);
+    QCOMPARE(a.allocated(), 12 * kMiB);
+    QCOMPARE(a.peak_allocated(), 12 * kMiB);
+    a.free(h);
+    QCOMPARE(a.allocated(), std::int64_t{0});
+  }
+
   // The oracle's four snapshots: their allocs and frees, replayed, give PyTorch's own
   // max_memory_reserved, max_memory_allocated and segment count.
   void snapshotsReplay_data() {

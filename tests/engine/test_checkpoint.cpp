@@ -246,6 +246,28 @@ class TestCheckpoint : public QObject {
       QVERIFY(std::abs(g[i] - 3.0 * std::cos(xs[i])) < 1e-5);
   }
 
+  // PyTorch 2.x stops once the recompute has packed as many tensors as the forward did, a
+  // holder whose node is gone included: exp's saved result, whose output the function drops,
+  // is recomputed (and not kept) before the stop; sin alone would have done.
+  void earlyStopCountsEveryHolder() {
+    Tensor x = randn({8}, 8).set_requires_grad(true);
+    CheckpointOptions o = variant(false);
+    o.early_stop = true;
+    auto fn = [](const TensorList& in) {
+      Tensor y = sin(in[0]);
+      [[maybe_unused]] Tensor unused =
+          exp(y);  // saves its result; its node dies with it after the forward
+      for (int i = 0; i < 3; ++i) y = add(y, 1.0);
+      return TensorList{y};
+    };
+    Run r = run_recorded([&] { return sum(mul(checkpoint(fn, {x}, o)[0], 3.0)); });
+    QCOMPARE(r.trace.counts().recompute, 2);
+    const auto xs = x.to_vector();
+    const auto g = x.grad().to_vector();
+    for (std::size_t i = 0; i < g.size(); ++i)
+      QVERIFY(std::abs(g[i] - 3.0 * std::cos(xs[i])) < 1e-5);
+  }
+
   void rngStateIsLedgerMemoryUntilBackward_data() {
     QTest::addColumn<bool>("reentrant");
     QTest::addColumn<bool>("preserve");

@@ -5,11 +5,13 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "engine/model/loader.hpp"
 #include "engine/ops/ops.hpp"
 #include "engine/report/config_text.hpp"
+#include "engine/report/run_summary.hpp"
 #include "engine/run/runner.hpp"
 #include "engine/tensor/device.hpp"
 #include "engine/tensor/memory_semantics.hpp"
@@ -194,6 +196,26 @@ class CudaSemanticsTest : public QObject {
     }
     QCOMPARE(allocs, (std::vector<std::int64_t>{262144, workspace}));
     QCOMPARE(frees, (std::vector<std::int64_t>{workspace}));
+    // In category `workspace`: the summary says how much of a peak is such a modelled workspace.
+    QCOMPARE(r.trace.event(r.trace.first_event(k) + 1).category, MemoryCategory::workspace);
+  }
+
+  // The run's text and JSON name the part of the peak that is a cuDNN workspace, and say that its
+  // size is modelled, not cuDNN's choice (issue 40: bounded by saying so).
+  void theSummaryNamesTheCudnnWorkspaceAtThePeak() {
+    const auto model = sample("resnet");
+    RunRequest c = scenario_request(*model);
+    c.plan.modules.clear();
+    const RunResult r = dry_run(model, c, Device::cuda);
+    QVERIFY(r.ok);
+    const std::int64_t conv =
+        r.trace.peak().by_category[static_cast<std::size_t>(MemoryCategory::workspace)] -
+        memory_semantics(Device::cuda).workspace_bytes();
+    QVERIFY(conv > 0);  // resnet's peak is inside a convolution
+    const RunSummary s = summarize(*model, r, "resnet");
+    const auto j = nlohmann::json::parse(summary_json(s));
+    QCOMPARE(j.at("reserved").at("cudnn_workspace_at_peak_bytes").get<std::int64_t>(), conv);
+    QVERIFY(summary_text(s).find("cuDNN's heuristics pick the plan") != std::string::npos);
   }
 
   // The figure the issue names: GPT-2 small, plain, at batch 32 x 1,024 on CUDA is what PyTorch

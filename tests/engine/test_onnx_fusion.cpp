@@ -14,6 +14,7 @@
 #include <map>
 
 #include "engine/model/loader.hpp"
+#include "engine/ops/attention.hpp"
 #include "engine/ops/schema/op_schema.hpp"
 
 using namespace ckpt;
@@ -268,6 +269,55 @@ class TestOnnxFusion : public QObject {
       QCOMPARE(std::get<double>(op.attrs.at("query_scale")), 2.0);
       QCOMPARE(op.fused.size(), std::size_t{4});
     }
+  }
+
+  // F.scaled_dot_product_attention as PyTorch 2.x's exporters write it (symbolic_opset14's
+  // scaled_dot_product_attention, and onnxscript's for the torch.export exporter, whose opset 18
+  // the loader does not read yet): q and kᵀ each times sqrt(scale), the mask added, a
+  // training-mode Dropout. One attention op with both scalings, the mask and the dropout; on
+  // CUDA it is PyTorch's fused kernel, not attention written out by hand.
+  void attentionAsTorchExportWritesIt() {
+    Graph g(17);
+    for (const char* x : {"q", "k", "v"}) g.input(x, {2, 4, 6, 8});
+    g.input("mask", {6, 6});
+    Graph::attr(g.node("Transpose", "/sdpa/Transpose", {"k"}, {"kt"}), "perm",
+                std::vector<std::int64_t>{0, 1, 3, 2});
+    const auto root_scale = static_cast<float>(std::pow(8.0, -0.25));
+    g.constant("/sdpa/Constant", root_scale);
+    g.node("Mul", "/sdpa/Mul", {"q", "/sdpa/Constant"}, {"qs"});
+    g.node("Mul", "/sdpa/Mul_1", {"kt", "/sdpa/Constant"}, {"kts"});
+    g.node("MatMul", "/sdpa/MatMul", {"qs", "kts"}, {"s"});
+    g.node("Add", "/sdpa/Add", {"s", "mask"}, {"sm"});
+    g.node("Softmax", "/sdpa/Softmax", {"sm"}, {"p"});
+    g.constant("/sdpa/ratio", 0.1f);
+    auto* training = g.node("Constant", "/sdpa/training", {}, {"/sdpa/training"});
+    auto* value = training->add_attribute();
+    value->set_name("value");
+    value->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    value->mutable_t()->set_data_type(onnx::TensorProto_DataType_BOOL);
+    value->mutable_t()->add_int32_data(1);
+    g.node("Dropout", "/sdpa/Dropout", {"p", "/sdpa/ratio", "/sdpa/training"}, {"pd"});
+    g.node("MatMul", "/sdpa/MatMul_1", {"pd", "v"}, {"y"});
+    g.output("y");
+    const auto m = g.load();
+    QCOMPARE(kinds(*m).count("softmax"), std::size_t{0});
+    const OpNode* op = nullptr;
+    for (const auto& o : m->ops)
+      if (o.op_type == "scaled_dot_product_attention") op = &o;
+    QVERIFY(op);
+    QCOMPARE(std::get<std::string>(op->attrs.at("query_scale_op")), std::string("mul"));
+    QCOMPARE(std::get<std::string>(op->attrs.at("key_scale_op")), std::string("mul"));
+    QVERIFY(std::abs(std::get<double>(op->attrs.at("query_scale")) - root_scale) < 1e-6);
+    QCOMPARE(std::get<std::string>(op->attrs.at("mask")), std::string("add"));
+    QVERIFY(std::abs(std::get<double>(op->attrs.at("dropout")) - 0.1) < 1e-6);
+    AttentionOptions o;
+    o.query = o.key = {AttentionScale::Op::mul, root_scale};
+    o.mask = AttentionMask::add;
+    o.dropout = 0.1;
+    DeviceScope dry(Device::meta, Device::cuda);
+    const Tensor q = Tensor::empty({2, 4, 6, 8});
+    const Tensor kt = Tensor::empty({2, 4, 8, 6});
+    QVERIFY(attention_kernel_for(q, kt, q, true, o) == AttentionKernel::efficient);
   }
 
   void theRowsCarryThePatterns() {

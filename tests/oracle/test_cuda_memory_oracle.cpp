@@ -3,13 +3,16 @@
 // figures this test needs are committed in data/gpu_oracle_memory.json). Every oracle case whose
 // model the project has: the samples (plain, and depth 2 non-reentrant or checkpoint_sequential
 // with 2 segments, as the cases' code/*.py were written by `ckptlab-cli code`) and the
-// torchvision models, exported by Debian's torch 1.13 with samples/export_onnx.py at the oracle's
-// sizes (batch 8, 224 x 224; about 95 s for the five).
+// torchvision models (ResNet-34 also with layer1..layer4 checkpointed) and the six-layer
+// nn.TransformerEncoder, exported by Debian's torch 1.13 with samples/export_onnx.py at the
+// oracle's sizes (batch 8, 224 x 224; 16 x 256 x 512; about 110 s for the six exports).
 //
 // Compared: peak within 1 % and peak - residue within 2 %, end of forward - residue within 2 %,
-// reserved within 5 %. A case that cannot meet a bound names why in kExpected below, with the
+// reserved within 3 %. A case that cannot meet a bound names why in kExpected below, with the
 // ratio it has: the test then checks that ratio (to 0.1 %), so a change in either direction
-// shows, and prints the reason. The table is printed at the end (`ctest -V`).
+// shows, and prints the reason. The table is printed at the end (`ctest -V`), and the guide's
+// table of every case is checked against this run's (readmeTable).
+#include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -80,57 +83,86 @@ double bound(Metric m) {
     case Metric::end_fwd:
       return 0.02;
     case Metric::reserved:
-      return 0.05;
+      return 0.03;
   }
   return 0;
 }
 
 // A case that cannot meet a bound: the ratio (engine / PyTorch) it has, and why.
+// Why a figure cannot meet its bound: a short label (the guide's table) and the cause.
+struct Reason {
+  const char* label;
+  const char* text;
+};
+
 struct ExpectedDeviation {
   const char* case_name;
   Metric metric;
   double ratio;
-  const char* why;
+  const Reason* why;
 };
 
-const char* const kCudnnWorkspaces =
+const Reason kCudnnWorkspaces{
+    "cuDNN's workspaces",
     "cuDNN's heuristics pick each convolution's plan and its workspace; the engine takes the "
     "NHWC transforms of input, output and filter (+16 B), the oracle's most frequent size, and "
     "the weight-gradient plans take split-K workspaces up to 3.4 times that (at this peak, and "
-    "in the segments of 10 MiB and more they make the allocator reserve)";
-const char* const kAfterFusion =
+    "in the segments of 10 MiB and more they make the allocator reserve)"};
+const Reason kAfterFusion{
+    "backward temporaries around depthwise and 7x7 convolutions",
     "with the importer's fused ops (issue 27) the forward's activations agree (end of forward "
     "within 1 %); the rest is in the backward's temporaries and the segments they make the "
     "allocator reserve, around this model's depthwise and 7x7 convolutions (cuDNN's plans and "
-    "workspaces, not yet broken down by snapshot)";
+    "workspaces, not yet broken down by snapshot)"};
 
-const char* const kReservedAfterFusion =
+const Reason kReservedAfterFusion{
+    "the order of the backward's temporaries",
     "with the importer's fused ops (issue 27) the peak agrees within 1 %; the segments the "
     "allocator reserves follow the order and sizes of the backward's temporaries (its "
-    "attention's, here), which no snapshot of this case shows yet";
+    "attention's, here), which no snapshot of this case shows yet"};
 
-const char* const kReservedOrder =
+const Reason kReservedOrder{
+    "the order of 1.6 GB blocks' frees",
     "every block checkpointed: the step frees and reallocates blocks of up to 1.6 GB, and the "
     "segments the allocator keeps depend on that order; the simulation replays the oracle's own "
     "snapshots exactly, so the difference is in the engine's order of allocations here, which "
-    "no snapshot of this case shows (peak and end of forward agree within 0.03 %)";
+    "no snapshot of this case shows (peak and end of forward agree within 0.03 %)"};
+
+const Reason kLossBlocksOrder{
+    "the order of the loss's 6.6 GB blocks (no snapshot)",
+    "the allocated peak agrees to 0.0001 and the simulation replays the oracle's own snapshots "
+    "exactly (test_engine_caching_allocator), so the 4.25 GB PyTorch reserved beyond the engine "
+    "come from the order of its allocations and frees, most likely around the loss, whose logits, "
+    "log-softmax and their two gradients are the only blocks of 6.6 GB (32,768 x 50,257 "
+    "float32); no snapshot of this case shows that order"};
+
+const Reason kFusedAttentionBackward{
+    "the last layer's backward (no snapshot)",
+    "with PyTorch 2.x's memory-efficient kernel the forward agrees (end of forward 0.997), and the "
+    "attention's backward takes what _efficient_attention_backward takes (the gradients, delta "
+    "and its float32 temporaries; not the split-keys workspace, whose size depends on the "
+    "kernel the dispatch picks at run time). The engine's peak is in the last layer's "
+    "feed-forward backward, 19 MiB below the H200's; no snapshot of this case shows where "
+    "PyTorch's peak is, nor the order of the backward's temporaries that reserved follows"};
 
 const ExpectedDeviation kExpected[] = {
-    {"gpt2_small__depth2", Metric::reserved, 0.8568, kReservedOrder},
-    {"tv_resnet34__plain", Metric::reserved, 0.8967, kCudnnWorkspaces},
-    {"tv_regnet_y_400mf__plain", Metric::reserved, 0.8762, kCudnnWorkspaces},
-    {"tv_convnext_tiny__plain", Metric::reserved, 0.8448, kAfterFusion},
-    {"tv_swin_t__plain", Metric::reserved, 0.9365, kReservedAfterFusion},
-    {"tv_efficientnet_b0__plain", Metric::peak, 0.9792, kAfterFusion},
-    {"tv_efficientnet_b0__plain", Metric::peak_less_residue, 0.9779, kAfterFusion},
-    {"resnet__plain", Metric::peak_less_residue, 0.9530, kCudnnWorkspaces},
-    {"resnet__depth2", Metric::peak_less_residue, 0.9724, kCudnnWorkspaces},
-    {"densenet_block__depth2", Metric::peak, 0.9888, kCudnnWorkspaces},
-    {"densenet_block__depth2", Metric::peak_less_residue, 0.9604, kCudnnWorkspaces},
-    {"tv_resnet34__plain", Metric::peak, 0.9649, kCudnnWorkspaces},
-    {"tv_resnet34__plain", Metric::peak_less_residue, 0.9601, kCudnnWorkspaces},
-    {"tv_regnet_y_400mf__plain", Metric::peak, 0.9737, kCudnnWorkspaces},
-    {"tv_regnet_y_400mf__plain", Metric::peak_less_residue, 0.9691, kCudnnWorkspaces},
+    {"gpt2_small__plain", Metric::reserved, 0.9553, &kLossBlocksOrder},
+    {"tv_efficientnet_b0__plain", Metric::reserved, 0.9529, &kAfterFusion},
+    {"tv_resnet34__layers", Metric::reserved, 0.9504, &kCudnnWorkspaces},
+    {"nn_transformer_encoder__plain", Metric::peak, 0.9824, &kFusedAttentionBackward},
+    {"nn_transformer_encoder__plain", Metric::reserved, 0.9442, &kFusedAttentionBackward},
+    {"gpt2_small__depth2", Metric::reserved, 0.8568, &kReservedOrder},
+    {"tv_resnet34__plain", Metric::reserved, 0.8967, &kCudnnWorkspaces},
+    {"tv_regnet_y_400mf__plain", Metric::reserved, 0.8762, &kCudnnWorkspaces},
+    {"tv_convnext_tiny__plain", Metric::reserved, 0.8448, &kAfterFusion},
+    {"tv_swin_t__plain", Metric::reserved, 0.9365, &kReservedAfterFusion},
+    {"resnet__plain", Metric::peak_less_residue, 0.9530, &kCudnnWorkspaces},
+    {"resnet__depth2", Metric::peak_less_residue, 0.9724, &kCudnnWorkspaces},
+    {"densenet_block__depth2", Metric::peak, 0.9888, &kCudnnWorkspaces},
+    {"densenet_block__depth2", Metric::peak_less_residue, 0.9604, &kCudnnWorkspaces},
+    {"tv_resnet34__plain", Metric::peak, 0.9762, &kCudnnWorkspaces},
+    {"tv_resnet34__plain", Metric::peak_less_residue, 0.9733, &kCudnnWorkspaces},
+    {"tv_regnet_y_400mf__plain", Metric::peak, 0.9849, &kCudnnWorkspaces},
 };
 
 const ExpectedDeviation* expected(const std::string& name, Metric m) {
@@ -145,6 +177,39 @@ struct Row {
   std::int64_t torch[4];
 };
 std::vector<Row> g_rows;
+
+double ratio(std::int64_t engine, std::int64_t torch) {
+  return torch ? static_cast<double>(engine) / static_cast<double>(torch) : 0.0;
+}
+
+std::string megabytes(std::int64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", static_cast<double>(bytes) / 1e6);
+  return b;
+}
+
+// The guide's table (docs/guide/gpu-memory.md, between its cuda-oracle-table markers): every case,
+// peak and reserved, the engine's against the H200's, and the named reason of a figure outside its
+// bound.
+std::string readme_table() {
+  std::string t =
+      "| case | peak, engine (MB) | peak, H200 (MB) | ratio | reserved, engine (MB) | "
+      "reserved, H200 (MB) | ratio | outside 1 % (peak) or 3 % (reserved) because |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const Row& r : g_rows) {
+    std::string why;
+    for (const auto m : {Metric::peak, Metric::reserved})
+      if (const ExpectedDeviation* e = expected(r.name, m))
+        why += std::string(why.empty() ? "" : "; ") + metric_name(m) + ": " + e->why->label;
+    char line[512];
+    std::snprintf(line, sizeof line, "| `%s` | %s | %s | %.4f | %s | %s | %.4f | %s |\n",
+                  r.name.c_str(), megabytes(r.engine[0]).c_str(), megabytes(r.torch[0]).c_str(),
+                  ratio(r.engine[0], r.torch[0]), megabytes(r.engine[3]).c_str(),
+                  megabytes(r.torch[3]).c_str(), ratio(r.engine[3], r.torch[3]), why.c_str());
+    t += line;
+  }
+  return t;
+}
 
 int depth_of(const std::string& path) {
   return path.empty() ? 0 : 1 + static_cast<int>(std::count(path.begin(), path.end(), '.'));
@@ -169,8 +234,16 @@ RunRequest case_config(const Model& model, const std::string& sample, const std:
   return c;
 }
 
-double ratio(std::int64_t engine, std::int64_t torch) {
-  return torch ? static_cast<double>(engine) / static_cast<double>(torch) : 0.0;
+// What the allocator's blocks hold at the end of step k (the events' block bytes summed).
+std::int64_t blocks_at(const Trace& t, const std::vector<std::int64_t>& block_bytes,
+                       std::int64_t k) {
+  std::int64_t total = 0;
+  for (std::int64_t i = 0; i < t.first_event(k + 1); ++i) {
+    const TraceEvent e = t.event(i);
+    if (e.kind == TraceEventKind::alloc) total += block_bytes[static_cast<std::size_t>(i)];
+    if (e.kind == TraceEventKind::free) total -= block_bytes[static_cast<std::size_t>(i)];
+  }
+  return total;
 }
 
 void compare(const OracleCase& o, const std::shared_ptr<const Model>& model,
@@ -179,12 +252,15 @@ void compare(const OracleCase& o, const std::shared_ptr<const Model>& model,
   QVERIFY2(r.ok, r.error.c_str());
   QVERIFY(r.reserved.has_value());
   const std::int64_t workspace = memory_semantics(Device::cuda).workspace_bytes();
-  const std::int64_t peak = r.trace.peak().bytes;
-  const std::int64_t end_fwd = r.trace.total_at(r.trace.forward_end());
+  // torch.cuda.max_memory_allocated and memory_allocated count the allocator's blocks (a large
+  // block not split keeps its remainder): the simulation's figures, not the requests'.
+  const std::int64_t peak = r.reserved->allocated_peak;
+  const std::int64_t end_fwd = blocks_at(r.trace, r.reserved->block_bytes, r.trace.forward_end());
   Row row{o.name,
           {peak, peak - workspace, end_fwd - workspace, r.reserved->peak_bytes},
           {o.peak, o.peak - o.residue, o.end_fwd - o.residue, o.reserved}};
   g_rows.push_back(row);
+  std::string failures;  // every figure's verdict, not only the first
   for (int i = 0; i < 4; ++i) {
     const auto m = static_cast<Metric>(i);
     const double q = ratio(row.engine[i], row.torch[i]);
@@ -193,16 +269,15 @@ void compare(const OracleCase& o, const std::shared_ptr<const Model>& model,
                              std::to_string(row.engine[i]) + ", PyTorch " +
                              std::to_string(row.torch[i]) + ", ratio " + std::to_string(q);
     if (e) {
-      qInfo("%s (expected %.4f: %s)", what.c_str(), e->ratio, e->why);
-      QVERIFY2(std::abs(q - e->ratio) <= 0.001,
-               (what + " moved from its documented deviation " + std::to_string(e->ratio) +
-                ": update kExpected or find what changed")
-                   .c_str());
-    } else {
-      QVERIFY2(std::abs(q - 1.0) <= bound(m),
-               (what + ", beyond " + std::to_string(bound(m) * 100) + " %").c_str());
+      qInfo("%s (expected %.4f: %s)", what.c_str(), e->ratio, e->why->text);
+      if (std::abs(q - e->ratio) > 0.001)
+        failures += what + " moved from its documented deviation " + std::to_string(e->ratio) +
+                    ": update kExpected or find what changed\n";
+    } else if (std::abs(q - 1.0) > bound(m)) {
+      failures += what + ", beyond " + std::to_string(bound(m) * 100) + " %\n";
     }
   }
+  QVERIFY2(failures.empty(), failures.c_str());
 }
 
 const char* const kSamples[] = {
@@ -218,6 +293,32 @@ class CudaMemoryOracle : public QObject {
 
  private:
   std::map<std::string, OracleCase> oracle_;
+  QTemporaryDir dir_;
+  std::map<QString, std::shared_ptr<const Model>> exported_;
+
+  // A model exported by Debian's torch 1.13 (samples/export_onnx.py), once per file; null after
+  // a QSKIP (no torch) or a QFAIL.
+  std::shared_ptr<const Model> exported(const QStringList& args, const QString& file) {
+    if (const auto it = exported_.find(file); it != exported_.end()) return it->second;
+    const QString python =
+        qEnvironmentVariable("CKPTLAB_PYTHON", QStringLiteral("/usr/bin/python3"));
+    QProcess p;
+    p.start(python, QStringList{source_dir() + "/samples/export_onnx.py"} + args +
+                        QStringList{"--out", dir_.path()});
+    if (!p.waitForFinished(300000) || p.exitCode() != 0) {
+      const QByteArray err = p.readAllStandardError();
+      if (err.contains("No module named")) {
+        QTest::qSkip(
+            qPrintable("the export needs torch and torchvision: " + QString(err.right(200))),
+            __FILE__, __LINE__);
+        return nullptr;
+      }
+      QTest::qFail(qPrintable("export of " + file + " failed: " + QString(err.right(400))),
+                   __FILE__, __LINE__);
+      return nullptr;
+    }
+    return exported_[file] = load_model((dir_.path() + "/" + file).toStdString());
+  }
 
  private slots:
   void initTestCase() { oracle_ = load_oracle(); }
@@ -248,22 +349,62 @@ class CudaMemoryOracle : public QObject {
 
   void torchvision() {
     QFETCH(QString, name);
-    const QString python =
-        qEnvironmentVariable("CKPTLAB_PYTHON", QStringLiteral("/usr/bin/python3"));
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    QProcess p;
-    p.start(python, {source_dir() + "/samples/export_onnx.py", "--torchvision", name, "--batch",
-                     "8", "--size", "224", "--out", dir.path()});
-    if (!p.waitForFinished(300000) || p.exitCode() != 0) {
-      const QByteArray err = p.readAllStandardError();
-      if (err.contains("No module named"))
-        QSKIP(qPrintable("the export needs torch and torchvision: " + QString(err.right(200))));
-      QFAIL(qPrintable("export of " + name + " failed: " + QString(err.right(400))));
-    }
-    const auto model = load_model((dir.path() + "/" + name + ".onnx").toStdString());
+    const auto model =
+        exported({"--torchvision", name, "--batch", "8", "--size", "224"}, name + ".onnx");
+    if (!model) return;
     compare(oracle_.at("tv_" + name.toStdString() + "__plain"), model,
             case_config(*model, name.toStdString(), "plain"));
+  }
+
+  // tv_resnet34__layers: layer1..layer4 each under checkpoint(..., use_reentrant=False).
+  void torchvisionCheckpointed() {
+    const auto model =
+        exported({"--torchvision", "resnet34", "--batch", "8", "--size", "224"}, "resnet34.onnx");
+    if (!model) return;
+    RunRequest config = case_config(*model, "resnet34", "plain");
+    config.plan.modules = {"layer1", "layer2", "layer3", "layer4"};
+    config.settings.use_reentrant = false;
+    compare(oracle_.at("tv_resnet34__layers"), model, config);
+  }
+
+  // nn_transformer_encoder__plain: six TransformerEncoderLayer(512, 8, 2048, dropout=0.1, gelu,
+  // batch_first) on 16 x 256 x 512, as PyTorch 1.13 exports nn.MultiheadAttention.
+  void transformerEncoder() {
+    const auto model = exported({"--transformer-encoder", "--batch", "16", "--seq", "256"},
+                                "transformer_encoder.onnx");
+    if (!model) return;
+    compare(oracle_.at("nn_transformer_encoder__plain"), model,
+            case_config(*model, "transformer_encoder", "plain"));
+  }
+
+  // The guide's table of every case (docs/guide/gpu-memory.md) is this test's: it fails when
+  // they differ, and
+  // CKPTLAB_UPDATE_DOCS=1 writes it.
+  void readmeTable() {
+    if (g_rows.size() != oracle_.size())
+      QSKIP("not every case ran (the guide's table needs all of them)");
+    const QString path = source_dir() + "/docs/guide/gpu-memory.md";
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const std::string readme = f.readAll().toStdString();
+    f.close();
+    const std::string begin = "<!-- cuda-oracle-table: begin -->\n";
+    const std::string end = "<!-- cuda-oracle-table: end -->";
+    const auto b = readme.find(begin), e = readme.find(end);
+    QVERIFY2(b != std::string::npos && e != std::string::npos && b < e,
+             "docs/guide/gpu-memory.md has no cuda-oracle-table markers");
+    const std::string table = readme_table();
+    const std::string current = readme.substr(b + begin.size(), e - b - begin.size());
+    if (current == table) return;
+    if (qEnvironmentVariable("CKPTLAB_UPDATE_DOCS") == "1") {
+      QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+      f.write((readme.substr(0, b + begin.size()) + table + readme.substr(e)).c_str());
+      return;
+    }
+    QFAIL(qPrintable(
+        "docs/guide/gpu-memory.md's table of the oracle cases differs from this run's; run this "
+        "test with CKPTLAB_UPDATE_DOCS=1 to write it:\n" +
+        QString::fromStdString(table)));
   }
 
   void cleanupTestCase() {

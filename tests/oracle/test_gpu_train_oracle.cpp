@@ -76,46 +76,33 @@ struct ExpectedDeviation {
   const char* why;
 };
 
-// PyTorch's caching allocator hands out a whole free block when what would remain of it is
-// 1 MiB or less (should_split), and counts the whole block as allocated; the engine's dry run
-// counts each request rounded to 512 bytes. The snapshot of tv_resnet50_b32__adamw_bf16 shows
-// it: its 51,380,224-byte activations sit in 52,428,800-byte blocks. The figures short here are
-// short by whole MiB (the encoder's 1, 3 and 4 MiB parameters' momentum buffers, exp_avg and
-// exp_avg_sq and gradients land in such blocks).
+// The figures on the cuda device count the caching allocator's blocks, as
+// torch.cuda.memory_allocated does (a large block not split when 1 MiB or less would remain is
+// allocated whole: the snapshot of tv_resnet50_b32__adamw_bf16 has its 51,380,224-byte
+// activations in 52,428,800-byte blocks). Which blocks go unsplit depends on the order of
+// allocations and frees; where the engine's order differs from PyTorch's, a figure is off by
+// whole MiB of such remainders (the encoder's 1, 3 and 4 MiB parameters' gradients and
+// optimizer state land in them).
 constexpr const char* kUnsplitBlocks =
-    "PyTorch counts whole unsplit allocator blocks (remainder <= 1 MiB), the engine the "
-    "requests";
-// torch 1.13 exports nn.MultiheadAttention's training-mode attention with dropout as matmul,
-// softmax, dropout, matmul, which the importer does not fuse back into one attention op: the
-// engine keeps each layer's [16, 8, 256, 256] probabilities and dropout noise (float32 under
-// autocast too: softmax is on CUDA's fp32 list), where PyTorch 2.11 runs SDPA's
-// memory-efficient kernel, which saves q, k, v, the output and log_sumexp.
-constexpr const char* kUnfusedAttention =
-    "the exported attention with dropout is not fused back into SDPA: the engine keeps the "
-    "[16, 8, 256, 256] probabilities and dropout noise of each layer";
+    "which large blocks stay unsplit (remainder <= 1 MiB, counted whole) follows the order of "
+    "allocations, which differs from PyTorch's here";
+// PyTorch 1.13 exports nn.Linear on a [B, S, E] input as MatMul + Add: under autocast the
+// bfloat16 product plus the float32 bias promotes to float32, so the engine keeps the linear
+// layers' outputs, GELU's and dropout's in float32 where PyTorch 2.x's F.linear gives bfloat16
+// (the importer does not fuse MatMul + Add back into linear). The attention itself runs as
+// PyTorch's does (flash, its inputs cast to bfloat16 by autocast).
+constexpr const char* kUnfusedLinear =
+    "nn.Linear exported as MatMul + Add: under autocast the float32 bias promotes the product, "
+    "so the feed-forward activations stay float32";
 
 const std::vector<ExpectedDeviation> kExpected = {
-    {"nn_transformer_encoder__sgd_fp32", "peak_forward_backward", 1.3347, kUnfusedAttention},
-    {"nn_transformer_encoder__sgd_bf16", "peak_forward_backward", 1.8130, kUnfusedAttention},
-    {"nn_transformer_encoder__sgd_bf16", "after_backward", 0.9776, kUnsplitBlocks},
-    {"nn_transformer_encoder__sgd_bf16", "peak_optimizer_step", 0.9776, kUnsplitBlocks},
-    {"nn_transformer_encoder__momentum_fp32", "start", 0.9776, kUnsplitBlocks},
-    {"nn_transformer_encoder__momentum_fp32", "peak_forward_backward", 1.3062, kUnfusedAttention},
-    {"nn_transformer_encoder__momentum_fp32", "after_backward", 0.9699, kUnsplitBlocks},
-    {"nn_transformer_encoder__momentum_fp32", "peak_optimizer_step", 0.9699, kUnsplitBlocks},
-    {"nn_transformer_encoder__momentum_bf16", "start", 0.9776, kUnsplitBlocks},
-    {"nn_transformer_encoder__momentum_bf16", "peak_forward_backward", 1.7317, kUnfusedAttention},
-    {"nn_transformer_encoder__momentum_bf16", "after_backward", 0.9699, kUnsplitBlocks},
-    {"nn_transformer_encoder__momentum_bf16", "peak_optimizer_step", 0.9699, kUnsplitBlocks},
-    {"tv_resnet50_b32__adamw_fp32", "after_backward", 0.9797, kUnsplitBlocks},
-    {"tv_resnet50_b32__adamw_fp32", "peak_optimizer_step", 0.9750, kUnsplitBlocks},
-    {"nn_transformer_encoder__adamw_fp32", "peak_forward_backward", 1.2915, kUnfusedAttention},
-    {"nn_transformer_encoder__adamw_fp32", "peak_optimizer_step", 0.9797, kUnsplitBlocks},
-    {"tv_resnet50_b32__adamw_bf16", "peak_optimizer_step", 0.9747, kUnsplitBlocks},
-    {"nn_transformer_encoder__adamw_bf16", "start", 0.9635, kUnsplitBlocks},
-    {"nn_transformer_encoder__adamw_bf16", "peak_forward_backward", 1.6607, kUnfusedAttention},
-    {"nn_transformer_encoder__adamw_bf16", "after_backward", 0.9565, kUnsplitBlocks},
-    {"nn_transformer_encoder__adamw_bf16", "peak_optimizer_step", 0.9529, kUnsplitBlocks},
+    {"nn_transformer_encoder__sgd_fp32", "after_backward", 1.0227, kUnsplitBlocks},
+    {"nn_transformer_encoder__sgd_fp32", "peak_optimizer_step", 1.0227, kUnsplitBlocks},
+    {"nn_transformer_encoder__sgd_bf16", "peak_forward_backward", 1.1673, kUnfusedLinear},
+    {"nn_transformer_encoder__momentum_bf16", "peak_forward_backward", 1.1466, kUnfusedLinear},
+    {"nn_transformer_encoder__adamw_bf16", "start", 0.9768, kUnsplitBlocks},
+    {"nn_transformer_encoder__adamw_bf16", "peak_forward_backward", 1.1293, kUnfusedLinear},
+    {"nn_transformer_encoder__adamw_bf16", "peak_optimizer_step", 0.9792, kUnsplitBlocks},
 };
 
 double ratio(std::int64_t engine, std::int64_t torch) {
@@ -180,7 +167,8 @@ class GpuTrainOracle : public QObject {
     const OracleStep& o = oracle_[static_cast<std::size_t>(index)];
     const RunResult r = run(o, Device::cuda);
     QVERIFY2(r.ok, r.error.c_str());
-    const StepPhases p = step_phases(r.trace);
+    QVERIFY(r.reserved.has_value());
+    const StepPhases p = step_phases(r.trace, &r.reserved->block_bytes);
     const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> figures[] = {
         {"start", {p.start, o.start}},
         {"peak_forward_backward", {p.peak_forward_backward, o.peak_forward_backward}},
