@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "capture_command.hpp"
 #include "cli_common.hpp"
 #include "cli_options.hpp"
 #include "engine/autograd/anomaly.hpp"
@@ -44,8 +45,12 @@ commands:
   snapshot FILE [--json] [--compare MODEL [options]]
                              a PyTorch CUDA memory snapshot's measured peak, and the
                              engine's prediction beside it
+  capture-script DIR         writes ckptlab_capture.py, which records a PyTorch model as
+                             PyTorch runs it (a .capture.json MODEL), for your own environment
+  capture-ops                the ATen ops a capture may contain
 
-MODEL is a native .json model (see samples/), an ONNX file exported from PyTorch, or the
+MODEL is a native .json model (see samples/), a .capture.json made by ckptlab_capture, an
+ONNX file exported from PyTorch, or the
 name of an installed sample (`ckptlab-cli run densenet_block`).
 `ckptlab-cli <command> --help` gives each command's options. --version prints the version.
 exit codes: 0 success, 2 usage, 3 the model could not be loaded, 4 the run failed.
@@ -210,6 +215,8 @@ int main(int argc, char** argv) {
     if (cmd == "code") return cmd_code(args);
     if (cmd == "plan") return cli::cmd_plan(args);
     if (cmd == "snapshot") return cli::cmd_snapshot(args);
+    if (cmd == "capture-ops") return cli::cmd_capture_ops(args);
+    if (cmd == "capture-script") return cli::cmd_capture_script(args);
     throw cli::UsageError("unknown command '" + cmd + "'");
   } catch (const cli::UsageError& e) {
     std::cerr << "ckptlab-cli: " << e.what() << "\n(see ckptlab-cli "

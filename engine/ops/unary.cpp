@@ -42,6 +42,17 @@ Tensor sqrt(const Tensor& x) {
   return out;
 }
 
+Tensor rsqrt(const Tensor& x) {
+  OpScope op("rsqrt");
+  Tensor out = map_floating(x, "rsqrt", [](auto v) { return k<decltype(v)>(1) / std::sqrt(v); });
+  // RsqrtBackward0: -0.5 · grad · result³.
+  record("RsqrtBackward0", {x}, {out}, {out}, [](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "rsqrt",
+                  [](auto r) { return k<decltype(r)>(-0.5) * r * r * r; })};
+  });
+  return out;
+}
+
 Tensor relu(const Tensor& x) {
   OpScope op("relu");
   // Typed, not through double: ReLU is on every hot path. NaN propagates, as in PyTorch.

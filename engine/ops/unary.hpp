@@ -11,6 +11,7 @@ namespace ckpt {
 Tensor exp(const Tensor& x);      // saves result
 Tensor log(const Tensor& x);      // saves x
 Tensor sqrt(const Tensor& x);     // saves result
+Tensor rsqrt(const Tensor& x);    // saves result (RMSNorm's torch.rsqrt)
 Tensor relu(const Tensor& x);     // saves result
 Tensor gelu(const Tensor& x);     // saves x (exact, erf-based: approximate='none')
 Tensor tanh(const Tensor& x);     // saves result
