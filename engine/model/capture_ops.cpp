@@ -94,8 +94,8 @@ class CapturedOp final : public AtenNode {
   const Shape& output_shape(std::size_t k) const override { return recorded(k).shape; }
   DType output_dtype(std::size_t k) const override { return recorded(k).dtype; }
 
-  std::vector<std::string> emit(const std::string& type, const std::vector<std::string>& inputs,
-                                Attributes attrs, const std::vector<int>& outs) override {
+  std::vector<std::string> emit_op(const std::string& type, const std::vector<std::string>& inputs,
+                                   Attributes attrs, const std::vector<int>& outs) override {
     const OpKind* kind = find_op_kind(type);
     if (!kind) fail("engine op '" + type + "' does not exist (internal)");
     OpNode op;

@@ -16,7 +16,7 @@ void arithmetic(AtenNode& n) {
     return;
   }
   std::string other = n.tensor("other");
-  if (alpha != 1.0) other = n.emit("mul_scalar", {other}, {{"value", alpha}}, {-1}).at(0);
+  if (alpha != 1.0) other = n.emit_op("mul_scalar", {other}, {{"value", alpha}}, {-1}).at(0);
   n.emit1(Type, {x, other});
 }
 
@@ -40,7 +40,7 @@ void aten_mul(AtenNode& n) {
 void aten_rsub(AtenNode& n) {
   const std::string x = n.tensor("self");
   const std::string scaled =
-      n.emit("mul_scalar", {x}, {{"value", -n.number_or("alpha", 1)}}, {-1}).at(0);
+      n.emit_op("mul_scalar", {x}, {{"value", -n.number_or("alpha", 1)}}, {-1}).at(0);
   if (n.is_tensor("other")) {
     n.emit1("add", {scaled, n.tensor("other")});
     return;

@@ -23,10 +23,10 @@ void product(AtenNode& n, const std::string& x, const std::string& mat2, const s
     n.emit1("matmul", {x, mat2});
     return;
   }
-  std::string y = n.emit("matmul", {x, mat2}, {}, {-1}).at(0);
-  if (alpha != 1.0) y = n.emit("mul_scalar", {y}, {{"value", alpha}}, {-1}).at(0);
+  std::string y = n.emit_op("matmul", {x, mat2}, {}, {-1}).at(0);
+  if (alpha != 1.0) y = n.emit_op("mul_scalar", {y}, {{"value", alpha}}, {-1}).at(0);
   std::string b = bias;
-  if (beta != 1.0) b = n.emit("mul_scalar", {b}, {{"value", beta}}, {-1}).at(0);
+  if (beta != 1.0) b = n.emit_op("mul_scalar", {b}, {{"value", beta}}, {-1}).at(0);
   n.emit1("add", {y, b});
 }
 

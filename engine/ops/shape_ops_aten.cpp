@@ -63,9 +63,9 @@ void aten_split(AtenNode& n) {
   std::int64_t start = 0;
   for (std::size_t k = 0; k < n.output_count(); ++k) {
     const std::int64_t size = n.output_shape(k)[static_cast<std::size_t>(dim)];
-    n.emit("slice", {x},
-           {{"dim", dim}, {"start", start}, {"end", start + size}, {"step", std::int64_t{1}}},
-           {static_cast<int>(k)});
+    n.emit_op("slice", {x},
+              {{"dim", dim}, {"start", start}, {"end", start + size}, {"step", std::int64_t{1}}},
+              {static_cast<int>(k)});
     start += size;
   }
 }

@@ -234,8 +234,10 @@ class _Recorder(TorchDispatchMode):
 
 def _encode_data(t):
     t = t.detach()
-    if t.dtype not in (torch.float32, torch.int64, torch.bool):
-        t = t.float() if t.is_floating_point() else t.long()
+    if t.dtype not in (torch.float32, torch.float64, torch.int64, torch.bool):
+        raise CaptureError("weights=True stores float32, float64, int64 and bool values; a %s "
+                           "tensor of shape %s is %s: capture without weights for a dry run" % (
+                               "source", list(t.shape), _dtype_name(t.dtype)))
     return base64.b64encode(t.contiguous().cpu().numpy().tobytes()).decode("ascii")
 
 

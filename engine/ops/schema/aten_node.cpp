@@ -10,7 +10,7 @@ void AtenNode::fail(const std::string& what) const {
 
 std::string AtenNode::emit1(const std::string& type, const std::vector<std::string>& inputs,
                             Attributes attrs) {
-  return emit(type, inputs, std::move(attrs), {0}).at(0);
+  return emit_op(type, inputs, std::move(attrs), {0}).at(0);
 }
 
 double AtenNode::number_or(const std::string& arg, double fallback) const {

@@ -46,9 +46,9 @@ class AtenNode {
   // Emits an engine op in the node's module, runs it on the probes and returns its outputs'
   // graph values. `outputs[i]` is the node output the op's output i defines (-1: none, an
   // intermediate value); its shape and dtype must be the ones PyTorch recorded.
-  virtual std::vector<std::string> emit(const std::string& type,
-                                        const std::vector<std::string>& inputs, Attributes attrs,
-                                        const std::vector<int>& outputs) = 0;
+  virtual std::vector<std::string> emit_op(const std::string& type,
+                                           const std::vector<std::string>& inputs, Attributes attrs,
+                                           const std::vector<int>& outputs) = 0;
   // Output k is the existing graph value `graph` (an alias: an in-place op's operand).
   virtual void define(std::size_t k, const std::string& graph) = 0;
   // Output k is made by no engine op: a later rule may read `info` through pending() (the
