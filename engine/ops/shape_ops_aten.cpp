@@ -86,6 +86,21 @@ void aten_constant_pad(AtenNode& n) {
 void aten_alias(AtenNode& n) {
   n.define(0, n.tensor("self"));
 }
+// as_strided_ that only restrides dimensions of size 1 (PyTorch 1.13's adaptive_avg_pool2d to
+// 1 x 1 of a channels-last input: the same elements in the same places) is the value itself;
+// any other geometry is not supported.
+void aten_restride(AtenNode& n) {
+  const std::string x = n.tensor("self");
+  const Tensor& probe = n.probe(x);
+  const auto size = n.ints("size"), stride = n.ints("stride");
+  bool same = size == probe.shape() && stride.size() == size.size() &&
+              (!n.has("storage_offset") || n.integer("storage_offset") == 0);
+  for (std::size_t d = 0; same && d < size.size(); ++d)
+    same = size[d] == 1 || stride[d] == probe.strides()[d];
+  if (!same) n.fail("as_strided_ is supported only where it restrides dimensions of size 1");
+  n.define(0, x);
+}
+
 // What autograd's machinery detaches reads nothing later; a detached value the forward goes on
 // using would lose its gradient in PyTorch and not in the engine: a load error when used.
 void aten_detach(AtenNode& n) {
@@ -112,6 +127,7 @@ void register_shape_ops_aten(OpTable& t) {
   t.add_aten("constant_pad", {{"aten::constant_pad_nd", aten_constant_pad}});
   t.add_aten("identity", {{"aten::alias", aten_alias},
                           {"aten::lift_fresh", aten_alias},
+                          {"aten::as_strided_", aten_restride},
                           {"aten::detach", aten_detach}});
 }
 
