@@ -12,6 +12,11 @@ PyTorch name (features.conv0.weight); an eval-mode export folds BatchNorm into t
 and renames weights. The modules follow torchvision's layout (features.denseblock1.denselayer1,
 layer1.0.conv1), so the ONNX node scopes give the same module tree.
 
+PyTorch 2.9 made the torch.export-based exporter the default, which deprecates training-mode
+export and writes BatchNorm in its inference form: under PyTorch 2.x this script asks for the
+TorchScript exporter (dynamo=False) while it exists, and says so; the way in for 2.x is
+ckptlab_capture (README, "Bring your model"), which records the model as PyTorch runs it.
+
 With --weights, also writes <name>.npz next to each model: the input, the output and every
 parameter's gradient of sum(output), for the oracle test.
 """
@@ -23,6 +28,19 @@ from collections import OrderedDict
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+# PyTorch 2.x: the TorchScript exporter this script relies on (training mode, BatchNorm kept),
+# no longer the default from 2.9; 1.13 has no such argument.
+import inspect  # noqa: E402
+import sys  # noqa: E402
+
+LEGACY_EXPORTER = ({"dynamo": False}
+                   if "dynamo" in inspect.signature(torch.onnx.export).parameters else {})
+if LEGACY_EXPORTER:
+    print("export_onnx.py: PyTorch %s: exporting with the deprecated TorchScript exporter "
+          "(dynamo=False), the one that keeps training mode; with PyTorch 2.x use "
+          "ckptlab_capture instead (README, \"Bring your model\")" % torch.__version__,
+          file=sys.stderr)
 
 
 class DenseLayer(nn.Module):
@@ -144,7 +162,7 @@ def export(name, path, opset, weights, batch=2, size=16, seed=0):
     x = torch.randn(batch, 3, size, size)
     torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
                       output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+                      do_constant_folding=False, **LEGACY_EXPORTER)
     if weights:
         # A fresh copy: the export ran the model, which moved its BatchNorm running statistics.
         torch.manual_seed(seed)
@@ -210,7 +228,7 @@ def export_torchvision(name, path, opset, batch, size, num_classes):
     try:
         torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
                           output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False)
+                          do_constant_folding=False, **LEGACY_EXPORTER)
     except (RuntimeError, ValueError) as e:
         need = MIN_SIZES.get(re.match(r"[a-z]*", name).group(), 32)
         raise SystemExit(f"export_onnx.py: PyTorch cannot run {name} in training mode on an "
@@ -231,7 +249,7 @@ def export_transformer_encoder(path, opset, batch, seq):
     x = torch.randn(batch, seq, 512)
     torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
                       output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+                      do_constant_folding=False, **LEGACY_EXPORTER)
 
 
 def main():
