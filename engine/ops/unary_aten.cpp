@@ -33,6 +33,14 @@ void aten_elu(AtenNode& n) {
   n.emit1("elu", {n.tensor("self")}, {{"alpha", n.number_or("alpha", 1)}});
 }
 
+// silu_, hardswish_, hardsigmoid_ and hardtanh_ (nn.SiLU(inplace=True), F.relu6(inplace=True))
+// save a clone of their input in PyTorch 1.13 (CloneBackward0), since their backward needs it:
+// the same bytes as the out-of-place op saving its input, which the engine's op is.
+template <void (*Rule)(AtenNode&)>
+void out_of_place(AtenNode& n) {
+  Rule(n);
+}
+
 }  // namespace
 
 void register_unary_aten(OpTable& t) {
@@ -47,13 +55,17 @@ void register_unary_aten(OpTable& t) {
   t.add_aten(kSin, {{"aten::sin", aten_unary<kSin>}});
   t.add_aten(kCos, {{"aten::cos", aten_unary<kCos>}});
   t.add_aten(kAbs, {{"aten::abs", aten_unary<kAbs>}});
-  t.add_aten(kSilu, {{"aten::silu", aten_unary<kSilu>}});
+  t.add_aten(kSilu,
+             {{"aten::silu", aten_unary<kSilu>}, {"aten::silu_", out_of_place<aten_unary<kSilu>>}});
   t.add_aten(kMish, {{"aten::mish", aten_unary<kMish>}});
-  t.add_aten(kHardswish, {{"aten::hardswish", aten_unary<kHardswish>}});
-  t.add_aten(kHardsigmoid, {{"aten::hardsigmoid", aten_unary<kHardsigmoid>}});
+  t.add_aten(kHardswish, {{"aten::hardswish", aten_unary<kHardswish>},
+                          {"aten::hardswish_", out_of_place<aten_unary<kHardswish>>}});
+  t.add_aten(kHardsigmoid, {{"aten::hardsigmoid", aten_unary<kHardsigmoid>},
+                            {"aten::hardsigmoid_", out_of_place<aten_unary<kHardsigmoid>>}});
   t.add_aten(kSoftplus, {{"aten::softplus", aten_softplus}});
   t.add_aten("gelu", {{"aten::gelu", aten_gelu}});
-  t.add_aten("hardtanh", {{"aten::hardtanh", aten_hardtanh}});
+  t.add_aten("hardtanh",
+             {{"aten::hardtanh", aten_hardtanh}, {"aten::hardtanh_", out_of_place<aten_hardtanh>}});
   t.add_aten("leaky_relu", {{"aten::leaky_relu", aten_leaky_relu}});
   t.add_aten("elu", {{"aten::elu", aten_elu}});
 }
