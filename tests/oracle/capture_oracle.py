@@ -99,11 +99,36 @@ def write_case(out_dir, name):
     return name
 
 
+def check_lists_unsupported_ops(out_dir):
+    """capture(check=FILE) names the ops missing from FILE and their first module, and writes
+    nothing; with every op listed it writes the capture."""
+    names = os.path.join(out_dir, "supported.txt")
+    torch.manual_seed(0)
+    model, x = capture_models.SmallCnn(), torch.randn(2, 3, 16, 16)
+    path = os.path.join(out_dir, "checked.capture.json")
+    ops = {op["op"] for op in ckptlab_capture.capture(model, (x,), path)["ops"]}
+    os.remove(path)
+    with open(names, "w") as fh:
+        fh.write("\n".join(sorted(ops - {"aten::convolution"})) + "\n")
+    try:
+        ckptlab_capture.capture(model, (x,), path, check=names)
+        raise AssertionError("check=... accepted an op missing from the list")
+    except ckptlab_capture.CaptureError as e:
+        assert "aten::convolution (first in stem.0)" in str(e), str(e)
+        assert "PyTorch " + torch.__version__ in str(e), str(e)
+    assert not os.path.exists(path), "check=... wrote the capture anyway"
+    with open(names, "a") as fh:
+        fh.write("aten::convolution\n")
+    ckptlab_capture.capture(model, (x,), path, check=names)
+    assert os.path.exists(path)
+
+
 def main():
     out_dir = sys.argv[1]
     only = set(sys.argv[2:])
     os.makedirs(out_dir, exist_ok=True)
     torch.set_num_threads(1)
+    check_lists_unsupported_ops(out_dir)
     names = [write_case(out_dir, n) for n in cases() if not only or n in only]
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
