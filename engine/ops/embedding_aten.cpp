@@ -14,10 +14,21 @@ void aten_embedding(AtenNode& n) {
   n.emit1("embedding", {weight, indices});
 }
 
+// table[index] with one int64 index tensor on dim 0 of a matrix (Swin's and MaxViT's relative
+// position bias, gathered by an index buffer): the rows of the table, as embedding gathers them,
+// saving the indices alone as IndexBackward0 does.
+void aten_index(AtenNode& n) {
+  const auto indices = n.tensors("indices");
+  const std::string table = n.tensor("self");
+  if (indices.size() != 1 || n.probe(table).dim() != 2 || n.probe(indices[0]).dtype() != DType::i64)
+    n.fail("indexing is supported only as one int64 index tensor into the rows of a matrix");
+  n.emit1("embedding", {table, indices[0]});
+}
+
 }  // namespace
 
 void register_embedding_aten(OpTable& t) {
-  t.add_aten("embedding", {{"aten::embedding", aten_embedding}});
+  t.add_aten("embedding", {{"aten::embedding", aten_embedding}, {"aten::index", aten_index}});
 }
 
 }  // namespace ckpt

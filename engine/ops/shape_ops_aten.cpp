@@ -82,6 +82,38 @@ void aten_constant_pad(AtenNode& n) {
   n.emit1("constant_pad", {x},
           {{"before", before}, {"after", after}, {"value", n.number_or("value", 0)}});
 }
+// torch.roll (Swin's shifted windows): per rolled dim, the tail then the head, concatenated.
+// It saves nothing, as RollBackward0 saves nothing; rolling two dims makes one intermediate copy
+// that PyTorch's single kernel does not (a transient, never saved).
+void aten_roll(AtenNode& n) {
+  std::string x = n.tensor("self");
+  const auto shifts = n.ints("shifts");
+  const auto dims = n.has("dims") ? n.ints("dims") : std::vector<std::int64_t>{};
+  if (dims.empty() || dims.size() != shifts.size())
+    n.fail("roll is supported with one dim per shift (not over the flattened tensor)");
+  std::vector<std::size_t> steps;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const std::int64_t size = n.probe(x).size(dims[i]);
+    if (size > 0 && ((shifts[i] % size) + size) % size != 0) steps.push_back(i);
+  }
+  if (steps.empty()) return n.define(0, x);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const std::size_t i = steps[k];
+    const std::int64_t dim = wrap_dim(dims[i], n.probe(x).dim(), "roll");
+    const std::int64_t size = n.probe(x).size(dim);
+    const std::int64_t cut = size - ((shifts[i] % size) + size) % size;
+    const auto part = [&](std::int64_t start, std::int64_t end) {
+      return n
+          .emit_op("slice", {x},
+                   {{"dim", dim}, {"start", start}, {"end", end}, {"step", std::int64_t{1}}}, {-1})
+          .at(0);
+    };
+    const std::string tail = part(cut, size), head = part(0, cut);
+    const bool last = k + 1 == steps.size();
+    x = n.emit_op("cat", {tail, head}, {{"dim", dim}}, {last ? 0 : -1}).at(0);
+  }
+}
+
 // The same tensor under another name (lift_fresh: a constant made in the forward, 2.x).
 void aten_alias(AtenNode& n) {
   n.define(0, n.tensor("self"));
@@ -123,7 +155,7 @@ void register_shape_ops_aten(OpTable& t) {
   t.add_aten("select", {{"aten::select", aten_select}});
   t.add_aten("unsqueeze", {{"aten::unsqueeze", aten_unsqueeze}});
   t.add_aten("squeeze", {{"aten::squeeze", aten_squeeze}});
-  t.add_aten("cat", {{"aten::cat", aten_cat}});
+  t.add_aten("cat", {{"aten::cat", aten_cat}, {"aten::roll", aten_roll}});
   t.add_aten("constant_pad", {{"aten::constant_pad_nd", aten_constant_pad}});
   t.add_aten("identity", {{"aten::alias", aten_alias},
                           {"aten::lift_fresh", aten_alias},
