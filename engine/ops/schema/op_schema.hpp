@@ -206,6 +206,7 @@ CKPTLAB_OP_FAMILIES(CKPTLAB_DECLARE_FAMILY)
   X(conv)                        \
   X(pool)                        \
   X(reduce)                      \
+  X(resize)                      \
   X(softmax)                     \
   X(dropout)                     \
   X(embedding)                   \
