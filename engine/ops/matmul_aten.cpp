@@ -37,6 +37,12 @@ void aten_addmm(AtenNode& n) {
 void aten_mm(AtenNode& n) {
   product(n, n.tensor("self"), n.tensor("mat2"), "", 1, 1);
 }
+// beta * self + alpha * batch1 @ batch2 (nn.MultiheadAttention with a float mask): the product
+// saves both batches, as BaddbmmBackward0 does; the scaling and the sum save nothing.
+void aten_baddbmm(AtenNode& n) {
+  product(n, n.tensor("batch1"), n.tensor("batch2"), n.tensor("self"), n.number_or("alpha", 1),
+          n.number_or("beta", 1));
+}
 void aten_bmm(AtenNode& n) {
   n.emit1("matmul", {n.tensor("self"), n.tensor("mat2")});
 }
@@ -45,7 +51,8 @@ void aten_bmm(AtenNode& n) {
 
 void register_matmul_aten(OpTable& t) {
   t.add_aten("linear", {{"aten::addmm", aten_addmm}});
-  t.add_aten("matmul", {{"aten::mm", aten_mm}, {"aten::bmm", aten_bmm}});
+  t.add_aten("matmul",
+             {{"aten::mm", aten_mm}, {"aten::bmm", aten_bmm}, {"aten::baddbmm", aten_baddbmm}});
 }
 
 }  // namespace ckpt
