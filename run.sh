@@ -62,13 +62,14 @@ fuzz() {
   CC=clang CXX=clang++ cmake -S "$here" -B "$dir" -G Ninja -DCKPTLAB_FUZZ=ON -DCKPTLAB_CUDA=OFF \
     -DCKPTLAB_BUILD_UI=OFF -DCKPTLAB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Fuzz \
     -DCMAKE_CXX_FLAGS_FUZZ="-O1 -g"
-  cmake --build "$dir" --parallel "$(nproc)" --target fuzz_onnx_model fuzz_json_model fuzz_npy \
-    fuzz_dot_json fuzz_memory_snapshot
+  cmake --build "$dir" --parallel "$(nproc)" --target fuzz_onnx_model fuzz_json_model \
+    fuzz_capture_model fuzz_npy fuzz_dot_json fuzz_memory_snapshot
   # Not the 100,000-op HeavyModel samples nor GPT-2 small (124M parameters drawn at load): under
   # ASan loading one takes longer than -timeout.
   local -A seeds=(
     [onnx_model]="$here/samples/*.onnx $here/tests/engine/data/*.onnx"
     [json_model]="$(ls "$here"/samples/*.json | grep -v -e heavy_model -e gpt2_small)"
+    [capture_model]="$here/tests/fuzz/seeds/capture_model/*"
     [npy]="$here/tests/fuzz/seeds/npy/*"
     [dot_json]="$here/tests/fuzz/seeds/dot_json/*"
     [memory_snapshot]="$here/tests/fuzz/seeds/memory_snapshot/*"
@@ -76,7 +77,7 @@ fuzz() {
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   local t failed=0 summary=()
   mkdir -p "$dir/logs"
-  for t in onnx_model json_model npy dot_json memory_snapshot; do
+  for t in onnx_model json_model capture_model npy dot_json memory_snapshot; do
     mkdir -p "$dir/corpus/$t" "$dir/findings/$t"
     # shellcheck disable=SC2086
     cp -n ${seeds[$t]} "$dir/corpus/$t/" 2>/dev/null || true

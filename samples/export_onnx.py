@@ -12,6 +12,11 @@ PyTorch name (features.conv0.weight); an eval-mode export folds BatchNorm into t
 and renames weights. The modules follow torchvision's layout (features.denseblock1.denselayer1,
 layer1.0.conv1), so the ONNX node scopes give the same module tree.
 
+PyTorch 2.9 made the torch.export-based exporter the default, which deprecates training-mode
+export and writes BatchNorm in its inference form: under PyTorch 2.x this script asks for the
+TorchScript exporter (dynamo=False) while it exists, and says so; the way in for 2.x is
+ckptlab_capture (README, "Bring your model"), which records the model as PyTorch runs it.
+
 With --weights, also writes <name>.npz next to each model: the input, the output and every
 parameter's gradient of sum(output), for the oracle test.
 
@@ -30,6 +35,19 @@ from collections import OrderedDict
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+# PyTorch 2.x: the TorchScript exporter this script relies on (training mode, BatchNorm kept),
+# no longer the default from 2.9; 1.13 has no such argument.
+import inspect  # noqa: E402
+import sys  # noqa: E402
+
+LEGACY_EXPORTER = ({"dynamo": False}
+                   if "dynamo" in inspect.signature(torch.onnx.export).parameters else {})
+if LEGACY_EXPORTER:
+    print("export_onnx.py: PyTorch %s: exporting with the deprecated TorchScript exporter "
+          "(dynamo=False), the one that keeps training mode; with PyTorch 2.x use "
+          "ckptlab_capture instead (README, \"Bring your model\")" % torch.__version__,
+          file=sys.stderr)
 
 
 class DenseLayer(nn.Module):
@@ -175,9 +193,8 @@ def export_training(model, args, path, opset, **kwargs):
     default (dynamo=True), which ignores the training flag, writes BatchNorm in its inference
     form and renames weights: the TorchScript exporter (dynamo=False) is asked for wherever
     export() takes the argument."""
-    import inspect
-    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
-        kwargs.setdefault("dynamo", False)
+    for key, value in LEGACY_EXPORTER.items():
+        kwargs.setdefault(key, value)
     kwargs.setdefault("input_names", ["input"])
     kwargs.setdefault("output_names", ["output"])
     torch.onnx.export(model, args, path, opset_version=opset,

@@ -51,6 +51,11 @@ std::string wrap(const std::string& text, std::size_t indent, std::size_t width 
   return out;
 }
 
+// "plan MODEL --budget B [options]", or the name alone for a command without arguments.
+std::string usage_of(const CommandDoc& c) {
+  return c.synopsis.empty() ? c.name : c.name + " " + c.synopsis;
+}
+
 std::string option_label(const OptionDoc& o) {
   return o.value.empty() ? o.flag : o.flag + " " + o.value;
 }
@@ -93,14 +98,15 @@ std::vector<OptionGroup> run_groups_of(const CommandDoc& c) {
 // then the model options of a command that opens a MODEL.
 std::vector<OptionGroup> all_groups_of(const CommandDoc& c) {
   std::vector<OptionGroup> groups = c.groups;
-  if (c.name != "help") groups.push_back(load_option_group());
+  if (c.opens_model) groups.push_back(load_option_group());
   for (OptionGroup& g : run_groups_of(c)) groups.push_back(std::move(g));
   return groups;
 }
 
 const char* kModelIs =
-    "MODEL is a native .json model (see samples/), an ONNX file exported from PyTorch, or the "
-    "name of an installed sample (`ckptlab-cli run densenet_block`).";
+    "MODEL is a native .json model (see samples/), a .capture.json made by ckptlab_capture, an "
+    "ONNX file exported from PyTorch, or the name of an installed sample (`ckptlab-cli run "
+    "densenet_block`).";
 
 CommandDoc run_command_doc() {
   return {
@@ -143,6 +149,7 @@ CommandDoc help_command_doc() {
       {option_group("help options", help_rules())},
       TakesRunOptions::none,
       "0 success, 2 usage",
+      false,
   };
 }
 
@@ -189,9 +196,15 @@ std::string man_options(const OptionGroup& g) {
 }  // namespace
 
 const std::vector<CommandDoc>& command_docs() {
-  static const std::vector<CommandDoc> docs = {
-      run_command_doc(),  modules_command_doc(),  compare_command_doc(), code_command_doc(),
-      plan_command_doc(), snapshot_command_doc(), help_command_doc()};
+  static const std::vector<CommandDoc> docs = {run_command_doc(),
+                                               modules_command_doc(),
+                                               compare_command_doc(),
+                                               code_command_doc(),
+                                               plan_command_doc(),
+                                               snapshot_command_doc(),
+                                               capture_script_command_doc(),
+                                               capture_ops_command_doc(),
+                                               help_command_doc()};
   return docs;
 }
 
@@ -205,7 +218,7 @@ std::string main_help() {
   std::ostringstream out;
   out << "ckptlab-cli — activation checkpointing, measured (Checkpoint Lab)\n\nusage: ckptlab-cli "
          "<command> [arguments]\n\ncommands:\n";
-  for (const CommandDoc& c : command_docs()) out << labelled(c.name + " " + c.synopsis, c.summary);
+  for (const CommandDoc& c : command_docs()) out << labelled(usage_of(c), c.summary);
   out << "\n"
       << wrap(std::string(kModelIs) +
                   " `ckptlab-cli <command> --help` gives each command's options. --version "
@@ -217,7 +230,7 @@ std::string main_help() {
 
 std::string command_help(const CommandDoc& c) {
   std::ostringstream out;
-  out << "usage: ckptlab-cli " << c.name << " " << c.synopsis << "\n\n" << wrap(c.description, 0);
+  out << "usage: ckptlab-cli " << usage_of(c) << "\n\n" << wrap(c.description, 0);
   for (const OptionGroup& g : all_groups_of(c)) out << "\n" << help_group(g);
   out << "\n" << wrap("exit codes: " + c.exit_codes + ".", 0);
   return out.str();
@@ -227,12 +240,11 @@ std::string markdown_reference() {
   std::ostringstream out;
   out << "| command | what it does |\n|---|---|\n";
   for (const CommandDoc& c : command_docs())
-    out << "| [`" << c.name << " " << markdown_cell(c.synopsis) << "`](#ckptlab-cli-" << c.name
-        << ") | " << markdown_cell(c.summary) << " |\n";
+    out << "| [`" << markdown_cell(usage_of(c)) << "`](#ckptlab-cli-" << c.name << ") | "
+        << markdown_cell(c.summary) << " |\n";
   out << "\n" << kModelIs << "\n";
   for (const CommandDoc& c : command_docs()) {
-    out << "\n### ckptlab-cli " << c.name << "\n\n```\nckptlab-cli " << c.name << " " << c.synopsis
-        << "\n```\n\n"
+    out << "\n### ckptlab-cli " << c.name << "\n\n```\nckptlab-cli " << usage_of(c) << "\n```\n\n"
         << c.description << "\n";
     for (const OptionGroup& g : c.groups) out << "\n" << markdown_table(g);
     if (c.run_options != TakesRunOptions::none)

@@ -27,7 +27,8 @@ struct CommandDoc {
   std::string description;          // paragraphs, separated by blank lines
   std::vector<OptionGroup> groups;  // the command's own options
   TakesRunOptions run_options = TakesRunOptions::none;
-  std::string exit_codes;  // "0 a plan fits, 2 usage, ..."
+  std::string exit_codes;   // "0 a plan fits, 2 usage, ..."
+  bool opens_model = true;  // then it takes the model options (--frozen)
 };
 
 // Every command, in the order the help lists them.
@@ -49,5 +50,7 @@ CommandDoc snapshot_command_doc();
 CommandDoc modules_command_doc();
 CommandDoc compare_command_doc();
 CommandDoc code_command_doc();
+CommandDoc capture_script_command_doc();
+CommandDoc capture_ops_command_doc();
 
 }  // namespace ckpt::cli

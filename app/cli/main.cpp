@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "capture_command.hpp"
 #include "cli_common.hpp"
 #include "cli_options.hpp"
 #include "cli_reference.hpp"
@@ -177,6 +178,8 @@ int main(int argc, char** argv) {
     if (cmd == "code") return cmd_code(args);
     if (cmd == "plan") return cli::cmd_plan(args);
     if (cmd == "snapshot") return cli::cmd_snapshot(args);
+    if (cmd == "capture-ops") return cli::cmd_capture_ops(args);
+    if (cmd == "capture-script") return cli::cmd_capture_script(args);
     if (cmd == "help") return cli::cmd_help(args, CKPTLAB_VERSION);
     throw cli::UsageError("unknown command '" + cmd + "'");
   } catch (const cli::UsageError& e) {

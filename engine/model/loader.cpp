@@ -1,5 +1,7 @@
 #include "engine/model/loader.hpp"
 
+#include "engine/model/capture_loader.hpp"
+#include "engine/model/load_notes.hpp"
 #include "engine/model/onnx_import.hpp"
 
 #include <cctype>
@@ -48,6 +50,11 @@ bool looks_like_json(const std::string& bytes) {
 std::shared_ptr<Model> load_model(const std::string& path, const LoadOptions& options) {
   const std::string bytes = read_file(path);
   if (bytes.empty()) throw std::invalid_argument(path + ": the file is empty");
+  if (looks_like_json(bytes) && looks_like_capture(bytes)) {
+    auto model = load_model_capture_text(bytes, path);
+    freeze_parameters(*model, options.frozen);
+    return model;
+  }
   if (looks_like_json(bytes)) return load_model_json_text(bytes, path, options);
   return load_model_onnx_file(
       bytes, path, [path] { return read_file(path); }, options);

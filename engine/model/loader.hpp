@@ -21,7 +21,8 @@ struct LoadOptions {
   std::vector<std::string> frozen;
 };
 
-// A .json or .onnx file, told apart by content (not by extension).
+// A .json, .capture.json (engine/model/capture_loader.hpp) or .onnx file, told apart by
+// content (not by extension).
 std::shared_ptr<Model> load_model(const std::string& path, const LoadOptions& options = {});
 // A native model from text (embedded samples); `source` names it in errors and Model::source.
 std::shared_ptr<Model> load_model_json_text(const std::string& text, const std::string& source,

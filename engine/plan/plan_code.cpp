@@ -216,10 +216,13 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
 }  // namespace
 
 std::string plan_pytorch_code(const Model& model, const RunRequest& request) {
-  if (model.format == "onnx") {
+  if (model.format == "onnx" || model.format == "capture") {
     std::ostringstream s;
-    s << "# Checkpoint plan for " << model.source << ", exported to ONNX from a PyTorch model.\n"
-      << "# Apply it to the nn.Module you exported: apply_plan(model). The names are that\n"
+    s << "# Checkpoint plan for " << model.source
+      << (model.format == "capture" ? ", captured from a PyTorch model by ckptlab_capture.\n"
+                                    : ", exported to ONNX from a PyTorch model.\n")
+      << "# Apply it to the nn.Module you " << (model.format == "capture" ? "captured" : "exported")
+      << ": apply_plan(model). The names are that\n"
       << "# model's submodules; ranges assume their parent calls them in a chain.\n";
     if (const std::string o =
             py::optimizer_constructor(request.settings.optimizer, "model.parameters()");

@@ -61,10 +61,16 @@ std::string onnx_training_step(const RunSettings& s) {
 
 std::string onnx_code(const Model& m, const RunRequest& c) {
   std::ostringstream s;
-  s << "# Checkpointing for " << m.source << ", exported to ONNX from a PyTorch model.\n"
-    << "# Its Python source is not in the file: apply this to the PyTorch model you exported it\n"
-    << "# from. The names are that model's submodules (ONNX node scopes), so get_submodule finds\n"
-    << "# them. Memory figures in Checkpoint Lab are those of the exported graph.\n"
+  const bool captured = m.format == "capture";
+  s << "# Checkpointing for " << m.source
+    << (captured ? ", captured from a PyTorch model by ckptlab_capture.\n"
+                 : ", exported to ONNX from a PyTorch model.\n")
+    << "# Its Python source is not in the file: apply this to the PyTorch model you "
+    << (captured ? "captured.\n# " : "exported it\n# from. ")
+    << "The names are that model's submodules ("
+    << (captured ? "state_dict paths" : "ONNX node scopes") << "), so get_submodule finds\n"
+    << "# them. Memory figures in Checkpoint Lab are those of the "
+    << (captured ? "captured ops" : "exported graph") << ".\n"
     << "import torch\nfrom torch.utils.checkpoint import checkpoint, checkpoint_sequential\n\n\n"
     << "def use_checkpoint(model, names, **kwargs):\n"
     << "    \"\"\"Makes each named submodule run under checkpoint() when the model calls "
@@ -109,9 +115,11 @@ namespace ckpt {
 std::string pytorch_code(const Model& model, const RunRequest& request) {
   // Ranges of an exported model need the plan's code: its segments in the order that nests them
   // as the engine did; so do offloaded modules (apply_plan's offload()).
-  if (model.format == "onnx" && (!request.plan.ranges.empty() || !request.plan.offload.empty()))
+  // A capture's Python source is the user's own too: the same code as an export's.
+  const bool elsewhere = model.format == "onnx" || model.format == "capture";
+  if (elsewhere && (!request.plan.ranges.empty() || !request.plan.offload.empty()))
     return plan_pytorch_code(model, request);
-  if (model.format == "onnx") return pytorch_code_detail::onnx_code(model, request);
+  if (elsewhere) return pytorch_code_detail::onnx_code(model, request);
   return pytorch_code_detail::NativeWriter(model, request).write();
 }
 

@@ -62,9 +62,35 @@ GuardVerdict no_real_run_on(Device device, GuardVerdict v) {
   return v;
 }
 
+// A capture made on meta tensors (ckptlab_capture without weights) holds its weights' shapes,
+// not their values: its figures are its dry run's, and no real run follows.
+GuardVerdict no_real_run_without_weights(const Model& model, GuardVerdict v) {
+  if (!v.fits) return v;
+  for (const auto& p : model.parameters)
+    if (p.initial.is_meta()) {
+      v.fits = false;
+      v.message = "dry run only: the weights were not captured ('" + p.name +
+                  "' has a shape and no values; capture with weights=True for a real run); the "
+                  "bytes are the dry run's, exact";
+      return v;
+    }
+  return v;
+}
+
+// What the device's memory allows.
+GuardVerdict judge_memory_of_device(const Model& model, const RunResult& dry,
+                                    const RunSettings& settings);
+
 }  // namespace
 
 GuardVerdict judge_memory(const Model& model, const RunResult& dry, const RunSettings& settings) {
+  return no_real_run_without_weights(model, judge_memory_of_device(model, dry, settings));
+}
+
+namespace {
+
+GuardVerdict judge_memory_of_device(const Model& model, const RunResult& dry,
+                                    const RunSettings& settings) {
   if (const auto gpu = gpu_fit(dry, settings))
     return no_real_run_on(settings.device, judge_gpu(dry, *gpu));
   const std::int64_t limit = settings.max_memory;
@@ -87,5 +113,7 @@ GuardVerdict judge_memory(const Model& model, const RunResult& dry, const RunSet
   v.message = m.str();
   return v;
 }
+
+}  // namespace
 
 }  // namespace ckpt

@@ -5,6 +5,7 @@
 #include <exception>
 #include <string_view>
 
+#include "engine/model/capture_loader.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/tensor/device.hpp"
 #include "engine/tensor/npy.hpp"
@@ -81,6 +82,12 @@ void json_model(const std::uint8_t* data, std::size_t size) {
   });
 }
 
+void capture_model(const std::uint8_t* data, std::size_t size) {
+  // Weights come only with their bytes (bounded by the input); shapes alone are meta tensors.
+  expect_named_error("capture_model", "fuzz.capture.json",
+                     [&] { load_model_capture_text(text(data, size), "fuzz.capture.json"); });
+}
+
 void npy(const std::uint8_t* data, std::size_t size) {
   expect_named_error("npy", "fuzz.npy", [&] {
     load_npy_bytes(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy");
@@ -93,11 +100,10 @@ void dot_json(const std::uint8_t* data, std::size_t size) {
 }
 
 const std::vector<Target>& targets() {
-  static const std::vector<Target> all = {{"onnx_model", onnx_model},
-                                          {"json_model", json_model},
-                                          {"npy", npy},
-                                          {"dot_json", dot_json},
-                                          {"memory_snapshot", memory_snapshot}};
+  static const std::vector<Target> all = {
+      {"onnx_model", onnx_model},       {"json_model", json_model},
+      {"capture_model", capture_model}, {"npy", npy},
+      {"dot_json", dot_json},           {"memory_snapshot", memory_snapshot}};
   return all;
 }
 

@@ -22,6 +22,8 @@ struct Target {
 
 void onnx_model(const std::uint8_t* data, std::size_t size);
 void json_model(const std::uint8_t* data, std::size_t size);
+// A capture of ckptlab_capture (engine/model/capture_loader.hpp).
+void capture_model(const std::uint8_t* data, std::size_t size);
 void npy(const std::uint8_t* data, std::size_t size);
 void dot_json(const std::uint8_t* data, std::size_t size);
 // In fuzz_snapshot_entry.cpp, which needs only the snapshot floor: its fuzz target builds in

@@ -23,7 +23,8 @@ contents=$(dpkg-deb -c "$deb")
 for f in usr/bin/ckptlab usr/bin/ckptlab-cli usr/share/applications/ckptlab.desktop \
   usr/share/icons/hicolor/scalable/apps/ckptlab.svg usr/share/mime/packages/ckptlab.xml \
   usr/share/man/man1/ckptlab.1.gz usr/share/man/man1/ckptlab-cli.1.gz \
-  usr/share/ckptlab/samples/densenet_block.json usr/share/ckptlab/samples/tiny_resnet.onnx; do
+  usr/share/ckptlab/samples/densenet_block.json usr/share/ckptlab/samples/tiny_resnet.onnx \
+  usr/lib/python3/dist-packages/ckptlab_capture.py; do
   grep -q " \./$f\$" <<<"$contents" || fail "not in the package: /$f"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
@@ -40,6 +41,14 @@ out=$("$root/usr/bin/ckptlab-cli" run densenet_block --no-baseline 2>&1) ||
   { echo "$out" >&2; fail "the installed ckptlab-cli could not run the sample densenet_block"; }
 grep -q "densenet_block" <<<"$out" && grep -q "peak" <<<"$out" ||
   { echo "$out" >&2; fail "the installed CLI's run printed no model name or peak"; }
+# The installed capture module, as Debian's python3 imports it, and its file in the installed CLI.
+capture=$(PYTHONPATH="$root/usr/lib/python3/dist-packages" /usr/bin/python3 -c '
+import sys, torch, ckptlab_capture
+ckptlab_capture.capture(torch.nn.Linear(3, 2), torch.randn(4, 3), sys.argv[1])' \
+  "$work/linear.capture.json" 2>&1) || { echo "$capture" >&2; fail "the installed ckptlab_capture failed"; }
+out=$("$root/usr/bin/ckptlab-cli" run "$work/linear.capture.json" --dry-run --no-baseline 2>&1) ||
+  { echo "$out" >&2; fail "the installed ckptlab-cli could not run a capture"; }
+
 status=0
 missing=$("$root/usr/bin/ckptlab-cli" run no_such_sample 2>&1) || status=$?
 [ "$status" -eq 3 ] || fail "an unknown sample name exits $status, not 3: $missing"

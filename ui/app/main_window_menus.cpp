@@ -98,7 +98,8 @@ void MainWindow::buildFileMenu() {
   connect(open, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getOpenFileName(
         this, tr("Open a model"), QString(),
-        tr("Models (*.json *.onnx);;Native JSON (*.json);;ONNX (*.onnx);;All files (*)"));
+        tr("Models (*.json *.onnx);;Captures of ckptlab_capture (*.capture.json);;Native JSON "
+           "(*.json);;ONNX (*.onnx);;All files (*)"));
     if (!path.isEmpty()) openPath(path);
   });
   QAction* snapshot = file->addAction(tr("Open &Memory Snapshot…"));

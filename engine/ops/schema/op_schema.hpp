@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/schema/aten_node.hpp"
 #include "engine/ops/schema/attributes.hpp"
 #include "engine/ops/schema/native_layer.hpp"
 #include "engine/ops/schema/onnx_node.hpp"
@@ -37,6 +38,13 @@ struct OnnxRule {
   // How torch.nn initialises each input that is a parameter, by input index (a weight a file
   // does not hold is made so for a real run; engine/ops/schema/parameter_init.hpp).
   std::vector<InitKind> parameter_init;
+};
+
+// An ATen op, as ckptlab_capture recorded it ("aten::addmm"), that this row translates from
+// (docs/capture_format.md). One rule per ATen name; the rule reads the overload itself.
+struct AtenRule {
+  const char* name = nullptr;
+  void (*translate)(AtenNode&) = nullptr;
 };
 
 // What a per-op checkpoint policy calls an op (`--policy save:mm,sdpa`), and the aten functions
@@ -104,6 +112,8 @@ struct OpSchema {
   // Under autocast (engine/ops/autocast.hpp); checked against PyTorch 1.13's CPU autocast by
   // tests/oracle/test_oracle_amp.
   AutocastRule autocast;
+  // The ATen ops of a capture this op stands for (engine/model/capture_loader.cpp).
+  std::vector<AtenRule> aten;
 };
 
 // A native layer and the row that builds it.
@@ -133,13 +143,20 @@ class OpTable {
   std::vector<std::string> types_of_policy_kind(const std::string& kind) const;
   std::vector<std::string> aten_of_policy_kind(const std::string& kind) const;
 
+  // The rule for an ATen op of a capture ("aten::addmm"), or null; every name with a rule.
+  const AtenRule* aten_rule(const std::string& name) const;
+  std::vector<std::string> aten_names() const;  // sorted
+
   void add(OpSchema row);  // for the family registration functions only
+  // Gives the existing row `type` the ATen rules of a family's *_aten.cpp.
+  void add_aten(const std::string& type, std::vector<AtenRule> rules);
 
  private:
   std::map<std::string, OpSchema> rows_;
   std::multimap<std::string, OnnxRule> onnx_;
   std::map<std::string, std::pair<std::string, std::size_t>> layers_;         // -> row, index
   std::multimap<std::string, std::pair<std::string, std::size_t>> patterns_;  // root -> row, i
+  std::map<std::string, AtenRule> aten_;
 };
 
 // Runs `row` on `inputs`; an engine error comes back naming the node, its op and its input
@@ -181,5 +198,27 @@ inline const Tensor& optional_input(const TensorList& xs, std::size_t i) {
 #define CKPTLAB_DECLARE_FAMILY(family) void register_##family##_ops(OpTable& table);
 CKPTLAB_OP_FAMILIES(CKPTLAB_DECLARE_FAMILY)
 #undef CKPTLAB_DECLARE_FAMILY
+
+// The families whose rows translate captured ATen ops, each in its <family>_aten.cpp, registered
+// after every row exists.
+#define CKPTLAB_ATEN_FAMILIES(X) \
+  X(matmul)                      \
+  X(shape_ops)                   \
+  X(elementwise)                 \
+  X(unary)                       \
+  X(norm)                        \
+  X(conv)                        \
+  X(pool)                        \
+  X(reduce)                      \
+  X(resize)                      \
+  X(softmax)                     \
+  X(dropout)                     \
+  X(embedding)                   \
+  X(inplace)                     \
+  X(logical)
+
+#define CKPTLAB_DECLARE_ATEN(family) void register_##family##_aten(OpTable& table);
+CKPTLAB_ATEN_FAMILIES(CKPTLAB_DECLARE_ATEN)
+#undef CKPTLAB_DECLARE_ATEN
 
 }  // namespace ckpt

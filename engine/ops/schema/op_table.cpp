@@ -13,6 +13,9 @@ const OpTable& OpTable::instance() {
 #define CKPTLAB_REGISTER_FAMILY(family) register_##family##_ops(t);
     CKPTLAB_OP_FAMILIES(CKPTLAB_REGISTER_FAMILY)
 #undef CKPTLAB_REGISTER_FAMILY
+#define CKPTLAB_REGISTER_ATEN(family) register_##family##_aten(t);
+    CKPTLAB_ATEN_FAMILIES(CKPTLAB_REGISTER_ATEN)
+#undef CKPTLAB_REGISTER_ATEN
     return t;
   }();
   return table;
@@ -36,6 +39,29 @@ void OpTable::add(OpSchema row) {
                              row.native_layers[i].name + "' (row '" + type + "')");
   if (!rows_.emplace(type, std::move(row)).second)
     throw std::logic_error("op table: two rows for op kind '" + type + "'");
+}
+
+void OpTable::add_aten(const std::string& type, std::vector<AtenRule> rules) {
+  auto row = rows_.find(type);
+  if (row == rows_.end())
+    throw std::logic_error("op table: ATen rules for the unknown op kind '" + type + "'");
+  for (const AtenRule& rule : rules) {
+    if (!aten_.emplace(rule.name, rule).second)
+      throw std::logic_error(std::string("op table: two rules for ATen op ") + rule.name +
+                             " (row '" + type + "')");
+    row->second.aten.push_back(rule);
+  }
+}
+
+const AtenRule* OpTable::aten_rule(const std::string& name) const {
+  auto it = aten_.find(name);
+  return it == aten_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> OpTable::aten_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, rule] : aten_) out.push_back(name);
+  return out;
 }
 
 const OpSchema* OpTable::find(const std::string& type) const {

@@ -1,0 +1,32 @@
+// ATen rules of the 2-d convolutions (docs/capture_format.md).
+#include "engine/ops/schema/op_schema.hpp"
+
+namespace ckpt {
+
+namespace {
+
+void aten_convolution(AtenNode& n) {
+  const std::string x = n.tensor("input");
+  if (n.probe(x).dim() != 4)
+    n.fail("only 2-d convolutions (4-d inputs) are supported; this input is " +
+           shape_str(n.probe(x).shape()));
+  Attributes a{{"stride", n.ints("stride")},
+               {"padding", n.ints("padding")},
+               {"dilation", n.ints("dilation")},
+               {"groups", n.integer_or("groups", 1)}};
+  const std::vector<std::string> in{x, n.tensor("weight"), n.has("bias") ? n.tensor("bias") : ""};
+  if (n.flag("transposed", false)) {
+    a["output_padding"] = n.ints("output_padding");
+    n.emit1("conv_transpose2d", in, std::move(a));
+    return;
+  }
+  n.emit1("conv2d", in, std::move(a));
+}
+
+}  // namespace
+
+void register_conv_aten(OpTable& t) {
+  t.add_aten("conv2d", {{"aten::convolution", aten_convolution}});
+}
+
+}  // namespace ckpt

@@ -1,0 +1,145 @@
+"""Models written for the capture tests (issue 37): a Llama-family decoder (RMSNorm, rotary
+embeddings kept as buffers, SwiGLU, grouped-query attention) and a small CNN. The 8B bench
+(tests/bench/capture_8b.py) builds the same decoder at Llama 3 8B's sizes.
+
+    llama(vocab, dim, layers, heads, kv_heads, ffn, max_seq)   a factory for ckptlab_capture
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def repeat_kv(x, n_rep):
+    b, h, t, d = x.shape
+    if n_rep == 1:
+        return x
+    return x[:, :, None, :, :].expand(b, h, n_rep, t, d).reshape(b, h * n_rep, t, d)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads, kv_heads):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.q_proj = nn.Linear(dim, heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(heads * self.head_dim, dim, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = repeat_kv(k, self.heads // self.kv_heads)
+        v = repeat_kv(v, self.heads // self.kv_heads)
+        att = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        att = F.softmax(att + mask, dim=-1)
+        y = torch.matmul(att, v).transpose(1, 2).contiguous().view(b, t, -1)
+        return self.o_proj(y)
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim, ffn):
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, ffn, bias=False)
+        self.up_proj = nn.Linear(dim, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, dim, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, dim, heads, kv_heads, ffn):
+        super().__init__()
+        self.input_layernorm = RMSNorm(dim)
+        self.self_attn = Attention(dim, heads, kv_heads)
+        self.post_attention_layernorm = RMSNorm(dim)
+        self.mlp = Mlp(dim, ffn)
+
+    def forward(self, x, cos, sin, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Llama(nn.Module):
+    def __init__(self, vocab, dim, layers, heads, kv_heads, ffn, max_seq, theta=500000.0):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList(DecoderLayer(dim, heads, kv_heads, ffn) for _ in range(layers))
+        self.norm = RMSNorm(dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        head_dim = dim // heads
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2).float() / head_dim))
+        freqs = torch.outer(torch.arange(max_seq).float(), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        # Buffers, not weights: the rotary tables and the causal mask.
+        self.register_buffer("cos_cached", emb.cos(), persistent=False)
+        self.register_buffer("sin_cached", emb.sin(), persistent=False)
+        self.register_buffer("causal_mask",
+                             torch.full((max_seq, max_seq), float("-inf")).triu(1),
+                             persistent=False)
+
+    def forward(self, input_ids):
+        t = input_ids.shape[1]
+        x = self.embed_tokens(input_ids)
+        cos, sin, mask = self.cos_cached[:t], self.sin_cached[:t], self.causal_mask[:t, :t]
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.lm_head(self.norm(x))
+
+
+def llama_small():
+    return Llama(vocab=64, dim=32, layers=2, heads=4, kv_heads=2, ffn=48, max_seq=16)
+
+
+def llama_8b():
+    """Llama 3 8B's sizes: 32 layers, width 4,096, FFN 14,336, 32 heads, 8 KV heads, a
+    vocabulary of 128,256; the buffers made for 8,192 tokens."""
+    return Llama(vocab=128256, dim=4096, layers=32, heads=32, kv_heads=8, ffn=14336,
+                 max_seq=8192)
+
+
+class SmallCnn(nn.Module):
+    """Conv, BatchNorm, ReLU, max pooling, an in-place residual, average pooling and a head with
+    in-place activations."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8),
+                                  nn.ReLU(inplace=True), nn.MaxPool2d(2))
+        self.conv = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        # In-place activations save a clone of their input in PyTorch 1.13 (as EfficientNet's
+        # and MobileNet's do): the engine's out-of-place ops keep the same bytes.
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 16),
+                                  nn.SiLU(inplace=True), nn.Linear(16, 16),
+                                  nn.Hardswish(inplace=True), nn.Linear(16, 16),
+                                  nn.ReLU6(inplace=True), nn.Linear(16, classes))
+
+    def forward(self, x):
+        x = self.stem(x)
+        y = self.bn(self.conv(x))
+        y += x
+        return self.head(self.pool(F.relu(y)))

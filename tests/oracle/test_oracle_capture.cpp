@@ -1,0 +1,191 @@
+// Capture oracle (issue 37): models captured by ckptlab_capture from PyTorch 1.13 load, keep for
+// backward what the eager module keeps (to the byte), give gradients within the float32 rule of
+// docs/model_coverage.md, and their meta capture's dry run equals the weighted capture's real
+// run byte for byte. A truncated or hand-edited capture is an error naming the file and entry.
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <fstream>
+
+#include "engine/autograd/saved_tensors.hpp"
+#include "engine/model/loader.hpp"
+#include "engine/run/runner.hpp"
+#include "engine/tensor/npy.hpp"
+#include "tests/oracle/support/oracle_process.hpp"
+
+using namespace ckpt;
+
+namespace {
+
+QJsonObject read_json(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+RunResult run_case(const std::shared_ptr<const Model>& model, const Tensor& input, bool backward,
+                   bool dry) {
+  RunRequest c = scenario_request(*model);
+  c.settings.inputs = {input};
+  c.settings.loss = LossKind::sum;
+  c.settings.threads = 1;
+  c.settings.backward = backward;
+  c.settings.dry_run = dry;
+  return Runner(model).run(c);
+}
+
+std::int64_t saved_bytes(const RunResult& forward) {
+  std::int64_t bytes = 0;
+  for (const auto& s : saved_tensor_storages(forward.outputs)) bytes += s.bytes;
+  return bytes;
+}
+
+double l2(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+  return std::sqrt(s);
+}
+
+std::string text_of(const QString& path) {
+  std::ifstream in(path.toStdString(), std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write(const QString& path, const std::string& text) {
+  std::ofstream(path.toStdString(), std::ios::binary) << text;
+}
+
+// The load error of `text` written to `path`, or "" when it loads.
+QString load_error(const QString& path, const std::string& text) {
+  write(path, text);
+  try {
+    load_model(path.toStdString());
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+class TestOracleCapture : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QVERIFY(oracle::prepare_scratch(dir_));
+    const QString err =
+        oracle::run_script({oracle::source_dir() + "/tests/oracle/capture_oracle.py", dir_.path()});
+    QVERIFY2(err.isEmpty(), qPrintable(err));
+    QFile index(dir_.filePath("index.txt"));
+    QVERIFY(index.open(QIODevice::ReadOnly));
+    for (const auto& line : QString(index.readAll()).split('\n', Qt::SkipEmptyParts))
+      cases_ << line;
+    QCOMPARE(cases_.size(), 5);
+  }
+
+  void asTheEagerModule_data() {
+    QTest::addColumn<QString>("name");
+    for (const auto& c : cases_) QTest::newRow(qPrintable(c)) << c;
+  }
+  void asTheEagerModule() {
+    QFETCH(QString, name);
+    const QString d = dir_.filePath(name);
+    const QJsonObject meta = read_json(d + "/case.json");
+    QVERIFY(!meta.isEmpty());
+    std::shared_ptr<const Model> model = load_model((d + "/model.capture.json").toStdString());
+    std::shared_ptr<const Model> weightless = load_model((d + "/meta.capture.json").toStdString());
+    QVERIFY(!model->scenario.dry_run_only);
+    QVERIFY(weightless->scenario.dry_run_only);
+    const Tensor input = load_npy((d + "/input.npy").toStdString());
+
+    // Saved for backward: the eager module's storages, to the byte, captured with weights or not.
+    const std::int64_t eager = meta["saved"].toObject()["bytes"].toInteger();
+    const RunResult forward = run_case(model, input, false, false);
+    QVERIFY2(forward.ok, forward.error.c_str());
+    QCOMPARE(saved_bytes(forward), eager);
+    const RunResult dry_forward = run_case(weightless, input, false, true);
+    QVERIFY2(dry_forward.ok, dry_forward.error.c_str());
+    QCOMPARE(saved_bytes(dry_forward), eager);
+
+    // The meta capture's dry run is the weighted capture's real run, byte for byte.
+    const RunResult real = run_case(model, input, true, false);
+    QVERIFY2(real.ok, real.error.c_str());
+    const RunResult dry = run_case(weightless, input, true, true);
+    QVERIFY2(dry.ok, dry.error.c_str());
+    QCOMPARE(dry.trace.peak().bytes, real.trace.peak().bytes);
+    QCOMPARE(dry.trace.step_count(), real.trace.step_count());
+
+    if (!meta["grads"].toBool()) return;
+    // The float32 rule: no further from float64 than 10 times PyTorch's own float32 error.
+    const QJsonObject errors = meta["float32_error"].toObject();
+    int compared = 0;
+    for (const auto& p : model->parameters) {
+      if (p.is_buffer) continue;
+      const double theirs = errors[QString::fromStdString(p.name)].toDouble();
+      const auto ours = real.gradients.find(p.name);
+      QVERIFY2(ours != real.gradients.end(), p.name.c_str());
+      const auto exact =
+          load_npy((d + "/grad64__" + QString::fromStdString(p.name) + ".npy").toStdString())
+              .to_vector();
+      const double distance = l2(ours->second.to_vector(), exact);
+      if (theirs == 0 && distance == 0) continue;
+      const double ratio = distance / std::max(theirs, 1e-300);
+      QVERIFY2(ratio <= 10, qPrintable(QString("%1: gradient %2 times PyTorch's float32 error")
+                                           .arg(p.name.c_str())
+                                           .arg(ratio)));
+      ++compared;
+    }
+    QVERIFY(compared > 0);
+  }
+
+  // A truncated or hand-edited capture: an error naming the file and the entry.
+  void clearErrors() {
+    const QString source = dir_.filePath("small_cnn/meta.capture.json");
+    const std::string text = text_of(source);
+    const QString path = dir_.filePath("edited.capture.json");
+
+    QString e = load_error(path, text.substr(0, text.size() / 2));
+    QVERIFY2(e.contains("edited.capture.json: not a complete capture"), qPrintable(e));
+
+    std::string edited = text;
+    edited.replace(edited.find("aten::convolution"), 17, "aten::convolutio");
+    e = load_error(path, edited);
+    QVERIFY2(e.contains("edited.capture.json: ops[0] 'aten::convolutio.default' in module "
+                        "'stem.0' (PyTorch 1.13"),
+             qPrintable(e));
+    QVERIFY2(e.contains("has no translation"), qPrintable(e));
+
+    edited = text;
+    edited.replace(edited.find("\"version\":1"), 11, "\"version\":7");
+    e = load_error(path, edited);
+    QVERIFY2(e.contains("edited.capture.json: version: this build reads version 1"), qPrintable(e));
+
+    // An op reading a value no op made.
+    edited = text;
+    const auto input = edited.find("{\"input\":{\"t\":0}");
+    QVERIFY(input != std::string::npos);
+    edited.replace(input, 16, "{\"input\":{\"t\":99999}");
+    e = load_error(path, edited);
+    QVERIFY2(e.contains("ops[0] 'aten::convolution.default'") && e.contains("value 99999"),
+             qPrintable(e));
+
+    // A shape PyTorch did not record: the engine's translation disagrees and says so.
+    edited = text;
+    const auto shape = edited.find("\"shape\":[2,8,16,16]");
+    QVERIFY(shape != std::string::npos);
+    edited.replace(shape, 19, "\"shape\":[2,8,16,15]");
+    e = load_error(path, edited);
+    QVERIFY2(e.contains("edited.capture.json: ops[") && e.contains("where PyTorch recorded"),
+             qPrintable(e));
+  }
+
+ private:
+  QTemporaryDir dir_;
+  QStringList cases_;
+};
+
+QTEST_GUILESS_MAIN(TestOracleCapture)
+#include "test_oracle_capture.moc"
