@@ -14,6 +14,7 @@
 #include "engine/ops/matmul.hpp"
 #include "engine/ops/softmax.hpp"
 #include "engine/tensor/generator.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -33,6 +34,17 @@ Tensor scaled(const Tensor& x, const AttentionScale& s) {
   return x;
 }
 
+// The causal mask of `length` queries over `keys` keys: true above the diagonal, where a query
+// may not look (torch.ones(L, S, dtype=torch.bool).triu(1)).
+Tensor causal_mask(std::int64_t length, std::int64_t keys) {
+  Tensor m = Tensor::zeros({length, keys}, DType::b8);
+  if (m.is_meta()) return m;
+  bool* d = m.data<bool>();
+  for (std::int64_t r = 0; r < length; ++r)
+    for (std::int64_t k = r + 1; k < keys; ++k) d[r * keys + k] = true;
+  return m;
+}
+
 // The decomposed ops, exactly as the exported graph spells them: what each saves is what
 // PyTorch 1.13's op of the same name saves.
 Tensor math_attention(const Tensor& q, const Tensor& kt, const Tensor& v, const Tensor& mask,
@@ -40,6 +52,9 @@ Tensor math_attention(const Tensor& q, const Tensor& kt, const Tensor& v, const 
   Tensor s = scaled(matmul(scaled(q, o.query), scaled(kt, o.key)), o.scores);
   if (o.mask == AttentionMask::add) s = add(s, mask);
   if (o.mask == AttentionMask::fill) s = where(mask, Tensor::scalar(o.fill, s.dtype()), s);
+  if (o.mask == AttentionMask::causal)
+    s = where(causal_mask(s.shape()[s.dim() - 2], s.shape().back()),
+              Tensor::scalar(o.fill, s.dtype()), s);
   Tensor p = softmax(s, -1);
   if (o.dropout > 0) p = dropout(p, o.dropout, true);
   return matmul(p, v);
@@ -114,6 +129,15 @@ Problem problem_of(const Tensor& q, const Tensor& kt, const Tensor& v, const Att
 Tensor scores_of(const Problem& p, const Tensor& mask, const AttentionOptions& o) {
   Tensor s = mul_scalar_raw(bmm(p.q, p.kt), p.scale);
   if (o.mask == AttentionMask::none || s.is_meta()) return s;
+  if (o.mask == AttentionMask::causal) {
+    dispatch_floating(s.dtype(), kOp, [&]<typename T>() {
+      T* ps = s.data<T>();
+      const T fill = static_cast<T>(o.fill);
+      for (std::int64_t i = 0; i < s.numel(); ++i)
+        if (i % p.keys > (i / p.keys) % p.length) ps[i] = fill;
+    });
+    return s;
+  }
   const Shape full = with_last_two(p.batch, p.length, p.keys);
   const Tensor m = contiguous_copy(expand_raw(cast_raw(mask, s.dtype()), full));
   dispatch_floating(s.dtype(), kOp, [&]<typename T>() {
@@ -184,6 +208,11 @@ Tensor efficient_attention(const Tensor& q, const Tensor& kt, const Tensor& v, c
   if (kept.size() == 2) {
     out = kept[0];
     lse = kept[1];
+  } else if (q.is_meta()) {
+    // A dry run holds what PyTorch's fused kernel allocates: the output and the float32
+    // log-sum-exp; its tiles of scores never reach the allocator.
+    out = Tensor::empty(out_shape, q.dtype());
+    lse = Tensor::empty(lse_shape, DType::f32);
   } else {
     lse = Tensor::zeros(lse_shape, q.dtype());
     Tensor s = scores_of(p, mask, o);
@@ -198,48 +227,57 @@ Tensor efficient_attention(const Tensor& q, const Tensor& kt, const Tensor& v, c
     inputs.push_back(mask);
     saved.push_back(mask);
   }
-  record("ScaledDotProductEfficientAttentionBackward0", inputs, {out, lse}, saved,
-         [o, rng_state, lse_length](BackwardContext& c) -> TensorList {
-           const Tensor& q0 = c.saved[0];
-           const Tensor& kt0 = c.saved[1];
-           const Tensor& v0 = c.saved[2];
-           const Tensor m = c.saved.size() > 5 ? c.saved[5] : Tensor();
-           const Problem p = problem_of(q0, kt0, v0, o);
-           Tensor lse = c.saved[4];
-           Tensor prob = scores_of(p, m, o);
-           probabilities(prob, lse, false, lse_length);
-           Tensor z;
-           if (o.dropout > 0) {
-             Generator gen;
-             gen.set_state(rng_state);
-             z = dropout_mask(prob, o.dropout, gen);
-           }
-           const Tensor g = batch3(c.grads[0]);
-           const Tensor dropped = z.defined() ? mul_raw(prob, z) : prob;
-           TensorList grads(c.saved.size() > 5 ? 4 : 3);
-           if (c.needs_input_grad[2])
-             grads[2] = as_contiguous(bmm(transposed(dropped), g))
-                            .alias(v0.shape(), contiguous_strides(v0.shape()), 0);
-           Tensor dp = bmm(g, transposed(p.v));
-           if (z.defined()) dp = mul_raw(dp, z);
-           // D = rowsum(dO ∘ O) = rowsum(P ∘ dP): the efficient backward's row term.
-           const Tensor d = sum_dims_raw(mul_raw(g, batch3(c.saved[3])), {2}, true);
-           const Tensor ds = mul_raw(prob, sub_raw(dp, d));
-           if (grads.size() > 3 && c.needs_input_grad[3])
-             grads[3] =
-                 sum_to_raw(ds.alias(with_last_two(p.batch, p.length, p.keys),
-                                     contiguous_strides(with_last_two(p.batch, p.length, p.keys)),
-                                     ds.offset()),
-                            m.shape());
-           const Tensor dsc = mul_scalar_raw(ds, p.scale);
-           if (c.needs_input_grad[0])
-             grads[0] =
-                 bmm(dsc, transposed(p.kt)).alias(q0.shape(), contiguous_strides(q0.shape()), 0);
-           if (c.needs_input_grad[1])
-             grads[1] =
-                 bmm(transposed(p.q), dsc).alias(kt0.shape(), contiguous_strides(kt0.shape()), 0);
-           return grads;
-         });
+  record(
+      "ScaledDotProductEfficientAttentionBackward0", inputs, {out, lse}, saved,
+      [o, rng_state, lse_length](BackwardContext& c) -> TensorList {
+        const Tensor& q0 = c.saved[0];
+        const Tensor& kt0 = c.saved[1];
+        const Tensor& v0 = c.saved[2];
+        const Tensor m = c.saved.size() > 5 ? c.saved[5] : Tensor();
+        if (q0.is_meta()) {
+          // The fused backward allocates the gradients only (dq, dk, dv; the mask's if asked).
+          TensorList grads(c.saved.size() > 5 ? 4 : 3);
+          for (std::size_t i = 0; i < grads.size(); ++i)
+            if (c.needs_input_grad[i])
+              grads[i] =
+                  Tensor::empty(c.saved[i == 3 ? 5 : i].shape(), c.saved[i == 3 ? 5 : i].dtype());
+          return grads;
+        }
+        const Problem p = problem_of(q0, kt0, v0, o);
+        Tensor lse = c.saved[4];
+        Tensor prob = scores_of(p, m, o);
+        probabilities(prob, lse, false, lse_length);
+        Tensor z;
+        if (o.dropout > 0) {
+          Generator gen;
+          gen.set_state(rng_state);
+          z = dropout_mask(prob, o.dropout, gen);
+        }
+        const Tensor g = batch3(c.grads[0]);
+        const Tensor dropped = z.defined() ? mul_raw(prob, z) : prob;
+        TensorList grads(c.saved.size() > 5 ? 4 : 3);
+        if (c.needs_input_grad[2])
+          grads[2] = as_contiguous(bmm(transposed(dropped), g))
+                         .alias(v0.shape(), contiguous_strides(v0.shape()), 0);
+        Tensor dp = bmm(g, transposed(p.v));
+        if (z.defined()) dp = mul_raw(dp, z);
+        // D = rowsum(dO ∘ O) = rowsum(P ∘ dP): the efficient backward's row term.
+        const Tensor d = sum_dims_raw(mul_raw(g, batch3(c.saved[3])), {2}, true);
+        const Tensor ds = mul_raw(prob, sub_raw(dp, d));
+        if (grads.size() > 3 && c.needs_input_grad[3])
+          grads[3] = sum_to_raw(
+              ds.alias(with_last_two(p.batch, p.length, p.keys),
+                       contiguous_strides(with_last_two(p.batch, p.length, p.keys)), ds.offset()),
+              m.shape());
+        const Tensor dsc = mul_scalar_raw(ds, p.scale);
+        if (c.needs_input_grad[0])
+          grads[0] =
+              bmm(dsc, transposed(p.kt)).alias(q0.shape(), contiguous_strides(q0.shape()), 0);
+        if (c.needs_input_grad[1])
+          grads[1] =
+              bmm(transposed(p.q), dsc).alias(kt0.shape(), contiguous_strides(kt0.shape()), 0);
+        return grads;
+      });
   return out;
 }
 
@@ -252,6 +290,16 @@ std::int64_t attention_lse_length(std::int64_t query_length) {
 
 AttentionKernel attention_kernel_for(const Tensor& query, const AttentionOptions& options) {
   const bool fused_in_pytorch = options.scores.op == AttentionScale::Op::none;
+  if (options.mask == AttentionMask::causal) {
+    // F.scaled_dot_product_attention(is_causal=True) (the Llama blocks): PyTorch 2.x runs it
+    // fused in float32, bfloat16 and float16 (flash or efficient: both keep query, key, value,
+    // output and the log-sum-exp), and a dry run standing in for CUDA does as a CUDA run does.
+    const bool fused_dtype = query.dtype() == DType::f32 || is_reduced_floating(query.dtype());
+    return memory_semantics(query.device()).kernels == KernelAllocations::pytorch_cuda &&
+                   fused_dtype && fused_in_pytorch
+               ? AttentionKernel::efficient
+               : AttentionKernel::math;
+  }
   return query.device() == Device::cuda && query.dtype() == DType::f32 && fused_in_pytorch
              ? AttentionKernel::efficient
              : AttentionKernel::math;
@@ -261,7 +309,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& kt, const Ten
                                     const Tensor& mask, const AttentionOptions& o,
                                     AttentionKernel kernel) {
   OpScope op(kOp);
-  if ((o.mask == AttentionMask::none) != !mask.defined())
+  if ((o.mask == AttentionMask::none || o.mask == AttentionMask::causal) != !mask.defined())
     throw std::invalid_argument(std::string(kOp) + ": a mask is given without a mask kind, or a " +
                                 "mask kind without a mask");
   if (!(o.dropout >= 0 && o.dropout < 1))

@@ -25,6 +25,18 @@ Tensor exp(const Tensor& x) {
   return out;
 }
 
+// 1 / √x computed as PyTorch does (one rounding of the float reciprocal of the root); the
+// gradient -½ · grad · r³ from the saved result.
+Tensor rsqrt(const Tensor& x) {
+  OpScope op("rsqrt");
+  Tensor out = map_floating(x, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+  record("RsqrtBackward0", {x}, {out}, {out}, [](BackwardContext& c) -> TensorList {
+    return {chain(c.grads[0], c.saved[0], "rsqrt",
+                  [](auto r) { return k<decltype(r)>(-0.5) * r * r * r; })};
+  });
+  return out;
+}
+
 Tensor log(const Tensor& x) {
   OpScope op("log");
   Tensor out = map_floating(x, "log", [](auto v) { return std::log(v); });

@@ -11,6 +11,7 @@ namespace ckpt {
 Tensor exp(const Tensor& x);      // saves result
 Tensor log(const Tensor& x);      // saves x
 Tensor sqrt(const Tensor& x);     // saves result
+Tensor rsqrt(const Tensor& x);    // saves result (RsqrtBackward0): RMSNorm's 1/√(mean(x²) + eps)
 Tensor relu(const Tensor& x);     // saves result
 Tensor gelu(const Tensor& x);     // saves x (exact, erf-based: approximate='none')
 Tensor tanh(const Tensor& x);     // saves result

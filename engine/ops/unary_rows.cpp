@@ -21,8 +21,8 @@ using rows::python_nn;
 using rows::unary;
 
 constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp",
-               kLog[] = "log", kSqrt[] = "sqrt", kErf[] = "erf", kSin[] = "sin", kCos[] = "cos",
-               kHardswish[] = "hardswish", kSoftplus[] = "softplus", kAbs[] = "abs",
+               kLog[] = "log", kSqrt[] = "sqrt", kRsqrt[] = "rsqrt", kErf[] = "erf", kSin[] = "sin",
+               kCos[] = "cos", kHardswish[] = "hardswish", kSoftplus[] = "softplus", kAbs[] = "abs",
                kSign[] = "sign", kGelu[] = "gelu";
 constexpr char kReLUModule[] = "ReLU", kGELUModule[] = "GELU", kSigmoidModule[] = "Sigmoid",
                kTanhModule[] = "Tanh", kHardswishModule[] = "Hardswish",
@@ -177,6 +177,9 @@ void add_torch_unary(OpTable& t) {
       torch_unary<kLog>(unary<log>, {.op_type = "Log", .translate = rows::onnx_unary<kLog>})));
   t.add(torch_unary<kSqrt>(
       unary<sqrt>, {.op_type = "Sqrt", .translate = rows::onnx_unary<kSqrt>, .fold = fold_sqrt}));
+  // RMSNorm's normaliser; CUDA's autocast runs it in float32 (its fp32 list), the CPU's as given.
+  // ONNX has no Rsqrt: the exporter writes Reciprocal(Sqrt(x)), left to the importer's fusions.
+  t.add(in_fp32_on_cuda(simple(kRsqrt, unary<rsqrt>, {}, python_function<kTorch, kRsqrt>)));
   t.add(torch_unary<kErf>(unary<erf>, {.op_type = "Erf", .translate = rows::onnx_unary<kErf>}));
   t.add(torch_unary<kSin>(unary<sin>, {.op_type = "Sin", .translate = rows::onnx_unary<kSin>}));
   t.add(torch_unary<kCos>(unary<cos>, {.op_type = "Cos", .translate = rows::onnx_unary<kCos>}));

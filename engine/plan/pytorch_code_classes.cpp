@@ -77,7 +77,7 @@ std::string NativeWriter::construct(const Module& m, int ind) {
 
 std::string NativeWriter::param_init(const ParameterInfo& p) const {
   const Tensor& t = p.initial;
-  if (t.numel() <= 8) {
+  if (t.numel() <= 8 && !t.is_meta()) {
     const auto v = t.to_vector();
     std::string s;
     std::function<void(std::size_t, std::size_t&)> nest = [&](std::size_t d, std::size_t& k) {

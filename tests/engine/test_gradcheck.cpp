@@ -75,6 +75,7 @@ class TestGradcheck : public QObject {
     row("exp", [](const TensorList& x) { return exp(x[0]); }, {L({3, 4}, 14)});
     row("log", [](const TensorList& x) { return log(x[0]); }, {L({3, 4}, 15, 0.5, 2)});
     row("sqrt", [](const TensorList& x) { return sqrt(x[0]); }, {L({3, 4}, 16, 0.5, 2)});
+    row("rsqrt", [](const TensorList& x) { return rsqrt(x[0]); }, {L({3, 4}, 16, 0.5, 2)});
     row("relu", [](const TensorList& x) { return relu(x[0]); }, {L({3, 4}, 17)});
     row("gelu", [](const TensorList& x) { return gelu(x[0]); }, {L({3, 4}, 18)});
     row("gelu tanh", [](const TensorList& x) { return gelu_tanh(x[0]); }, {L({3, 4}, 18, -3, 3)});
