@@ -1,0 +1,93 @@
+// `ckptlab-cli run --fsdp N --param-dtype bf16` (issue 39): the per-rank figures by category,
+// labelled as modelled (no GPU has measured FSDP2 yet), in text and JSON; bad values named.
+#include <QElapsedTimer>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+
+#include "cli_process.hpp"
+
+namespace {
+
+using Result = ckpt::test::CliResult;
+
+Result cli(const QStringList& args) {
+  return ckpt::test::run_cli(args);
+}
+
+QString sample(const char* name) {
+  return qEnvironmentVariable("CKPTLAB_SOURCE_DIR") + "/samples/" + name;
+}
+
+const QStringList kEightRanks{"--device",      "cuda", "--dry-run",   "--fsdp", "8",
+                              "--param-dtype", "bf16", "--optimizer", "adamw",  "--no-baseline"};
+
+}  // namespace
+
+class TestCliFsdp : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // The issue's "done means": Llama 3 8B at 8,192 tokens on 8 ranks, per rank by category.
+  void eightBillionOnEightRanks() {
+    QElapsedTimer timer;
+    timer.start();
+    const Result r = cli(QStringList{"run", sample("llama3_8b.json")} + kEightRanks);
+    const qint64 ms = timer.elapsed();
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains("per rank   FSDP2 on 8 ranks"), qPrintable(r.out));
+    QVERIFY(r.out.contains("modelled on FSDP2's documented behaviour, not yet measured on a GPU"));
+    for (const char* c :
+         {"sharded parameters", "sharded gradients", "optimizer state", "unsharded parameters",
+          "unsharded gradients", "reduce-scatter", "activations"})
+      QVERIFY2(r.out.contains(c), c);
+    qInfo("llama3_8b --fsdp 8 dry run: %lld ms (goal under 5 s)", ms);
+
+    const Result j = cli(QStringList{"run", sample("llama3_8b.json"), "--json"} + kEightRanks);
+    QVERIFY2(j.code == 0, qPrintable(j.err));
+    const QJsonObject per_rank =
+        QJsonDocument::fromJson(j.out.toUtf8()).object().value("per_rank").toObject();
+    QCOMPARE(per_rank.value("ranks").toInt(), 8);
+    QCOMPARE(per_rank.value("measured").toBool(true), false);
+    QCOMPARE(per_rank.value("param_dtype").toString(), QString("bfloat16"));
+    const QJsonObject by = per_rank.value("by_category").toObject();
+    // AdamW's two float32 states of an eighth of 8,030,261,248 parameters (each padded to 8).
+    QCOMPARE(by.value("optimizer state").toDouble(), 8030261248.0);
+    QCOMPARE(by.value("sharded parameters").toDouble(), 4015130624.0 + 2 * 8192 * 128 * 4);
+    const double peak = per_rank.value("peak_bytes").toDouble();
+    double sum = 0;
+    for (const auto& v : by) sum += v.toDouble();
+    QCOMPARE(sum, peak);
+
+    // More ranks, less each; resharding nothing after forward holds more.
+    const auto peak_of = [&](const QStringList& extra) {
+      QStringList args{"run", sample("llama3_8b.json"), "--json"};
+      args += kEightRanks;
+      args += extra;
+      const Result x = cli(args);
+      return QJsonDocument::fromJson(x.out.toUtf8())
+          .object()
+          .value("per_rank")
+          .toObject()
+          .value("peak_bytes")
+          .toDouble();
+    };
+    QVERIFY(peak_of({"--fsdp", "64"}) < peak);
+    QVERIFY(peak_of({"--reshard-after-forward", "false"}) > peak);
+  }
+
+  void badValuesAreNamed() {
+    Result r = cli({"run", sample("llama_mini.json"), "--dry-run", "--fsdp", "0"});
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains("--fsdp must be a number of ranks"), qPrintable(r.err));
+    r = cli({"run", sample("llama_mini.json"), "--dry-run", "--reduce-dtype", "fp16"});
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains("--reduce-dtype"), qPrintable(r.err));
+    r = cli({"run", sample("llama_mini.json"), "--dry-run", "--param-dtype", "int8"});
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains("--param-dtype"), qPrintable(r.err));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCliFsdp)
+#include "test_cli_fsdp.moc"
