@@ -207,7 +207,10 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
   r.gathered_by_step.assign(static_cast<std::size_t>(steps), {});
   std::vector<bool> forward_done(blocks, false);
   int last_forward_block = -1;
+  std::int64_t all_numel = 0, run_at_optimizer = -1;
+  for (const auto& u : r.units) all_numel += u.numel;
   for (std::int64_t k = 0; k < steps; ++k) {
+    const std::int64_t run_before = run;
     std::int64_t run_peak = run;
     for (std::int64_t e = trace.first_event(k); e < trace.first_event(k + 1); ++e) {
       const TraceEvent ev = trace.event(e);
@@ -219,6 +222,17 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
       run_peak = std::max(run_peak, run);
     }
     const Phase ph = trace.step_phase(k);
+    if (ph == Phase::optimizer) {
+      // The run's optimizer steps over whole parameters in the param dtype; FSDP's steps over
+      // the float32 shards: its temporaries scale by shard bytes over parameter bytes.
+      if (run_at_optimizer < 0) run_at_optimizer = run_before;
+      const double scale = static_cast<double>(4 * shards) /
+                           static_cast<double>(std::max<std::int64_t>(1, pbytes * all_numel));
+      run = run_at_optimizer +
+            static_cast<std::int64_t>(static_cast<double>(run - run_at_optimizer) * scale);
+      run_peak = run_at_optimizer + static_cast<std::int64_t>(
+                                        static_cast<double>(run_peak - run_at_optimizer) * scale);
+    }
     const int u = unit[static_cast<std::size_t>(k)];
     const bool in_block = u < static_cast<int>(blocks);
     std::set<int> gathered;

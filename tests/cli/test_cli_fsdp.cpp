@@ -1,6 +1,7 @@
 // `ckptlab-cli run --fsdp N --param-dtype bf16` (issue 39): the per-rank figures by category,
 // labelled as modelled (no GPU has measured FSDP2 yet), in text and JSON; bad values named.
 #include <QElapsedTimer>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QtTest>
@@ -74,6 +75,31 @@ class TestCliFsdp : public QObject {
     };
     QVERIFY(peak_of({"--fsdp", "64"}) < peak);
     QVERIFY(peak_of({"--reshard-after-forward", "false"}) > peak);
+  }
+
+  // plan --fsdp plans per rank: at 8 ranks a 40 GiB budget needs checkpoints and is met; on
+  // one rank AdamW's float32 states alone (16 bytes a parameter) leave 80 GiB out of reach.
+  void planPerRank() {
+    QElapsedTimer timer;
+    timer.start();
+    const QStringList common{"plan",          sample("llama3_8b.json"),
+                             "--device",      "cuda",
+                             "--param-dtype", "bf16",
+                             "--optimizer",   "adamw",
+                             "--json"};
+    const Result r = cli(common + QStringList{"--fsdp", "8", "--budget", "40GiB"});
+    const qint64 ms = timer.elapsed();
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(j.value("per_rank").toObject().value("ranks").toInt(), 8);
+    QCOMPARE(j.value("per_rank").toObject().value("measured").toBool(true), false);
+    const QJsonObject plan = j.value("plan").toObject();
+    QVERIFY(plan.value("fits").toBool());
+    QVERIFY(!plan.value("modules").toArray().isEmpty());
+    QVERIFY(j.value("plain_peak_bytes").toDouble() > 40.0 * (1 << 30));
+    qInfo("llama3_8b plan --fsdp 8 --budget 40GiB: %lld ms (goal under 10 s)", ms);
+    const Result one = cli(common + QStringList{"--fsdp", "1", "--budget", "80GiB"});
+    QCOMPARE(one.code, 4);  // no plan fits
   }
 
   void badValuesAreNamed() {
