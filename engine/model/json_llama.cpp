@@ -66,7 +66,7 @@ Values Builder::gated_mlp(const json& j, const std::string& where, Scope& c, con
 
 // Rotary tables as Hugging Face's LlamaRotaryEmbedding makes them: inv_freq = θ^(-2i/d),
 // angles t · inv_freq for positions t < seq, cat(angles, angles), their cos and sin — computed
-// in double and rounded once to float. Buffers of the root (`rotary_emb.cos`, `.sin`), shared
+// in double and rounded once to float. Buffers of the root (`rotary_cos`, `rotary_sin`), shared
 // by every block, as the model's one rotary module is.
 std::pair<std::string, std::string> Builder::rotary_tables(std::int64_t seq, std::int64_t head_dim,
                                                            double theta, const std::string& where) {
@@ -88,9 +88,9 @@ std::pair<std::string, std::string> Builder::rotary_tables(std::int64_t seq, std
   };
   const Shape shape{seq, head_dim};
   return {param(
-              root_, "rotary_emb.cos", shape, [&] { return table(false); }, false, true),
+              root_, "rotary_cos", shape, [&] { return table(false); }, false, true),
           param(
-              root_, "rotary_emb.sin", shape, [&] { return table(true); }, false, true)};
+              root_, "rotary_sin", shape, [&] { return table(true); }, false, true)};
 }
 
 // q * cos + rotate_half(q) * sin, rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2]).

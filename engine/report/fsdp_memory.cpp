@@ -222,16 +222,19 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
       run_peak = std::max(run_peak, run);
     }
     const Phase ph = trace.step_phase(k);
+    // The run's optimizer steps over whole parameters in the param dtype; FSDP's steps over
+    // the float32 shards: its temporaries scale by shard bytes over parameter bytes.
+    std::int64_t shown = run, shown_peak = run_peak;
     if (ph == Phase::optimizer) {
-      // The run's optimizer steps over whole parameters in the param dtype; FSDP's steps over
-      // the float32 shards: its temporaries scale by shard bytes over parameter bytes.
       if (run_at_optimizer < 0) run_at_optimizer = run_before;
       const double scale = static_cast<double>(4 * shards) /
                            static_cast<double>(std::max<std::int64_t>(1, pbytes * all_numel));
-      run = run_at_optimizer +
-            static_cast<std::int64_t>(static_cast<double>(run - run_at_optimizer) * scale);
-      run_peak = run_at_optimizer + static_cast<std::int64_t>(
-                                        static_cast<double>(run_peak - run_at_optimizer) * scale);
+      auto scaled = [&](std::int64_t v) {
+        return run_at_optimizer +
+               static_cast<std::int64_t>(static_cast<double>(v - run_at_optimizer) * scale);
+      };
+      shown = scaled(run);
+      shown_peak = scaled(run_peak);
     }
     const int u = unit[static_cast<std::size_t>(k)];
     const bool in_block = u < static_cast<int>(blocks);
@@ -278,16 +281,16 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
     }
     extra[static_cast<std::size_t>(FsdpCategory::unsharded_gradients)] = grads * pbytes;
     extra[static_cast<std::size_t>(FsdpCategory::sharded_gradients)] = sharded_grads * 4;
-    extra[static_cast<std::size_t>(FsdpCategory::activations)] = run;
+    extra[static_cast<std::size_t>(FsdpCategory::activations)] = shown;
     std::int64_t after = 0;
     for (auto v : extra) after += v;
     r.total_by_step[static_cast<std::size_t>(k)] = after;
-    const std::int64_t peak = after - run + run_peak + transient;
+    const std::int64_t peak = after - shown + shown_peak + transient;
     if (peak > r.peak_bytes) {
       r.peak_bytes = peak;
       r.peak_step = k;
       r.at_peak = extra;
-      r.at_peak[static_cast<std::size_t>(FsdpCategory::activations)] = run_peak;
+      r.at_peak[static_cast<std::size_t>(FsdpCategory::activations)] = shown_peak;
       r.at_peak[static_cast<std::size_t>(FsdpCategory::reduce_scatter)] = transient;
     }
     r.gathered_by_step[static_cast<std::size_t>(k)].assign(gathered.begin(), gathered.end());

@@ -4,6 +4,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "cli_process.hpp"
@@ -100,6 +102,40 @@ class TestCliFsdp : public QObject {
     qInfo("llama3_8b plan --fsdp 8 --budget 40GiB: %lld ms (goal under 10 s)", ms);
     const Result one = cli(common + QStringList{"--fsdp", "1", "--budget", "80GiB"});
     QCOMPARE(one.code, 4);  // no plan fits
+  }
+
+  // The plan's code shards as torchtitan does: fully_shard on each block, then the root, with
+  // a MixedPrecisionPolicy, after the plan's checkpoints. It imports under PyTorch 1.13 (FSDP2
+  // is imported where it is applied), and llama_mini's runs a training step there.
+  void exportedCodeShards() {
+    QTemporaryDir dir;
+    const QString big = dir.filePath("llama3_8b_fsdp8.py");
+    Result r =
+        cli({"plan", sample("llama3_8b.json"), "--device", "cuda", "--fsdp", "8", "--param-dtype",
+             "bf16", "--optimizer", "adamw", "--budget", "40GiB", "--code", big});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QFile f(big);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString code = QString::fromUtf8(f.readAll());
+    QVERIFY(
+        code.contains("MixedPrecisionPolicy(param_dtype=torch.bfloat16, "
+                      "reduce_dtype=torch.float32)"));
+    QVERIFY(code.contains("fully_shard(model.get_submodule(name)"));
+    QVERIFY(code.contains("\"layers.31\"]"));
+    QVERIFY(code.contains("checkpoint(getattr(self, \"0\"), x, use_reentrant=False)"));
+    QVERIFY(code.indexOf("model = apply_fsdp(") > code.indexOf("model = build_model()"));
+    QProcess py;
+    py.start("/usr/bin/python3", {"-m", "py_compile", big});
+    QVERIFY(py.waitForFinished(60000));
+    QCOMPARE(py.exitCode(), 0);
+
+    const QString mini = dir.filePath("llama_mini_fsdp2.py");
+    r = cli({"plan", sample("llama_mini.json"), "--fsdp", "2", "--param-dtype", "bf16", "--budget",
+             "80%", "--code", mini});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    py.start("/usr/bin/python3", {mini});
+    QVERIFY(py.waitForFinished(120000));
+    QVERIFY2(py.exitCode() == 0, py.readAllStandardError().constData());
   }
 
   void badValuesAreNamed() {

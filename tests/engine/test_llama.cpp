@@ -60,10 +60,10 @@ class TestLlama : public QObject {
     QVERIFY(m->find_module("layers.2")->checkpointable);
     bool cos = false, sin = false;
     for (const auto& p : m->parameters) {
-      if (p.name == "rotary_emb.cos" || p.name == "rotary_emb.sin") {
+      if (p.name == "rotary_cos" || p.name == "rotary_sin") {
         QVERIFY(p.is_buffer && !p.requires_grad);
         QCOMPARE(p.initial.shape(), (Shape{64, 16}));
-        (p.name.back() == 's' ? cos : sin) = true;
+        (p.name == "rotary_cos" ? cos : sin) = true;
       }
       // Grouped-query: 2 key/value heads of 16 for 4 query heads.
       if (p.name == "layers.1.self_attn.k_proj.weight")
@@ -79,7 +79,7 @@ class TestLlama : public QObject {
     const RunResult r = runner.run(test::plain(*m));
     QVERIFY2(r.ok, r.error.c_str());
     QVERIFY(r.gradients.count("embed_tokens.weight"));
-    QVERIFY(!r.gradients.count("rotary_emb.cos"));
+    QVERIFY(!r.gradients.count("rotary_cos"));
   }
 
   // Bad layer settings name the layer and the problem.

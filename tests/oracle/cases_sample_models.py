@@ -263,8 +263,8 @@ def llama_mini_case(mode):
         # Small, as Hugging Face initialises it (std 0.02): logits of order 1.
         embed = c.param("embed_tokens.weight", [vocab, dim], scale=0.1)
         cos_t, sin_t = _rotary_tables(seq, dh, L["theta"])
-        cos = c.buffer("rotary_emb.cos", cos_t)
-        sin = c.buffer("rotary_emb.sin", sin_t)
+        cos = c.buffer("rotary_cos", cos_t)
+        sin = c.buffer("rotary_sin", sin_t)
         x = F.embedding(idx, embed)
 
         def make_block(i):
