@@ -261,6 +261,31 @@ const std::vector<Rule>& training_rules() {
          o.amp = choice<AmpMode>(
              a, v, {{"off", AmpMode::off}, {"bf16", AmpMode::bf16}, {"fp16", AmpMode::fp16}});
        }},
+      {"--param-dtype", "fp32|bf16",
+       "FSDP2's MixedPrecisionPolicy(param_dtype): weights, activations and gradients in that "
+       "dtype in compute, the float32 shard kept for the optimizer (not autocast: nothing is "
+       "cast op by op); alone it means --fsdp 1",
+       [](RunOptions& o, S a, S v) {
+         o.param_dtype = choice<DType>(a, v, {{"fp32", DType::f32}, {"bf16", DType::bf16}});
+       }},
+      {"--fsdp", "N",
+       "FSDP2 per rank: fully_shard on every block, then the root, over N ranks; prints what one "
+       "rank holds, by category (modelled on FSDP2's documented behaviour, not yet measured on a "
+       "GPU)",
+       [](RunOptions& o, S a, S v) {
+         o.fsdp.ranks = parse_number<int>(a, v);
+         if (o.fsdp.ranks < 1 || o.fsdp.ranks > 65536)
+           throw UsageError("--fsdp must be a number of ranks in 1..65536");
+       }},
+      {"--reshard-after-forward", "true|false",
+       "free each block's gathered parameters after its forward (default true)",
+       [](RunOptions& o, S a, S v) {
+         o.fsdp.reshard_after_forward = choice<bool>(a, v, {{"true", true}, {"false", false}});
+       }},
+      {"--reduce-dtype", "fp32|bf16", "the reduce-scatter's dtype (default fp32)",
+       [](RunOptions& o, S a, S v) {
+         o.fsdp.reduce_dtype = choice<DType>(a, v, {{"fp32", DType::f32}, {"bf16", DType::bf16}});
+       }},
   };
   return rules;
 }
@@ -482,6 +507,8 @@ RunRequest make_request(const Model& model, const RunOptions& o) {
   s.inputs = read_inputs(model, o);
   s.optimizer = o.optimizer;
   s.amp = o.amp;
+  s.param_dtype = o.param_dtype;
+  s.fsdp = o.fsdp;
   if (o.pcie_gb_per_s) s.pcie_gb_per_s = *o.pcie_gb_per_s;
   r.hooks.detect_anomaly = o.detect_anomaly;
   r.hooks.fail_allocation_at = o.fail_allocation;

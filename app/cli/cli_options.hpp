@@ -41,8 +41,10 @@ struct RunOptions {
   bool input_requires_grad = false;
   std::vector<std::string> input_files;
   std::optional<LossKind> loss;
-  OptimizerSettings optimizer;  // --optimizer, --lr, --weight-decay
-  AmpMode amp = AmpMode::off;   // --amp
+  OptimizerSettings optimizer;     // --optimizer, --lr, --weight-decay
+  AmpMode amp = AmpMode::off;      // --amp
+  DType param_dtype = DType::f32;  // --param-dtype (FSDP2's MixedPrecisionPolicy)
+  FsdpSettings fsdp;               // --fsdp, --reshard-after-forward, --reduce-dtype
   // Output options (run only).
   bool json = false;
   bool no_baseline = false;

@@ -178,6 +178,7 @@ struct PlanReport {
 
 void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
                      const std::vector<PlanPoint>& points, const std::vector<PlanPoint>& front) {
+  const RunSettings& st = r.ev.settings();
   nlohmann::json j{{"model", r.model.name},
                    {"budget_bytes", r.budget},
                    {"plain_peak_bytes", r.ev.baseline().peak_bytes},
@@ -187,6 +188,11 @@ void print_plan_json(const PlanReport& r, const PlanPoint& chosen,
                    {"evaluations", r.ev.runs()},
                    {"policy", r.ev.policy().spelling()},
                    {"plan", point_json(chosen)}};
+  if (st.fsdp.ranks > 0 || st.param_dtype != DType::f32)
+    j["per_rank"] = {{"ranks", std::max(1, st.fsdp.ranks)},
+                     {"param_dtype", dtype_name(st.param_dtype)},
+                     {"measured", false},
+                     {"note", kFsdpNotMeasured}};
   if (r.gpu)
     j["gpu"] = {{"card_bytes", r.gpu->card},
                 {"reserved_peak_bytes", r.gpu->reserved_peak()},
@@ -221,8 +227,12 @@ void print_plan_text(const PlanReport& r, const PlanPoint& chosen,
             << "candidates  " << set.items.size() << " (" << set.blocks.size() << " blocks under '"
             << (set.chain_parent.empty() ? "(root)" : set.chain_parent)
             << "', their children, ranges of blocks)\n"
-            << "unplanned   peak " << format_bytes(r.ev.baseline().peak_bytes) << "\n"
-            << "budget      " << format_bytes(r.budget)
+            << "unplanned   peak " << format_bytes(r.ev.baseline().peak_bytes) << "\n";
+  if (const RunSettings& st = r.ev.settings(); st.fsdp.ranks > 0 || st.param_dtype != DType::f32)
+    std::cout << "per rank    every peak is one rank's under FSDP2 on "
+              << std::max(1, st.fsdp.ranks) << " rank(s), param_dtype "
+              << dtype_name(st.param_dtype) << ": " << kFsdpNotMeasured << "\n";
+  std::cout << "budget      " << format_bytes(r.budget)
             << (r.gpu ? " of the GPU (reserved + CUDA context); allocated budget " +
                             format_bytes(r.gpu->allocated_budget)
                       : std::string())

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/ops/schema/op_schema.hpp"
+#include "engine/tensor/device.hpp"
 #include "engine/tensor/init.hpp"
 
 // The Builder's bookkeeping: unique names, emitting ops, declaring and finding parameters and
@@ -77,7 +78,14 @@ std::string Builder::param(Scope& s, const std::string& local, const Shape& shap
   }
   ParameterInfo p;
   p.name = name;
-  p.initial = make();
+  if (model_.scenario.dry_run_only && requires_grad && !buffer) {
+    // A model that only runs dry never reads its weights: they are shapes on the meta device
+    // (Llama 3 8B's 32 GB of float32 would not fit this machine, nor be worth drawing).
+    DeviceScope meta(Device::meta);
+    p.initial = Tensor::empty(shape);
+  } else {
+    p.initial = make();
+  }
   p.requires_grad = requires_grad;
   p.is_buffer = buffer;
   param_index_.emplace(name, model_.parameters.size());

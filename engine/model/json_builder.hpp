@@ -88,6 +88,15 @@ class Builder {
   Values lstm(const json& j, const std::string& where, Scope& s, const Values& in);
   Values attention(const json& j, const std::string& where, Scope& s, const Values& in);
   Values repeat(const json& j, const std::string& where, Scope& s, const Values& in);
+  // The Llama family (json_llama.cpp).
+  Values rmsnorm(const json& j, const std::string& where, Scope& s, const Values& in);
+  Values gated_mlp(const json& j, const std::string& where, Scope& s, const Values& in);
+  Values llama_attention(const json& j, const std::string& where, Scope& s, const Values& in);
+  Values tied_linear(const json& j, const std::string& where, Scope& s, const Values& in);
+  std::pair<std::string, std::string> rotary_tables(std::int64_t seq, std::int64_t head_dim,
+                                                    double theta, const std::string& where);
+  Values apply_rotary(Scope& s, const Values& x, const std::string& cos, const std::string& sin,
+                      std::int64_t head_dim, const std::string& name);
 
   Scope child(Scope& s, const std::string& name, const std::string& kind, const json* layer,
               const std::string& where, const Naming* naming = nullptr);

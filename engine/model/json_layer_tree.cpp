@@ -17,16 +17,20 @@ const std::set<std::string>& container_types() {
   return t;
 }
 const std::set<std::string>& block_types() {
-  static const std::set<std::string> t{"residual", "dense_block", "transition", "lstm",
-                                       "attention"};
+  static const std::set<std::string> t{"residual",  "dense_block",     "transition",
+                                       "lstm",      "attention",       "rmsnorm",
+                                       "gated_mlp", "llama_attention", "tied_linear"};
   return t;
 }
 // Display kinds, named like the PyTorch modules they stand for.
 std::string kind_of(const std::string& type) {
   static const std::map<std::string, std::string> k{
-      {"sequential", "Sequential"},  {"function", "Function"},     {"residual", "Residual"},
-      {"dense_block", "DenseBlock"}, {"transition", "Transition"}, {"lstm", "LSTM"},
-      {"attention", "Attention"}};
+      {"sequential", "Sequential"}, {"function", "Function"},
+      {"residual", "Residual"},     {"dense_block", "DenseBlock"},
+      {"transition", "Transition"}, {"lstm", "LSTM"},
+      {"attention", "Attention"},   {"rmsnorm", "RMSNorm"},
+      {"gated_mlp", "GatedMLP"},    {"llama_attention", "LlamaAttention"},
+      {"tied_linear", "Linear"}};
   if (auto it = k.find(type); it != k.end()) return it->second;
   if (const NativeLayer* layer = OpTable::instance().find_native_layer(type).layer;
       layer && layer->module_class)
@@ -206,6 +210,10 @@ Values Builder::expand(const json& j, const std::string& where, Scope& s, const 
     if (type == "dense_block") return dense_block(j, w, c, in);
     if (type == "transition") return transition(j, w, c, in);
     if (type == "lstm") return lstm(j, w, c, in);
+    if (type == "rmsnorm") return rmsnorm(j, w, c, in);
+    if (type == "gated_mlp") return gated_mlp(j, w, c, in);
+    if (type == "llama_attention") return llama_attention(j, w, c, in);
+    if (type == "tied_linear") return tied_linear(j, w, c, in);
     return attention(j, w, c, in);
   }
   if (const NativeLayerEntry entry = OpTable::instance().find_native_layer(type); entry.layer) {

@@ -29,6 +29,17 @@ Tensor scaled(const Tensor& x, const AttentionScale& s) {
   return x;
 }
 
+// The causal mask of `length` queries over `keys` keys: true above the diagonal, where a query
+// may not look (torch.ones(L, S, dtype=torch.bool).triu(1)).
+Tensor causal_mask(std::int64_t length, std::int64_t keys) {
+  Tensor m = Tensor::zeros({length, keys}, DType::b8);
+  if (m.is_meta()) return m;
+  bool* d = m.data<bool>();
+  for (std::int64_t r = 0; r < length; ++r)
+    for (std::int64_t k = r + 1; k < keys; ++k) d[r * keys + k] = true;
+  return m;
+}
+
 // The decomposed ops, exactly as the exported graph spells them: what each saves is what
 // PyTorch 1.13's op of the same name saves.
 Tensor math_attention(const Tensor& q, const Tensor& kt, const Tensor& v, const Tensor& mask,
@@ -36,6 +47,9 @@ Tensor math_attention(const Tensor& q, const Tensor& kt, const Tensor& v, const 
   Tensor s = scaled(matmul(scaled(q, o.query), scaled(kt, o.key)), o.scores);
   if (o.mask == AttentionMask::add) s = add(s, mask);
   if (o.mask == AttentionMask::fill) s = where(mask, Tensor::scalar(o.fill, s.dtype()), s);
+  if (o.mask == AttentionMask::causal)
+    s = where(causal_mask(s.shape()[s.dim() - 2], s.shape().back()),
+              Tensor::scalar(o.fill, s.dtype()), s);
   Tensor p = softmax(s, -1);
   if (o.dropout > 0) p = dropout(p, o.dropout, true);
   return matmul(p, v);
@@ -52,7 +66,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& kt, const Ten
                                     const Tensor& mask, const AttentionOptions& o,
                                     AttentionKernel kernel) {
   OpScope op(kOp);
-  if ((o.mask == AttentionMask::none) != !mask.defined())
+  if ((o.mask == AttentionMask::none || o.mask == AttentionMask::causal) != !mask.defined())
     throw std::invalid_argument(std::string(kOp) + ": a mask is given without a mask kind, or a " +
                                 "mask kind without a mask");
   if (!(o.dropout >= 0 && o.dropout < 1))

@@ -39,6 +39,10 @@ enum class AttentionMask : std::uint8_t {
   none,
   add,   // scores + mask (a float mask, -inf where a position is hidden)
   fill,  // where(mask, fill, scores): masked_fill, the mask true where a position is hidden
+  // F.scaled_dot_product_attention(is_causal=True): no mask tensor; query i sees keys j <= i.
+  // The math kernel makes the bool mask (triu(1)) and fills as `fill` does; the efficient
+  // kernel masks in place and keeps nothing more.
+  causal,
 };
 
 struct AttentionOptions {

@@ -106,6 +106,8 @@ void probability_row(const Sizes& s, const Strided& q, const Strided& kt, const 
       const T m = mask->at<T>(b, i, j);
       x = o.mask == AttentionMask::add ? x + m : m != T(0) ? static_cast<T>(o.fill) : x;
     }
+    // is_causal: query i sees keys j <= i (the top-left diagonal, as PyTorch's kernels mask).
+    if (o.mask == AttentionMask::causal && j > i) x = static_cast<T>(o.fill);
     row[static_cast<std::size_t>(j)] = x;
   }
   if (compute_lse) {

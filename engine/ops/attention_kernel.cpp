@@ -68,6 +68,9 @@ bool efficient_fits(const AttentionProblem& p) {
 //    alone (torchvision's Swin, q * head_dim ** -0.5; timm's q * self.scale).
 bool written_out(const AttentionOptions& o) {
   using Op = AttentionScale::Op;
+  // is_causal is an argument of F.scaled_dot_product_attention alone (the native format's
+  // Llama attention): PyTorch's own kernel, whatever the scale.
+  if (o.mask == AttentionMask::causal) return false;
   if (o.scores.op != Op::none) return true;
   return o.query.op == Op::mul && o.key.op == Op::none;
 }

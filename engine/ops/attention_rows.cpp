@@ -4,6 +4,7 @@
 // graph has it: on the query (nn.MultiheadAttention), on the product (hand-written attention),
 // or on query and key each by the fourth root of d (F.scaled_dot_product_attention's export).
 #include <cmath>
+#include <limits>
 
 #include "engine/ops/attention.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
@@ -31,11 +32,15 @@ AttentionOptions options_of(const OpCall& n) {
   o.key = read_scale(n, "key");
   o.scores = read_scale(n, "scores");
   const std::string mask = attr_string(n, "mask", "none");
-  if (mask != "none" && mask != "add" && mask != "fill")
-    attr_error(n, "mask", "must be 'none', 'add' or 'fill', got '" + mask + "'");
-  o.mask = mask == "add"    ? AttentionMask::add
-           : mask == "fill" ? AttentionMask::fill
-                            : AttentionMask::none;
+  if (mask != "none" && mask != "add" && mask != "fill" && mask != "causal")
+    attr_error(n, "mask", "must be 'none', 'add', 'fill' or 'causal', got '" + mask + "'");
+  o.mask = mask == "add"      ? AttentionMask::add
+           : mask == "fill"   ? AttentionMask::fill
+           : mask == "causal" ? AttentionMask::causal
+                              : AttentionMask::none;
+  // Causal: the lowest float, as Hugging Face masks (-inf would make the recompute check's
+  // sums NaN).
+  if (o.mask == AttentionMask::causal) o.fill = std::numeric_limits<float>::lowest();
   o.fill = attr_double(n, "fill", o.fill);
   o.dropout = attr_double(n, "dropout", 0.0);
   return o;
@@ -72,6 +77,11 @@ std::string python_attention(const OpCall& op, const std::vector<std::string>& a
   if (o.mask == AttentionMask::add) s = "(" + s + ") + " + rows::arg(a, 3);
   if (o.mask == AttentionMask::fill)
     s = "(" + s + ").masked_fill(" + rows::arg(a, 3) + ".bool(), " + rows::number(o.fill) + ")";
+  if (o.mask == AttentionMask::causal)
+    s = "(_scores := " + s +
+        ").masked_fill(torch.ones(_scores.shape[-2:], dtype=torch.bool, "
+        "device=_scores.device).triu(1), " +
+        rows::number(o.fill) + ")";
   s = "torch.softmax(" + s + ", dim=-1)";
   if (o.dropout > 0) s = "F.dropout(" + s + ", p=" + rows::number(o.dropout) + ")";
   return "torch.matmul(" + s + ", " + rows::arg(a, 2) + ")";

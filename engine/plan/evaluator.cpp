@@ -5,6 +5,7 @@
 
 #include "engine/autograd/saved_tensors.hpp"
 #include "engine/report/figures.hpp"
+#include "engine/report/fsdp_memory.hpp"
 #include "engine/request/execute.hpp"
 #include "engine/run/time_estimate.hpp"
 
@@ -126,6 +127,11 @@ Evaluation PlanEvaluator::measure(const RunResult& r) const {
   e.error = r.error;
   e.peak_bytes = r.trace.peak().bytes;
   if (r.reserved) e.reserved_peak = r.reserved->peak_bytes;
+  // Sharded (FSDP2, --fsdp / --param-dtype): a plan is judged by what one rank holds.
+  if (r.ok && (settings_.fsdp.ranks > 0 || settings_.param_dtype != DType::f32)) {
+    e.peak_bytes = fsdp_rank_memory(model(), r.trace, settings_).peak_bytes;
+    e.reserved_peak = 0;
+  }
   for (std::int64_t k = 0; k < r.trace.step_count(); ++k) {
     if (r.trace.step_phase(k) != Phase::recompute) continue;
     const TraceStep step = r.trace.step(k);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/model/module_range.hpp"
+#include "engine/plan/fsdp_code.hpp"
 #include "engine/plan/policy_code.hpp"
 #include "engine/plan/pytorch_code.hpp"
 
@@ -215,7 +216,9 @@ std::string apply_code(const Model& m, const RunRequest& c, bool with_imports) {
 
 }  // namespace
 
-std::string plan_pytorch_code(const Model& model, const RunRequest& request) {
+namespace {
+
+std::string plan_code_unsharded(const Model& model, const RunRequest& request) {
   if (model.format == "onnx" || model.format == "capture") {
     std::ostringstream s;
     s << "# Checkpoint plan for " << model.source
@@ -264,6 +267,13 @@ std::string plan_pytorch_code(const Model& model, const RunRequest& request) {
   code.insert(main_at, std::string(kRangeHelper) + "\n\n");
   if (code.find("import functools") == std::string::npos) code = "import functools\n" + code;
   return code;
+}
+
+}  // namespace
+
+std::string plan_pytorch_code(const Model& model, const RunRequest& request) {
+  const std::string code = plan_code_unsharded(model, request);
+  return fsdp_requested(request.settings) ? with_fsdp(code, model, request.settings) : code;
 }
 
 }  // namespace ckpt

@@ -77,8 +77,9 @@ std::string NativeWriter::construct(const Module& m, int ind) {
 
 std::string NativeWriter::param_init(const ParameterInfo& p) const {
   const Tensor& t = p.initial;
-  // A weight the file did not hold has no values to write (ParameterInfo::made_at_run).
-  if (t.numel() <= 8 && !p.made_at_run) {
+  // A weight the file did not hold (ParameterInfo::made_at_run), or a dry-run-only model's meta
+  // weight, has no values to write.
+  if (t.numel() <= 8 && !p.made_at_run && !t.is_meta()) {
     const auto v = t.to_vector();
     std::string s;
     std::function<void(std::size_t, std::size_t&)> nest = [&](std::size_t d, std::size_t& k) {
@@ -124,7 +125,11 @@ std::string NativeWriter::class_for(const Module& m,
     const std::string prefix = m.path.empty() ? "" : m.path + ".";
     if (path.rfind(prefix, 0) != 0 || path == m.path) continue;
     for (const auto& p : names) {
-      if (owner_of(p) != m.definition) continue;
+      const std::string owner = owner_of(p);
+      // A weight another branch owns (a tied LM head): the root ties it, after both exist.
+      const bool tied = m.path.empty() && owner != m.definition && !owner.empty() &&
+                        path.rfind(owner + ".", 0) != 0 && path != owner;
+      if (owner != m.definition && !tied) continue;
       std::string chain = "self";
       const Module* at = &m;
       std::string rest = path.substr(prefix.size());
@@ -135,11 +140,32 @@ std::string NativeWriter::class_for(const Module& m,
         for (const auto& c : at->children)
           if (c->name == name) next = c.get();
         if (!next) break;
-        chain.append(".").append(py::ident(attr_of(*next)));
+        // A child named "0" is add_module'd: reached with getattr.
+        const std::string attr = attr_of(*next);
+        chain = is_identifier(attr) ? chain + "." + attr
+                                    : "getattr(" + chain + ", " + py::quote(attr) + ")";
         at = next;
       }
-      shares.insert(chain + "." + py::ident(last_component(p)) + " = self." +
-                    py::ident(last_component(p)) + "  # shared, as in the model\n");
+      const std::string name = py::ident(last_component(p));
+      if (tied) {
+        std::string source = "self";
+        for (std::string r = owner; !r.empty();) {
+          const std::string part = r.substr(0, r.find('.'));
+          r = r.find('.') == std::string::npos ? "" : r.substr(r.find('.') + 1);
+          source = is_identifier(part) ? source + "." + part
+                                       : "getattr(" + source + ", " + py::quote(part) + ")";
+        }
+        shares.insert(chain + "." + name + " = " + source + "." + name + "  # tied\n");
+        continue;
+      }
+      bool buffer = false;
+      for (const auto& q : m_.parameters)
+        if (q.name == p) buffer = q.is_buffer || !q.requires_grad;
+      // A buffer is registered again (not persistent), so that .cuda() moves the child's too.
+      shares.insert(buffer
+                        ? chain + ".register_buffer(" + py::quote(name) + ", self." + name +
+                              ", persistent=False)  # shared, as in the model\n"
+                        : chain + "." + name + " = self." + name + "  # shared, as in the model\n");
     }
   }
   for (const auto& s : shares) init += s;

@@ -15,6 +15,10 @@ RunReport report_run(const Model& model, const RunRequest& request, const RunRes
   r.summary.gpu = gpu_fit(result, request.settings);
   r.summary.device = request.settings.device;
   r.summary.memory_of = memory_semantics(request.settings.device).whose;
+  const RunSettings& settings = request.settings;
+  if ((settings.fsdp.ranks > 0 || settings.param_dtype != DType::f32) && result.ok)
+    r.summary.per_rank =
+        fsdp_summary(fsdp_rank_memory(model, result.trace, settings), result.trace);
   if (detail == ReportDetail::summary) return r;
   auto series = std::make_shared<MemorySeries>(memory_series_from_trace(result.trace));
   series->failed = !result.ok;

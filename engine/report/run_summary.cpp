@@ -109,6 +109,21 @@ nlohmann::json to_json(const RunSummary& s) {
                            {"segments", s.reserved->segments},
                            {"cudnn_workspace_at_peak_bytes", cudnn_workspace_at_peak(s)}}
           : nlohmann::json(nullptr);
+  if (s.per_rank) {
+    const FsdpSummary& f = *s.per_rank;
+    nlohmann::json by;
+    for (std::size_t c = 0; c < kFsdpCategoryCount; ++c)
+      by[fsdp_category_name(static_cast<FsdpCategory>(c))] = f.at_peak[c];
+    j["per_rank"] = {{"ranks", f.ranks},
+                     {"param_dtype", dtype_name(f.param_dtype)},
+                     {"reduce_dtype", dtype_name(f.settings.reduce_dtype)},
+                     {"reshard_after_forward", f.settings.reshard_after_forward},
+                     {"peak_bytes", f.peak_bytes},
+                     {"peak_step", f.peak_step},
+                     {"by_category", by},
+                     {"measured", false},
+                     {"note", kFsdpNotMeasured}};
+  }
   j["gpu"] = s.gpu ? nlohmann::json{{"capacity_bytes", s.gpu->capacity},
                                     {"reserved_peak_bytes", s.gpu->reserved_peak},
                                     {"cuda_context_bytes_estimate", s.gpu->context},
@@ -252,6 +267,7 @@ void reserved_text(std::ostream& os, const RunSummary& s) {
        << format_bytes(s.gpu->context) << " (estimate) = " << format_bytes(s.gpu->total()) << " of "
        << format_bytes(s.gpu->capacity)
        << (s.gpu->fits() ? ": fits" : ": DOES NOT FIT (--gpu-memory sets the card's size)") << "\n";
+  if (s.per_rank) os << fsdp_summary_text(*s.per_rank);
 }
 
 // The training step's phases, each with its bytes (figures.hpp: step_phases).

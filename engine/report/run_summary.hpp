@@ -9,6 +9,7 @@
 
 #include "engine/report/failure_advice.hpp"
 #include "engine/report/figures.hpp"
+#include "engine/report/fsdp_memory.hpp"
 #include "engine/run/run_request.hpp"
 
 namespace ckpt {
@@ -47,6 +48,8 @@ struct RunSummary {
   // Offloaded modules' host memory and copies (RunResult::offload).
   std::optional<RunResult::Offload> offload;
   std::optional<GpuFit> gpu;
+  // FSDP2 per rank (--fsdp, --param-dtype): what one rank holds, by category (fsdp_memory.hpp).
+  std::optional<FsdpSummary> per_rank;
   Device device = Device::cpu;  // whose memory semantics the figures follow
   std::string memory_of;        // in words ("PyTorch 2.x on an NVIDIA GPU (CUDA)")
 

@@ -65,6 +65,15 @@ struct OptimizerSettings {
   bool operator==(const OptimizerSettings&) const = default;
 };
 
+// FSDP2 (fully_shard) per rank, issue 39: `ranks` > 0 shards every block, then the root, over
+// that many ranks (engine/report/fsdp_memory.hpp models what one rank holds).
+struct FsdpSettings {
+  int ranks = 0;  // 0: not sharded
+  bool reshard_after_forward = true;
+  DType reduce_dtype = DType::f32;  // MixedPrecisionPolicy(reduce_dtype)
+  bool operator==(const FsdpSettings&) const = default;
+};
+
 // Mixed precision: the forward and the loss under torch.autocast with this lower precision
 // (engine/ops/autocast.hpp), parameters and their gradients in float32. fp16 adds the gradient
 // scaler (engine/run/grad_scaler.hpp).
@@ -155,6 +164,11 @@ struct RunSettings {
   // run's start as in every step after the first (none: the run stops after backward).
   OptimizerSettings optimizer;
   AmpMode amp = AmpMode::off;
+  // MixedPrecisionPolicy(param_dtype): the forward and backward compute with the parameters
+  // (and floating inputs and buffers) in this dtype; FSDP keeps the float32 shard for the
+  // optimizer (fsdp_memory.hpp). float32: as loaded.
+  DType param_dtype = DType::f32;
+  FsdpSettings fsdp;
   // The host link's bandwidth an offloaded module's copies are timed at (`--pcie`, GB/s).
   double pcie_gb_per_s = 25;
 

@@ -62,6 +62,13 @@ void tag(const Tensor& t, const std::string& name) {
 
 // Fresh copies of the parameters and constants for this run (so that BatchNorm's running
 // statistics and every weight start from the model's initial values each time).
+// With a param_dtype (FSDP2's MixedPrecisionPolicy) the run computes with the floating
+// parameters and buffers in that dtype: what fully_shard all-gathers.
+Tensor in_param_dtype(Tensor t, DType param_dtype) {
+  if (param_dtype == DType::f32 || !is_floating(t.dtype()) || t.dtype() == param_dtype) return t;
+  return cast_raw(t, param_dtype);
+}
+
 TensorList make_statics(const Model& model, const RunSettings& settings) {
   TensorList statics;
   CategoryScope category(MemoryCategory::parameter);
@@ -76,6 +83,7 @@ TensorList make_statics(const Model& model, const RunSettings& settings) {
     } else {
       t = contiguous_copy(p.initial);
     }
+    t = in_param_dtype(std::move(t), settings.param_dtype);
     if (p.requires_grad && !p.is_buffer && is_floating(t.dtype())) t.set_requires_grad(true);
     tag(t, p.name);
     statics.push_back(t);
@@ -121,6 +129,7 @@ TensorList make_inputs(const Model& model, const RunSettings& settings, std::int
     } else {
       t = normal_tensor(shape, 0.0, 1.0, in.is_target ? targets_gen : inputs_gen);
     }
+    if (!in.is_target) t = in_param_dtype(t, settings.param_dtype);
     const bool rg = in.is_target ? false : settings.input_requires_grad.value_or(in.requires_grad);
     if (rg && is_floating(t.dtype())) t.set_requires_grad(true);
     tag(t, in.name);

@@ -555,3 +555,12 @@ def cast_case(c):
     x = c.input("x", [3, 4])
     keep = c.input("keep", [3, 4], requires_grad=False)
     return x * (keep > 0).to(torch.float32)
+
+
+@case("rsqrt@rms_norm")
+def rsqrt_rms_norm(c):
+    # Llama's RMSNorm as eager PyTorch computes it (issue 39): pow saves x, RsqrtBackward0 its
+    # result, each mul both operands.
+    x = c.input("x", [2, 3, 8])
+    w = c.param("w", [8], init="uniform", low=0.5, high=1.5)
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w

@@ -62,3 +62,9 @@ CKPTLAB_ORACLE_CASE(gpt_mini) {
 CKPTLAB_ORACLE_CASE(vit_tiny) {
   return run_sample(c, "vit_tiny.json", "blocks");
 }
+
+// Issue 39: the Llama family's layers (RMSNorm, rotary embeddings, grouped-query causal SDPA,
+// SwiGLU, tied LM head) against eager PyTorch 1.13.
+CKPTLAB_ORACLE_CASE(llama_mini) {
+  return run_sample(c, "llama_mini.json", "layers");
+}

@@ -1,0 +1,176 @@
+// FSDP2 per rank (issue 39): shard layouts computed by hand (odd sizes, padding, N that does
+// not divide, tied weights) and which units' gathered parameters are live at each step of a
+// run (the unit computing and the one prefetched, never more).
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+
+#include "engine/model/loader.hpp"
+#include "engine/report/fsdp_memory.hpp"
+#include "engine/run/runner.hpp"
+#include "tests/engine/support/sample_configs.hpp"
+
+using namespace ckpt;
+
+namespace {
+
+std::string sample(const std::string& name) {
+  return qEnvironmentVariable("CKPTLAB_SOURCE_DIR").toStdString() + "/samples/" + name;
+}
+
+RunResult dry_run(const std::shared_ptr<Model>& model, const RunSettings& base) {
+  Runner runner(model);
+  RunRequest c = test::plain(*model);
+  const RunSettings keep = c.settings;
+  c.settings = base;
+  c.settings.seed = keep.seed;
+  c.settings.threads = 1;
+  c.settings.device = Device::cuda;
+  c.settings.dry_run = true;
+  RunResult r = runner.run(c);
+  if (!r.ok) throw std::runtime_error(r.error);
+  return r;
+}
+
+std::size_t index_of(const std::vector<FsdpUnit>& units, const std::string& path) {
+  for (std::size_t i = 0; i < units.size(); ++i)
+    if (units[i].path == path) return i;
+  return units.size();
+}
+
+}  // namespace
+
+class TestFsdp : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // torch.chunk's rows: ceil(dim0 / N) per rank, the last ranks padded.
+  void layoutsPadDimZero() {
+    const auto a = fsdp_param_layout("w", {10, 3}, 4);  // 3 + 3 + 3 + 1 (+2 padding)
+    QCOMPARE(a.rows_per_rank, std::int64_t{3});
+    QCOMPARE(a.shard_numel, std::int64_t{9});
+    QCOMPARE(a.numel, std::int64_t{30});
+    const auto b = fsdp_param_layout("b", {7}, 8);  // fewer rows than ranks
+    QCOMPARE(b.rows_per_rank, std::int64_t{1});
+    QCOMPARE(b.shard_numel, std::int64_t{1});
+    const auto c = fsdp_param_layout("w", {4096, 4096}, 8);  // divides
+    QCOMPARE(c.shard_numel, std::int64_t{512} * 4096);
+    const auto d = fsdp_param_layout("s", {}, 3);  // a scalar: one element each
+    QCOMPARE(d.shard_numel, std::int64_t{1});
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, fsdp_param_layout("w", {2}, 0));
+  }
+
+  // llama_mini over 3 ranks, by hand: a block's 2 norms [64] (22 rows each), q and o [64, 64]
+  // (22 × 64), k and v [32, 64] (11 × 64), gate and up [176, 64] (59 × 64), down [64, 176]
+  // (22 × 176); the root holds the tied embedding [512, 64] (171 × 64) and the norm.
+  void llamaMiniUnitsByHand() {
+    const auto model = load_model(sample("llama_mini.json"));
+    const auto units = fsdp_units(*model, 3);
+    QCOMPARE(units.size(), std::size_t{5});
+    for (int i = 0; i < 4; ++i) {
+      QCOMPARE(units[static_cast<std::size_t>(i)].path, "layers." + std::to_string(i));
+      QCOMPARE(units[static_cast<std::size_t>(i)].numel, std::int64_t{46208});
+      QCOMPARE(units[static_cast<std::size_t>(i)].shard_numel,
+               std::int64_t{2 * 22 + 2 * 22 * 64 + 2 * 11 * 64 + 2 * 59 * 64 + 22 * 176});
+    }
+    const FsdpUnit& root = units.back();
+    QCOMPARE(root.path, std::string());
+    QCOMPARE(root.numel, std::int64_t{512 * 64 + 64});
+    QCOMPARE(root.shard_numel, std::int64_t{171 * 64 + 22});
+    QCOMPARE(root.params.size(), std::size_t{2});  // the tied embedding once, and the norm
+  }
+
+  // A weight two blocks share belongs to the root's unit (FSDP2 shards it once, where both
+  // blocks' common ancestor is).
+  void sharedWeightGoesToTheRoot() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("shared.json").toStdString();
+    std::ofstream(path) << R"({"format": "checkpoint-lab-model", "version": 1, "name": "shared",
+      "batch": 2, "inputs": [{"name": "x", "shape": ["batch", 6]}],
+      "model": {"type": "sequential", "layers": [
+        {"type": "sequential", "name": "blocks", "layers": [
+          {"type": "repeat", "count": 2, "shared": true,
+           "body": {"type": "linear", "name": "tied", "in": 6, "out": 6}},
+          {"type": "linear", "name": "own", "in": 6, "out": 6},
+          {"type": "linear", "name": "own2", "in": 6, "out": 6}]}]}})";
+    const auto model = load_model(path);
+    const auto units = fsdp_units(*model, 4);
+    const std::size_t root = units.size() - 1;
+    QVERIFY(index_of(units, "blocks.own") < root);
+    QVERIFY(index_of(units, "blocks.own2") < root);
+    std::int64_t in_root = 0;
+    for (const auto& p : units[root].params) in_root += p.numel;
+    QCOMPARE(in_root, std::int64_t{6 * 6 + 6});  // tied.weight and tied.bias
+    // own2.weight [6, 6] over 4 ranks: 2 rows each (2 padded), its bias [6]: 2.
+    const auto& own2 = units[index_of(units, "blocks.own2")];
+    QCOMPARE(own2.shard_numel, std::int64_t{2 * 6 + 2});
+  }
+
+  // At every step the gathered blocks are the one computing and the one prefetched (the next in
+  // forward, the previous in backward), never more; without resharding after forward, the
+  // blocks that have run stay gathered until their backward.
+  void gatheredBlocksAtEachStep() {
+    const auto model = load_model(sample("llama_mini.json"));
+    RunSettings s;
+    s.param_dtype = DType::bf16;
+    s.fsdp.ranks = 4;
+    s.optimizer.kind = OptimizerKind::adamw;
+    const RunResult r = dry_run(model, s);
+    const FsdpRankMemory m = fsdp_rank_memory(*model, r.trace, s);
+    QCOMPARE(m.units.size(), std::size_t{5});
+    std::size_t checked = 0, pairs = 0;
+    for (std::int64_t k = 0; k < r.trace.step_count(); ++k) {
+      const auto& g = m.gathered_by_step[static_cast<std::size_t>(k)];
+      QVERIFY2(g.size() <= 2,
+               qPrintable(QString("step %1: %2 blocks gathered").arg(k).arg(g.size())));
+      const std::string& node = r.trace.step_node(k);
+      const Phase ph = r.trace.step_phase(k);
+      for (int b = 0; b < 4; ++b) {
+        const std::string path = "layers." + std::to_string(b) + ".";
+        if (node.rfind(path, 0) != 0 || ph == Phase::optimizer) continue;
+        QVERIFY2(std::find(g.begin(), g.end(), b) != g.end(), node.c_str());
+        const int prefetched = ph == Phase::forward ? b + 1 : b - 1;
+        for (int other : g) QVERIFY(other == b || other == prefetched);
+        ++checked;
+        if (g.size() == 2) ++pairs;
+      }
+      if (ph == Phase::optimizer) QVERIFY(g.empty());
+    }
+    QVERIFY(checked > 100);
+    QVERIFY(pairs > 50);
+
+    s.fsdp.reshard_after_forward = false;
+    const FsdpRankMemory kept = fsdp_rank_memory(*model, r.trace, s);
+    const auto& at_end = kept.gathered_by_step[static_cast<std::size_t>(r.trace.forward_end())];
+    QCOMPARE(at_end.size(), std::size_t{4});
+    QVERIFY(kept.peak_bytes > m.peak_bytes);
+  }
+
+  // The states: float32 shards, AdamW's two states per shard; more ranks, less each.
+  void statesShrinkWithRanks() {
+    const auto model = load_model(sample("llama_mini.json"));
+    RunSettings s;
+    s.param_dtype = DType::bf16;
+    s.optimizer.kind = OptimizerKind::adamw;
+    const RunResult r = dry_run(model, s);
+    std::int64_t previous = 0;
+    for (int n : {1, 2, 8}) {
+      s.fsdp.ranks = n;
+      const FsdpRankMemory m = fsdp_rank_memory(*model, r.trace, s);
+      std::int64_t shards = 0;
+      for (const auto& u : m.units) shards += u.shard_numel;
+      std::int64_t buffers = 0;
+      for (const auto& p : model->parameters)
+        if (p.is_buffer) buffers += p.initial.nbytes();
+      QCOMPARE(m.states[static_cast<std::size_t>(FsdpCategory::sharded_parameters)],
+               4 * shards + buffers);
+      QCOMPARE(m.states[static_cast<std::size_t>(FsdpCategory::optimizer_state)], 8 * shards);
+      if (previous) QVERIFY(m.peak_bytes < previous);
+      previous = m.peak_bytes;
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestFsdp)
+#include "test_fsdp.moc"
