@@ -200,9 +200,9 @@ class TestAutocast : public QObject {
     // on the CPU and lower on CUDA, softmax as given on the CPU and in float32 on CUDA.
     const OpTable& table = OpTable::instance();
     QCOMPARE(autocast_policy(*table.find("cross_entropy"), Device::cpu), AutocastPolicy::fp32);
-    QCOMPARE(autocast_policy(*table.find("conv2d"), Device::cpu), AutocastPolicy::lower);
-    QCOMPARE(autocast_policy(*table.find("conv_transpose2d"), Device::cpu), AutocastPolicy::fp32);
-    QCOMPARE(autocast_policy(*table.find("conv_transpose2d"), Device::cuda), AutocastPolicy::lower);
+    QCOMPARE(autocast_policy(*table.find("conv"), Device::cpu), AutocastPolicy::lower);
+    QCOMPARE(autocast_policy(*table.find("conv_transpose"), Device::cpu), AutocastPolicy::fp32);
+    QCOMPARE(autocast_policy(*table.find("conv_transpose"), Device::cuda), AutocastPolicy::lower);
     QCOMPARE(autocast_policy(*table.find("softmax"), Device::cpu), AutocastPolicy::none);
     QCOMPARE(autocast_policy(*table.find("softmax"), Device::cuda),
              AutocastPolicy::fp32_set_opt_dtype);

@@ -71,6 +71,73 @@ class TestGradcheckNn : public QObject {
           return conv2d(x[0], x[1], x[2], {1, 1}, {1, 1});
         },
         {L({2, 4, 4}, 19), L({3, 2, 3, 3}, 20), L({3}, 21)});
+    // The same convolution over 1 and 3 spatial dimensions (conv1d, conv3d).
+    row("conv 1d dilated strided padded",
+        [](const TensorList& x) { return conv(x[0], x[1], x[2], {2}, {2}, {2}); },
+        {L({2, 3, 11}, 80), L({4, 3, 3}, 81), L({4}, 82)});
+    row("conv 1d depthwise unbatched",
+        [](const TensorList& x) { return conv(x[0], x[1], Tensor(), {1}, {1}, {1}, 3); },
+        {L({3, 7}, 83), L({3, 1, 3}, 84)});
+    row("conv 1d grouped long (per-image path)",
+        [](const TensorList& x) { return conv(x[0], x[1], x[2], {1}, {0}, {1}, 2); },
+        {L({1, 4, 300}, 85), L({2, 2, 2}, 86), L({2}, 87)});
+    row("conv 3d", [](const TensorList& x) { return conv(x[0], x[1], x[2], {1}, {1}); },
+        {L({2, 2, 3, 4, 4}, 88), L({3, 2, 3, 3, 3}, 89), L({3}, 90)});
+    row("conv 3d anisotropic stride pad dilation groups",
+        [](const TensorList& x) {
+          return conv(x[0], x[1], Tensor(), {1, 2, 1}, {1, 0, 2}, {2, 1, 2}, 2);
+        },
+        {L({1, 4, 5, 5, 6}, 91), L({2, 2, 2, 3, 2}, 92)});
+    row("conv 3d (2+1)D factorised",
+        [](const TensorList& x) {
+          return conv(conv(x[0], x[1], Tensor(), {1, 2, 2}, {0, 1, 1}), x[2], Tensor(), {2, 1, 1},
+                      {1, 0, 0});
+        },
+        {L({1, 2, 4, 5, 5}, 93), L({3, 2, 1, 3, 3}, 94), L({2, 3, 3, 1, 1}, 95)});
+    row("conv_transpose 1d",
+        [](const TensorList& x) { return conv_transpose(x[0], x[1], x[2], {2}, {1}, {1}, {1}); },
+        {L({2, 3, 5}, 96), L({3, 2, 4}, 97), L({2}, 98)});
+    row("conv_transpose 3d groups",
+        [](const TensorList& x) {
+          return conv_transpose(x[0], x[1], Tensor(), {2, 1, 2}, {1, 0, 0}, {1, 0, 0}, {1}, 2);
+        },
+        {L({1, 4, 2, 3, 2}, 99), L({4, 1, 3, 2, 2}, 100)});
+    // Pooling over 1, 2 and 3 spatial dimensions (values far apart: no ties in a max window).
+    row("max_pool 1d", [](const TensorList& x) { return max_pool(x[0], 1, {3}, {2}, {1}); },
+        {L({2, 3, 9}, 104, -4, 4)});
+    row("max_pool 3d dilated ceil",
+        [](const TensorList& x) {
+          return max_pool(x[0], 3, {2, 3, 2}, {2, 2, 1}, {1, 1, 0}, {1, 1, 2}, true);
+        },
+        {L({1, 2, 4, 5, 6}, 105, -4, 4)});
+    row("avg_pool 1d exclude pad",
+        [](const TensorList& x) { return avg_pool(x[0], 1, {3}, {2}, {1}, true, false); },
+        {L({2, 2, 8}, 106)});
+    row("avg_pool 3d", [](const TensorList& x) { return avg_pool(x[0], 3, {2}, {}, {1}); },
+        {L({1, 2, 3, 4, 5}, 107)});
+    row("adaptive_avg_pool 3d",
+        [](const TensorList& x) {
+          return adaptive_avg_pool(x[0], 3, {2, 3, 2});
+        },
+        {L({1, 2, 5, 7, 4}, 108)});
+    row("adaptive_avg_pool 1d global",
+        [](const TensorList& x) { return adaptive_avg_pool(x[0], 1, {1}); }, {L({2, 3, 7}, 109)});
+    row("adaptive_max_pool 2d",
+        [](const TensorList& x) {
+          return adaptive_max_pool(x[0], 2, {3, 2});
+        },
+        {L({2, 2, 7, 5}, 110, -4, 4)});
+    row("adaptive_max_pool 3d",
+        [](const TensorList& x) {
+          return adaptive_max_pool(x[0], 3, {2, 2, 3});
+        },
+        {L({1, 2, 4, 5, 7}, 111, -4, 4)});
+    // PyTorch's legacy rule: a 1-D empty tensor takes no part in cat.
+    row("cat skips 1-D empty tensors",
+        [](const TensorList& x) {
+          return cat({x[0], x[1], x[2]}, 1);
+        },
+        {L({0}, 101), L({2, 3, 4}, 102), L({2, 1, 4}, 103)});
     row("conv2d transposed-view input",
         [](const TensorList& x) { return conv2d(transpose(x[0], 2, 3), x[1], Tensor()); },
         {L({1, 2, 5, 4}, 22), L({2, 2, 2, 2}, 23)});

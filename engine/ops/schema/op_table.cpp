@@ -38,8 +38,23 @@ void OpTable::add(OpSchema row) {
     throw std::logic_error("op table: two rows for op kind '" + type + "'");
 }
 
+// Op kinds that were renamed: a model or a caller that still names the old kind gets the row
+// that replaced it (the 2-D convolutions and pools became the rank-generic ones).
+namespace {
+const std::string& current_kind(const std::string& type) {
+  static const std::map<std::string, std::string> renamed{
+      {"conv2d", "conv"},
+      {"conv_transpose2d", "conv_transpose"},
+      {"max_pool2d", "max_pool"},
+      {"avg_pool2d", "avg_pool"},
+      {"adaptive_avg_pool2d", "adaptive_avg_pool"}};
+  auto it = renamed.find(type);
+  return it == renamed.end() ? type : it->second;
+}
+}  // namespace
+
 const OpSchema* OpTable::find(const std::string& type) const {
-  auto it = rows_.find(type);
+  auto it = rows_.find(current_kind(type));
   // Rows with no kernel are ONNX load-time rules only (Shape, Constant), not op kinds.
   return it == rows_.end() || !it->second.kernel ? nullptr : &it->second;
 }

@@ -1,0 +1,164 @@
+"""Oracle cases for the ops over 1 and 3 spatial dimensions (issue 38): the same op rows as the
+2-D cases, at the other ranks. Each case: forward, backward and the bytes saved for backward.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from oracle_harness import case
+
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+
+
+def per_dim(v, dims):
+    return [v] * dims if isinstance(v, int) else list(v)
+
+
+def conv_case(name, x_shape, w_shape, bias=True, stride=1, padding=0, dilation=1, groups=1,
+              input_grad=True):
+    dims = len(w_shape) - 2
+
+    @case(f"conv@{name}")
+    def f(c):
+        x = c.input("x", x_shape, requires_grad=input_grad)
+        w = c.param("w", w_shape, scale=0.3)
+        b = c.param("b", [w_shape[0]]) if bias else None
+        c.attr("bias", bias)
+        c.attr("stride", per_dim(stride, dims))
+        c.attr("padding", per_dim(padding, dims))
+        c.attr("dilation", per_dim(dilation, dims))
+        c.attr("groups", groups)
+        return CONV[dims](x, w, b, stride, padding, dilation, groups)
+
+
+# 1-D: speech front ends (wav2vec's strided feature extractor, Wav2Letter, TCNs' dilations).
+conv_case("1d_basic", [2, 3, 16], [4, 3, 3], padding=1)
+conv_case("1d_wav2vec_stride5", [2, 1, 400], [8, 1, 10], stride=5, bias=False)
+conv_case("1d_dilated_tcn", [2, 4, 20], [4, 4, 3], padding=4, dilation=4)
+conv_case("1d_depthwise", [2, 6, 17], [6, 1, 5], stride=2, padding=2, groups=6)
+conv_case("1d_grouped_pointwise", [3, 8, 9], [4, 8, 1], bias=False)
+conv_case("1d_long_per_image", [1, 4, 600], [6, 2, 3], padding=1, groups=2)
+conv_case("1d_input_nograd", [2, 3, 30], [4, 3, 7], stride=3, padding=3, input_grad=False)
+# 3-D: video (R3D's 3x3x3 and 3x7x7 stem, R(2+1)D's factorised 1x3x3 and 3x1x1, MC3).
+conv_case("3d_basic", [2, 3, 4, 6, 6], [4, 3, 3, 3, 3], padding=1)
+conv_case("3d_r3d_stem", [1, 3, 4, 16, 16], [8, 3, 3, 7, 7], stride=(1, 2, 2),
+          padding=(1, 3, 3), bias=False)
+conv_case("3d_spatial_1x3x3", [2, 4, 3, 8, 8], [6, 4, 1, 3, 3], stride=(1, 2, 2),
+          padding=(0, 1, 1), bias=False)
+conv_case("3d_temporal_3x1x1", [2, 4, 5, 4, 4], [4, 4, 3, 1, 1], stride=(2, 1, 1),
+          padding=(1, 0, 0), bias=False)
+conv_case("3d_dilated_grouped", [1, 4, 6, 7, 7], [6, 2, 2, 3, 3], dilation=(2, 1, 2),
+          padding=(1, 1, 2), groups=2)
+conv_case("3d_pointwise_strided", [2, 8, 4, 6, 6], [4, 8, 1, 1, 1], stride=2, bias=False)
+
+
+def conv_transpose_case(name, x_shape, w_shape, bias=True, stride=1, padding=0,
+                        output_padding=0, dilation=1, groups=1):
+    dims = len(w_shape) - 2
+
+    @case(f"conv_transpose@{name}")
+    def f(c):
+        x = c.input("x", x_shape)
+        w = c.param("w", w_shape, scale=0.3)
+        b = c.param("b", [w_shape[1] * groups]) if bias else None
+        c.attr("bias", bias)
+        c.attr("stride", per_dim(stride, dims))
+        c.attr("padding", per_dim(padding, dims))
+        c.attr("output_padding", per_dim(output_padding, dims))
+        c.attr("dilation", per_dim(dilation, dims))
+        c.attr("groups", groups)
+        return CONV_T[dims](x, w, b, stride, padding, output_padding, groups, dilation)
+
+
+conv_transpose_case("1d_upsample", [2, 4, 9], [4, 3, 4], stride=2, padding=1)
+conv_transpose_case("1d_grouped_output_padding", [1, 4, 7], [4, 2, 3], stride=2, padding=1,
+                    output_padding=1, groups=2, bias=False)
+conv_transpose_case("3d_upsample", [1, 4, 2, 3, 3], [4, 2, 2, 2, 2], stride=2)
+conv_transpose_case("3d_dilated", [2, 2, 3, 3, 2], [2, 3, 3, 2, 2], stride=(1, 2, 1),
+                    padding=(1, 0, 1), dilation=(1, 1, 2))
+
+
+# PyTorch's legacy rule: a 1-D empty tensor takes no part (a streaming model's empty cache).
+@case("cat@legacy_empty_first")
+def cat_empty_first(c):
+    cache = c.input("cache", [0])
+    chunk = c.input("chunk", [2, 3, 4])
+    return torch.cat([cache, chunk, c.input("more", [2, 2, 4])], 1) * 1.5
+
+
+# --- pooling over 1, 2 and 3 spatial dimensions --------------------------------------------
+MAX_POOL = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
+AVG_POOL = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}
+ADAPTIVE_AVG = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d, 3: F.adaptive_avg_pool3d}
+ADAPTIVE_MAX = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d, 3: F.adaptive_max_pool3d}
+
+
+def pool_body(kind, c, x_shape, kernel, stride, padding, dilation, ceil_mode, count_include_pad):
+    dims = len(kernel)
+    x = c.input("x", x_shape)
+    c.attr("dims", dims)
+    c.attr("kernel", list(kernel))
+    c.attr("stride", list(stride) if stride else [])
+    c.attr("padding", per_dim(padding, dims))
+    c.attr("dilation", per_dim(dilation, dims))
+    c.attr("ceil_mode", ceil_mode)
+    c.attr("count_include_pad", count_include_pad)
+    k, s, p = tuple(kernel), tuple(stride) if stride else None, tuple(per_dim(padding, dims))
+    if kind == "max_pool":
+        return MAX_POOL[dims](x, k, s, p, tuple(per_dim(dilation, dims)), ceil_mode)
+    return AVG_POOL[dims](x, k, s, p, ceil_mode, count_include_pad)
+
+
+def pool_case(kind, name, x_shape, kernel, stride=None, padding=0, dilation=1, ceil_mode=False,
+              count_include_pad=True):
+    args = (x_shape, kernel, stride, padding, dilation, ceil_mode, count_include_pad)
+    if kind == "max_pool":
+        @case(f"max_pool@{name}")
+        def f(c):
+            return pool_body("max_pool", c, *args)
+    else:
+        @case(f"avg_pool@{name}")
+        def g(c):
+            return pool_body("avg_pool", c, *args)
+
+
+pool_case("max_pool", "1d_k3s2p1", [2, 3, 15], (3,), (2,), padding=1)
+pool_case("max_pool", "1d_ceil_dilation", [1, 4, 16], (3,), (2,), dilation=2, ceil_mode=True)
+pool_case("max_pool", "2d_k3s2p1", [2, 3, 9, 8], (3, 3), (2, 2), padding=1)
+pool_case("max_pool", "3d_r3d_1x3x3", [2, 3, 4, 8, 8], (1, 3, 3), (1, 2, 2), padding=(0, 1, 1))
+pool_case("max_pool", "3d_k2", [1, 2, 4, 6, 6], (2, 2, 2))
+pool_case("max_pool", "3d_ceil_dilation", [1, 2, 5, 7, 6], (3, 2, 2), (2, 2, 1), padding=1,
+          dilation=(1, 2, 1), ceil_mode=True)
+pool_case("avg_pool", "1d_k4s2p2", [2, 3, 15], (4,), (2,), padding=2)
+pool_case("avg_pool", "1d_exclude_pad_ceil", [1, 2, 11], (3,), (2,), padding=1, ceil_mode=True,
+          count_include_pad=False)
+pool_case("avg_pool", "3d_k2", [2, 3, 4, 6, 6], (2, 2, 2))
+pool_case("avg_pool", "3d_exclude_pad_ceil", [1, 2, 5, 6, 7], (3, 3, 2), (2, 2, 2), padding=1,
+          ceil_mode=True, count_include_pad=False)
+
+
+def adaptive_body(table, c, x_shape, size):
+    c.attr("dims", len(size))
+    c.attr("size", list(size))
+    return table[len(size)](c.input("x", x_shape), tuple(size))
+
+
+def adaptive_case(kind, name, x_shape, size):
+    if kind == "adaptive_avg_pool":
+        @case(f"adaptive_avg_pool@{name}")
+        def f(c):
+            return adaptive_body(ADAPTIVE_AVG, c, x_shape, size)
+    else:
+        @case(f"adaptive_max_pool@{name}")
+        def g(c):
+            return adaptive_body(ADAPTIVE_MAX, c, x_shape, size)
+
+
+adaptive_case("adaptive_avg_pool", "1d_global", [2, 4, 13], (1,))
+adaptive_case("adaptive_avg_pool", "1d_5", [2, 4, 13], (5,))
+adaptive_case("adaptive_avg_pool", "3d_global_r3d", [2, 4, 2, 4, 4], (1, 1, 1))
+adaptive_case("adaptive_avg_pool", "3d_2x3x2", [1, 3, 5, 7, 4], (2, 3, 2))
+adaptive_case("adaptive_max_pool", "1d_4", [2, 3, 11], (4,))
+adaptive_case("adaptive_max_pool", "2d_3x2", [2, 3, 7, 5], (3, 2))
+adaptive_case("adaptive_max_pool", "3d_2x2x3", [1, 2, 5, 6, 7], (2, 2, 3))
