@@ -132,6 +132,27 @@ class TestGradcheckNn : public QObject {
           return adaptive_max_pool(x[0], 3, {2, 2, 3});
         },
         {L({1, 2, 4, 5, 7}, 111, -4, 4)});
+    // F.pad's reflect, replicate and circular modes over 1 to 3 dims.
+    row("pad reflect 1d",
+        [](const TensorList& x) {
+          return pad(x[0], {2, 3}, PadMode::reflect);
+        },
+        {L({2, 3, 5}, 112)});
+    row("pad replicate 2d unbatched",
+        [](const TensorList& x) {
+          return pad(x[0], {1, 2, 3, 0}, PadMode::replicate);
+        },
+        {L({2, 3, 4}, 113)});
+    row("pad circular 3d",
+        [](const TensorList& x) {
+          return pad(x[0], {1, 2, 0, 3, 2, 1}, PadMode::circular);
+        },
+        {L({1, 2, 3, 4, 3}, 114)});
+    row("pad reflect 3d",
+        [](const TensorList& x) {
+          return pad(x[0], {1, 1, 2, 0, 1, 2}, PadMode::reflect);
+        },
+        {L({1, 2, 3, 4, 5}, 115)});
     // PyTorch's legacy rule: a 1-D empty tensor takes no part in cat.
     row("cat skips 1-D empty tensors",
         [](const TensorList& x) {

@@ -42,3 +42,7 @@ CKPTLAB_ORACLE_CASE(adaptive_max_pool) {
   return {
       adaptive_max_pool(c.input("x"), static_cast<int>(c.attr_int("dims")), c.attr_ints("size"))};
 }
+
+CKPTLAB_ORACLE_CASE(pad) {
+  return {pad(mul(c.input("x"), 1.5), c.attr_ints("pads"), pad_mode(c.attr_string("mode")))};
+}

@@ -162,3 +162,21 @@ adaptive_case("adaptive_avg_pool", "3d_2x3x2", [1, 3, 5, 7, 4], (2, 3, 2))
 adaptive_case("adaptive_max_pool", "1d_4", [2, 3, 11], (4,))
 adaptive_case("adaptive_max_pool", "2d_3x2", [2, 3, 7, 5], (3, 2))
 adaptive_case("adaptive_max_pool", "3d_2x2x3", [1, 2, 5, 6, 7], (2, 2, 3))
+
+
+# --- F.pad's reflect, replicate and circular modes ----------------------------------------
+def pad_case(name, x_shape, pads, mode):
+    @case(f"pad@{name}")
+    def f(c):
+        c.attr("pads", list(pads))
+        c.attr("mode", mode)
+        return F.pad(c.input("x", x_shape) * 1.5, tuple(pads), mode=mode)
+
+
+pad_case("reflect_1d", [2, 3, 9], (3, 2), "reflect")
+pad_case("replicate_1d", [2, 3, 9], (0, 4), "replicate")
+pad_case("circular_1d", [2, 3, 9], (2, 5), "circular")
+pad_case("reflect_2d", [2, 2, 5, 6], (1, 2, 3, 0), "reflect")
+pad_case("replicate_3d", [1, 2, 3, 4, 5], (1, 1, 2, 0, 1, 2), "replicate")
+pad_case("reflect_3d", [1, 2, 3, 4, 5], (2, 1, 0, 3, 1, 2), "reflect")
+pad_case("circular_3d", [1, 2, 3, 4, 5], (1, 1, 2, 0, 1, 2), "circular")
