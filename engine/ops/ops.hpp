@@ -9,6 +9,7 @@
 #include "engine/ops/dropout.hpp"
 #include "engine/ops/elementwise.hpp"
 #include "engine/ops/embedding.hpp"
+#include "engine/ops/group_norm.hpp"
 #include "engine/ops/inplace.hpp"
 #include "engine/ops/logical.hpp"
 #include "engine/ops/loss.hpp"

@@ -153,6 +153,12 @@ class TestGradcheckNn : public QObject {
           return pad(x[0], {1, 1, 2, 0, 1, 2}, PadMode::reflect);
         },
         {L({1, 2, 3, 4, 5}, 115)});
+    // GroupNorm over 1-D, 2-D and 3-D inputs.
+    row("group_norm 1d", [](const TensorList& x) { return group_norm(x[0], 2, x[1], x[2]); },
+        {L({2, 4, 5}, 116), L({4}, 117), L({4}, 118)});
+    row("group_norm 3d per channel, no affine",
+        [](const TensorList& x) { return mul(group_norm(x[0], 3, Tensor(), Tensor()), x[1]); },
+        {L({2, 3, 2, 3, 2}, 119), L({2, 3, 2, 3, 2}, 120)});
     // PyTorch's legacy rule: a 1-D empty tensor takes no part in cat.
     row("cat skips 1-D empty tensors",
         [](const TensorList& x) {

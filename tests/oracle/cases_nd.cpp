@@ -46,3 +46,9 @@ CKPTLAB_ORACLE_CASE(adaptive_max_pool) {
 CKPTLAB_ORACLE_CASE(pad) {
   return {pad(mul(c.input("x"), 1.5), c.attr_ints("pads"), pad_mode(c.attr_string("mode")))};
 }
+
+CKPTLAB_ORACLE_CASE(group_norm) {
+  const bool affine = c.attr_bool("affine");
+  return {group_norm(mul(c.input("x"), 1.5), c.attr_int("groups"), affine ? c.param("w") : Tensor(),
+                     affine ? c.param("b") : Tensor())};
+}

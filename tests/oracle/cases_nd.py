@@ -180,3 +180,20 @@ pad_case("reflect_2d", [2, 2, 5, 6], (1, 2, 3, 0), "reflect")
 pad_case("replicate_3d", [1, 2, 3, 4, 5], (1, 1, 2, 0, 1, 2), "replicate")
 pad_case("reflect_3d", [1, 2, 3, 4, 5], (2, 1, 0, 3, 1, 2), "reflect")
 pad_case("circular_3d", [1, 2, 3, 4, 5], (1, 1, 2, 0, 1, 2), "circular")
+
+
+# --- GroupNorm ---------------------------------------------------------------------------------
+def group_norm_case(name, x_shape, groups, affine=True):
+    @case(f"group_norm@{name}")
+    def f(c):
+        channels = x_shape[1]
+        c.attr("groups", groups)
+        c.attr("affine", affine)
+        w = c.param("w", [channels]) if affine else None
+        b = c.param("b", [channels]) if affine else None
+        return F.group_norm(c.input("x", x_shape) * 1.5, groups, w, b)
+
+
+group_norm_case("wav2vec_per_channel_1d", [2, 8, 30], 8)
+group_norm_case("groups_2d", [2, 6, 5, 4], 3)
+group_norm_case("one_group_3d_no_affine", [2, 4, 3, 4, 5], 1, affine=False)

@@ -7,8 +7,9 @@ Each family is exported by PyTorch 1.13's TorchScript exporter in training mode,
 at opsets 13 and 17 (as fusion_oracle.py exports): torchvision's video ResNets' own blocks
 (R3D: Conv3DSimple, MC3: Conv3DSimple then Conv3DNoTemporal, R(2+1)D: Conv2Plus1D with its
 stem) at widths 8 to 64 and a 2 x 3 x 4 x 32 x 32 clip; wav2vec 2.0's convolutional feature
-extractor (its "layer_norm" mode: seven strided Conv1d, LayerNorm over channels, GELU) at
-width 32 on 0.1 s of 16 kHz audio; a Wav2Letter-style Conv1d stack on 40 mel bands; a
+extractor in both its modes ("layer_norm": seven strided Conv1d, LayerNorm over channels,
+GELU; "group_norm", wav2vec2-base's: GroupNorm after the first Conv1d only) at width 32 on
+0.1 s of 16 kHz audio; a Wav2Letter-style Conv1d stack on 40 mel bands; a
 temporal convolutional network (causal dilated Conv1d, the causal padding chomped, residual
 1x1); a 1-D U-Net (MaxPool1d, ConvTranspose1d, skip connections by cat); and F.pad's
 reflect and replicate modes between Conv1d layers. The full-size
@@ -98,14 +99,36 @@ class Wav2VecConvLayer(nn.Module):
         return F.gelu(self.norm(self.conv(x).transpose(-2, -1)).transpose(-2, -1))
 
 
+class Wav2VecGroupNormLayer(nn.Module):
+    """The first layer of wav2vec 2.0's default ("group_norm") extractor, wav2vec2-base's:
+    Conv1d without bias, GroupNorm with one group per channel, GELU. The later layers have no
+    norm."""
+
+    def __init__(self, cin, cout, k, s, norm):
+        super().__init__()
+        self.conv = nn.Conv1d(cin, cout, k, s, bias=False)
+        self.norm = nn.GroupNorm(cout, cout) if norm else None
+
+    def forward(self, x):
+        x = self.conv(x)
+        return F.gelu(self.norm(x) if self.norm is not None else x)
+
+
 class Wav2VecFeatureExtractor(nn.Module):
     """wav2vec 2.0's feature extractor: 7 layers, kernels and strides (10, 5), (3, 2) x 4,
-    (2, 2) x 2: one frame per 320 samples (20 ms at 16 kHz)."""
+    (2, 2) x 2: one frame per 320 samples (20 ms at 16 kHz); mode "layer_norm" or
+    "group_norm"."""
 
-    def __init__(self, width=32, layers=((10, 5),) + ((3, 2),) * 4 + ((2, 2),) * 2):
+    def __init__(self, width=32, layers=((10, 5),) + ((3, 2),) * 4 + ((2, 2),) * 2,
+                 mode="layer_norm"):
         super().__init__()
-        self.conv_layers = nn.ModuleList(
-            Wav2VecConvLayer(1 if i == 0 else width, width, k, s) for i, (k, s) in enumerate(layers))
+        if mode == "layer_norm":
+            self.conv_layers = nn.ModuleList(Wav2VecConvLayer(1 if i == 0 else width, width, k, s)
+                                             for i, (k, s) in enumerate(layers))
+        else:
+            self.conv_layers = nn.ModuleList(
+                Wav2VecGroupNormLayer(1 if i == 0 else width, width, k, s, i == 0)
+                for i, (k, s) in enumerate(layers))
 
     def forward(self, wav):
         x = wav.unsqueeze(1)
@@ -217,6 +240,9 @@ def families():
         "r2plus1d": (lambda: VideoNet("r2plus1d"), clip, "layer2"),
         "wav2vec_fe": (Wav2VecFeatureExtractor,
                        lambda: torch.randn(2, 1600, dtype=torch.float64), "conv_layers.1"),
+        "wav2vec_fe_group_norm": (lambda: Wav2VecFeatureExtractor(mode="group_norm"),
+                                  lambda: torch.randn(2, 1600, dtype=torch.float64),
+                                  "conv_layers.1"),
         "wav2letter": (Wav2Letter, lambda: torch.randn(2, 40, 48, dtype=torch.float64),
                        "acoustic_model.2"),
         "tcn": (Tcn, lambda: torch.randn(2, 8, 40, dtype=torch.float64), "network.1"),
