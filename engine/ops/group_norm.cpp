@@ -6,8 +6,10 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/ops/norm.hpp"
 #include "engine/ops/schema/onnx_pattern.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
+#include "engine/ops/shape_ops.hpp"
 #include "engine/tensor/init.hpp"
 #include "engine/tensor/reduced_float.hpp"
 
@@ -175,6 +177,23 @@ Tensor group_norm(const Tensor& x_in, std::int64_t num_groups, const Tensor& wei
   return y;
 }
 
+Tensor instance_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  OpScope op("instance_norm");
+  if (x.dim() < 3)
+    throw std::invalid_argument(
+        "instance_norm: expected [N, C, *] with at least one spatial "
+        "dimension, got " +
+        x.str());
+  const std::int64_t images = x.shape()[0];
+  Shape flat = x.shape();
+  flat[1] *= images;
+  flat[0] = 1;
+  const auto repeated = [&](const Tensor& p) { return p.defined() ? repeat(p, {images}) : p; };
+  const Tensor y = batch_norm(view(contiguous(x), flat), repeated(weight), repeated(bias), Tensor(),
+                              Tensor(), true, 0.1, eps);
+  return view(y, x.shape());
+}
+
 namespace {
 
 TensorList run_group_norm(const OpCall& n, const TensorList& x) {
@@ -268,6 +287,36 @@ void onnx_group_normalization(OnnxNode& n) {
                             {{"num_groups", groups}, {"eps", n.attr_f("epsilon", 1e-5)}}, n.y()));
 }
 
+TensorList run_instance_norm(const OpCall& n, const TensorList& x) {
+  return {
+      instance_norm(x[0], optional_input(x, 1), optional_input(x, 2), attr_double(n, "eps", 1e-5))};
+}
+
+std::string python_instance_norm(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  return "F.instance_norm(" + rows::arg(a, 0) + ", weight=" + rows::arg_or_none(a, 1) +
+         ", bias=" + rows::arg_or_none(a, 2) +
+         ", eps=" + rows::number(attr_double(n, "eps", 1e-5)) + ")";
+}
+
+// InstanceNormalization: nn.InstanceNorm's export. Without affine PyTorch writes a scale of
+// ones and a bias of zeros, which the module does not have (nor save): those are dropped.
+void onnx_instance_normalization(OnnxNode& n) {
+  std::vector<std::string> inputs{n.input(0, "input").graph};
+  bool identity = true;
+  for (std::size_t i : {std::size_t{1}, std::size_t{2}}) {
+    const OnnxValue& v = n.input(i, i == 1 ? "scale" : "B");
+    bool same = v.constant;
+    if (same)
+      for (double e : v.probe.to_vector()) same = same && e == (i == 1 ? 1.0 : 0.0);
+    identity = identity && same;
+  }
+  if (!identity) {
+    inputs.push_back(n.operand(1));
+    inputs.push_back(n.operand(2));
+  }
+  n.define(n.y(), n.emit_op("instance_norm", inputs, {{"eps", n.attr_f("epsilon", 1e-5)}}, n.y()));
+}
+
 std::vector<OnnxPattern> group_norm_patterns() {
   using namespace pattern;
   const P x = any("x");
@@ -290,6 +339,17 @@ std::vector<OnnxPattern> group_norm_patterns() {
 }  // namespace
 
 void register_group_norm_ops(OpTable& t) {
+  t.add({.type = "instance_norm",
+         .min_inputs = 1,
+         .max_inputs = 3,
+         .kernel = run_instance_norm,
+         .cost = rows::elementwise_cost,
+         .python = python_instance_norm,
+         .onnx = {{.op_type = "InstanceNormalization",
+                   .translate = onnx_instance_normalization,
+                   .module_class = "InstanceNormNd"}},
+         .parameter_names = {"weight", "bias"},
+         .autocast = {.cuda = AutocastPolicy::fp32}});
   t.add({.type = "group_norm",
          .min_inputs = 1,
          .max_inputs = 3,

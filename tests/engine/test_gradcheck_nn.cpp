@@ -159,6 +159,12 @@ class TestGradcheckNn : public QObject {
     row("group_norm 3d per channel, no affine",
         [](const TensorList& x) { return mul(group_norm(x[0], 3, Tensor(), Tensor()), x[1]); },
         {L({2, 3, 2, 3, 2}, 119), L({2, 3, 2, 3, 2}, 120)});
+    row("instance_norm 1d affine",
+        [](const TensorList& x) { return instance_norm(x[0], x[1], x[2]); },
+        {L({2, 3, 5}, 121), L({3}, 122), L({3}, 123)});
+    row("instance_norm 3d",
+        [](const TensorList& x) { return mul(instance_norm(x[0], Tensor(), Tensor()), x[1]); },
+        {L({2, 2, 2, 3, 2}, 124), L({2, 2, 2, 3, 2}, 125)});
     // PyTorch's legacy rule: a 1-D empty tensor takes no part in cat.
     row("cat skips 1-D empty tensors",
         [](const TensorList& x) {

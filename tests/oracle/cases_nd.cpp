@@ -52,3 +52,9 @@ CKPTLAB_ORACLE_CASE(group_norm) {
   return {group_norm(mul(c.input("x"), 1.5), c.attr_int("groups"), affine ? c.param("w") : Tensor(),
                      affine ? c.param("b") : Tensor())};
 }
+
+CKPTLAB_ORACLE_CASE(instance_norm) {
+  const bool affine = c.attr_bool("affine");
+  return {instance_norm(mul(c.input("x"), 1.5), affine ? c.param("w") : Tensor(),
+                        affine ? c.param("b") : Tensor())};
+}

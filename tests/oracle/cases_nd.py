@@ -197,3 +197,18 @@ def group_norm_case(name, x_shape, groups, affine=True):
 group_norm_case("wav2vec_per_channel_1d", [2, 8, 30], 8)
 group_norm_case("groups_2d", [2, 6, 5, 4], 3)
 group_norm_case("one_group_3d_no_affine", [2, 4, 3, 4, 5], 1, affine=False)
+
+
+def instance_norm_case(name, x_shape, affine):
+    @case(f"instance_norm@{name}")
+    def f(c):
+        channels = x_shape[1]
+        c.attr("affine", affine)
+        w = c.param("w", [channels]) if affine else None
+        b = c.param("b", [channels]) if affine else None
+        return F.instance_norm(c.input("x", x_shape) * 1.5, weight=w, bias=b)
+
+
+instance_norm_case("1d_affine", [2, 4, 9], True)
+instance_norm_case("2d", [2, 3, 5, 4], False)
+instance_norm_case("3d_affine", [2, 2, 3, 4, 3], True)

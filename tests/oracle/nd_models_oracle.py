@@ -12,7 +12,7 @@ GELU; "group_norm", wav2vec2-base's: GroupNorm after the first Conv1d only) at w
 0.1 s of 16 kHz audio; a Wav2Letter-style Conv1d stack on 40 mel bands; a
 temporal convolutional network (causal dilated Conv1d, the causal padding chomped, residual
 1x1); a 1-D U-Net (MaxPool1d, ConvTranspose1d, skip connections by cat); and F.pad's
-reflect and replicate modes between Conv1d layers. The full-size
+reflect and replicate modes between Conv1d layers; Conv3d with nn.InstanceNorm3d. The full-size
 torchvision video models are measured by category_grads.py (docs/model_coverage.md).
 OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy, grad__<param>.npy and case.json:
   saved        what the eager module keeps for backward (fusion_oracle.eager_saved);
@@ -231,6 +231,22 @@ class Padding(nn.Module):
         return self.conv3(F.pad(h, (2, 1), mode="reflect"))
 
 
+class InstanceNormNet(nn.Module):
+    """3-D convolutions with nn.InstanceNorm3d, without affine (the default: exported with a
+    scale of ones and a bias of zeros the module does not have) and with."""
+
+    def __init__(self, width=4):
+        super().__init__()
+        self.conv1 = nn.Conv3d(2, width, 3, padding=1)
+        self.norm1 = nn.InstanceNorm3d(width)
+        self.conv2 = nn.Conv3d(width, width, 3, padding=1)
+        self.norm2 = nn.InstanceNorm3d(width, affine=True)
+
+    def forward(self, x):
+        # tanh at the end: the sum of a normalised output does not depend on its input.
+        return torch.tanh(self.norm2(self.conv2(F.relu(self.norm1(self.conv1(x))))))
+
+
 def families():
     """name -> (make model, make input, module to checkpoint)."""
     clip = lambda: torch.randn(2, 3, 4, 32, 32, dtype=torch.float64)  # noqa: E731
@@ -247,6 +263,8 @@ def families():
                        "acoustic_model.2"),
         "tcn": (Tcn, lambda: torch.randn(2, 8, 40, dtype=torch.float64), "network.1"),
         "unet1d": (UNet1d, lambda: torch.randn(2, 2, 64, dtype=torch.float64), "down2"),
+        "instance_norm": (InstanceNormNet, lambda: torch.randn(2, 2, 4, 6, 5, dtype=torch.float64),
+                          "conv2"),
         "padding": (Padding, lambda: torch.randn(2, 2, 30, dtype=torch.float64), "conv2"),
     }
 
