@@ -16,6 +16,7 @@
 #include "engine/ops/matmul.hpp"
 #include "engine/ops/norm.hpp"
 #include "engine/ops/pad.hpp"
+#include "engine/ops/pixel_shuffle.hpp"
 #include "engine/ops/pool.hpp"
 #include "engine/ops/recurrent.hpp"
 #include "engine/ops/reduce.hpp"

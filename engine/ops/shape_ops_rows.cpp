@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/ops/pad.hpp"
+#include "engine/ops/pixel_shuffle.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
 #include "engine/ops/shape_ops.hpp"
 #include "engine/ops/shape_ops_onnx.hpp"
@@ -349,6 +350,7 @@ void register_shape_ops_ops(OpTable& t) {
          .python = python_constant_pad,
          .onnx = {{.op_type = "Pad", .translate = translate_pad}}});
   register_pad_ops(t);
+  register_pixel_shuffle_ops(t);
   t.add(with_layer(
       rows::one_pass_row(
           "identity", run_identity, python_identity,

@@ -165,6 +165,16 @@ class TestGradcheckNn : public QObject {
     row("instance_norm 3d",
         [](const TensorList& x) { return mul(instance_norm(x[0], Tensor(), Tensor()), x[1]); },
         {L({2, 2, 2, 3, 2}, 124), L({2, 2, 2, 3, 2}, 125)});
+    row("pixel_shuffle", [](const TensorList& x) { return mul(pixel_shuffle(x[0], 2), x[1]); },
+        {L({2, 8, 2, 3}, 126), L({2, 2, 4, 6}, 127)});
+    row("pixel_shuffle DCR unbatched",
+        [](const TensorList& x) { return mul(pixel_shuffle(x[0], 3, true), x[1]); },
+        {L({9, 2, 1}, 128), L({1, 6, 3}, 129)});
+    row("pixel_unshuffle", [](const TensorList& x) { return mul(pixel_unshuffle(x[0], 2), x[1]); },
+        {L({1, 3, 4, 2}, 130), L({1, 12, 2, 1}, 131)});
+    row("pixel_unshuffle DCR",
+        [](const TensorList& x) { return mul(pixel_unshuffle(x[0], 2, true), x[1]); },
+        {L({2, 1, 2, 4}, 132), L({2, 4, 1, 2}, 133)});
     // PyTorch's legacy rule: a 1-D empty tensor takes no part in cat.
     row("cat skips 1-D empty tensors",
         [](const TensorList& x) {

@@ -58,3 +58,11 @@ CKPTLAB_ORACLE_CASE(instance_norm) {
   return {instance_norm(mul(c.input("x"), 1.5), affine ? c.param("w") : Tensor(),
                         affine ? c.param("b") : Tensor())};
 }
+
+CKPTLAB_ORACLE_CASE(pixel_shuffle) {
+  return {pixel_shuffle(mul(c.input("x"), 1.5), c.attr_int("factor"))};
+}
+
+CKPTLAB_ORACLE_CASE(pixel_unshuffle) {
+  return {pixel_unshuffle(mul(c.input("x"), 1.5), c.attr_int("factor"))};
+}

@@ -212,3 +212,22 @@ def instance_norm_case(name, x_shape, affine):
 instance_norm_case("1d_affine", [2, 4, 9], True)
 instance_norm_case("2d", [2, 3, 5, 4], False)
 instance_norm_case("3d_affine", [2, 2, 3, 4, 3], True)
+
+
+# --- PixelShuffle / PixelUnshuffle ------------------------------------------------------------
+@case("pixel_shuffle@r2")
+def pixel_shuffle_r2(c):
+    c.attr("factor", 2)
+    return F.pixel_shuffle(c.input("x", [2, 12, 3, 4]) * 1.5, 2)
+
+
+@case("pixel_shuffle@r3_extra_batch_dim")
+def pixel_shuffle_r3(c):
+    c.attr("factor", 3)
+    return F.pixel_shuffle(c.input("x", [2, 2, 9, 2, 3]) * 1.5, 3)
+
+
+@case("pixel_unshuffle@r2")
+def pixel_unshuffle_r2(c):
+    c.attr("factor", 2)
+    return F.pixel_unshuffle(c.input("x", [2, 3, 4, 6]) * 1.5, 2)

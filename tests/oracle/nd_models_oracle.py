@@ -12,7 +12,8 @@ GELU; "group_norm", wav2vec2-base's: GroupNorm after the first Conv1d only) at w
 0.1 s of 16 kHz audio; a Wav2Letter-style Conv1d stack on 40 mel bands; a
 temporal convolutional network (causal dilated Conv1d, the causal padding chomped, residual
 1x1); a 1-D U-Net (MaxPool1d, ConvTranspose1d, skip connections by cat); and F.pad's
-reflect and replicate modes between Conv1d layers; Conv3d with nn.InstanceNorm3d. The full-size
+reflect and replicate modes between Conv1d layers; Conv3d with nn.InstanceNorm3d;
+ESPCN's sub-pixel convolution (PixelShuffle, PixelUnshuffle). The full-size
 torchvision video models are measured by category_grads.py (docs/model_coverage.md).
 OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy, grad__<param>.npy and case.json:
   saved        what the eager module keeps for backward (fusion_oracle.eager_saved);
@@ -247,6 +248,23 @@ class InstanceNormNet(nn.Module):
         return torch.tanh(self.norm2(self.conv2(F.relu(self.norm1(self.conv1(x))))))
 
 
+class SubPixel(nn.Module):
+    """ESPCN's sub-pixel upsampling (Conv2d to C * r * r channels, nn.PixelShuffle), then
+    nn.PixelUnshuffle back (exported as DepthToSpace, and Reshape/Transpose/Reshape)."""
+
+    def __init__(self, width=8, r=2):
+        super().__init__()
+        self.feature = nn.Conv2d(1, width, 5, padding=2)
+        self.to_subpixels = nn.Conv2d(width, r * r, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(r)
+        self.unshuffle = nn.PixelUnshuffle(r)
+        self.head = nn.Conv2d(r * r, 2, 3, padding=1)
+
+    def forward(self, x):
+        up = self.shuffle(self.to_subpixels(torch.tanh(self.feature(x))))
+        return self.head(self.unshuffle(torch.tanh(up)))
+
+
 def families():
     """name -> (make model, make input, module to checkpoint)."""
     clip = lambda: torch.randn(2, 3, 4, 32, 32, dtype=torch.float64)  # noqa: E731
@@ -265,6 +283,8 @@ def families():
         "unet1d": (UNet1d, lambda: torch.randn(2, 2, 64, dtype=torch.float64), "down2"),
         "instance_norm": (InstanceNormNet, lambda: torch.randn(2, 2, 4, 6, 5, dtype=torch.float64),
                           "conv2"),
+        "subpixel": (SubPixel, lambda: torch.randn(2, 1, 6, 8, dtype=torch.float64),
+                     "to_subpixels"),
         "padding": (Padding, lambda: torch.randn(2, 2, 30, dtype=torch.float64), "conv2"),
     }
 
