@@ -175,6 +175,28 @@ class TestGradcheckNn : public QObject {
     row("pixel_unshuffle DCR",
         [](const TensorList& x) { return mul(pixel_unshuffle(x[0], 2, true), x[1]); },
         {L({2, 1, 2, 4}, 132), L({2, 4, 1, 2}, 133)});
+    // Interpolation over 1 and 3 spatial dims (linear, trilinear, nearest).
+    row("upsample_linear 1d",
+        [](const TensorList& x) { return mul(upsample_linear(x[0], {7}, false), x[1]); },
+        {L({2, 3, 4}, 134), L({2, 3, 7}, 135)});
+    row("upsample_linear 3d trilinear align_corners",
+        [](const TensorList& x) {
+          return mul(upsample_linear(x[0], {3, 5, 4}, true), x[1]);
+        },
+        {L({1, 2, 2, 3, 3}, 136), L({1, 2, 3, 5, 4}, 137)});
+    row("upsample_linear 3d scale factors",
+        [](const TensorList& x) {
+          return mul(upsample_linear(x[0], {4, 3, 6}, false, {2.0, 1.5, 2.0}), x[1]);
+        },
+        {L({1, 2, 2, 2, 3}, 138), L({1, 2, 4, 3, 6}, 139)});
+    row("upsample_nearest 1d",
+        [](const TensorList& x) { return mul(upsample_nearest(x[0], {9}), x[1]); },
+        {L({2, 2, 4}, 140), L({2, 2, 9}, 141)});
+    row("upsample_nearest 3d",
+        [](const TensorList& x) {
+          return mul(upsample_nearest(x[0], {4, 3, 5}), x[1]);
+        },
+        {L({1, 2, 2, 3, 2}, 142), L({1, 2, 4, 3, 5}, 143)});
     // PyTorch's legacy rule: a 1-D empty tensor takes no part in cat.
     row("cat skips 1-D empty tensors",
         [](const TensorList& x) {

@@ -66,3 +66,15 @@ CKPTLAB_ORACLE_CASE(pixel_shuffle) {
 CKPTLAB_ORACLE_CASE(pixel_unshuffle) {
   return {pixel_unshuffle(mul(c.input("x"), 1.5), c.attr_int("factor"))};
 }
+
+CKPTLAB_ORACLE_CASE(upsample_nearest) {
+  return {upsample_nearest(mul(c.input("x"), 1.5), c.attr_ints("out"))};
+}
+
+CKPTLAB_ORACLE_CASE(upsample_linear) {
+  std::vector<double> scales;
+  for (std::int64_t i = 0; i < c.attr_int("scale_count"); ++i)
+    scales.push_back(c.attr_double("scale" + std::to_string(i)));
+  return {upsample_linear(mul(c.input("x"), 1.5), c.attr_ints("out"), c.attr_bool("align_corners"),
+                          scales)};
+}

@@ -231,3 +231,38 @@ def pixel_shuffle_r3(c):
 def pixel_unshuffle_r2(c):
     c.attr("factor", 2)
     return F.pixel_unshuffle(c.input("x", [2, 3, 4, 6]) * 1.5, 2)
+
+
+# --- interpolation over 1 and 3 spatial dims ---------------------------------------------------
+def interpolate_case(kind, name, x_shape, size=None, scale=None, align_corners=None):
+    mode = {"upsample_nearest": "nearest"}.get(kind) or {3: "linear", 5: "trilinear"}[len(x_shape)]
+
+    def body(c):
+        c.attr("size", list(size) if size else [])
+        c.attr("scale_count", len(scale) if scale else 0)
+        for i, v in enumerate(scale or []):
+            c.attr(f"scale{i}", float(v))
+        c.attr("align_corners", bool(align_corners))
+        y = F.interpolate(c.input("x", x_shape) * 1.5, size=size, scale_factor=scale, mode=mode,
+                          align_corners=align_corners)
+        c.attr("out", list(y.shape[2:]))
+        return y
+
+    if kind == "upsample_nearest":
+        @case(f"upsample_nearest@{name}")
+        def f(c):
+            return body(c)
+    else:
+        @case(f"upsample_linear@{name}")
+        def g(c):
+            return body(c)
+
+
+interpolate_case("upsample_nearest", "1d_x2", [2, 3, 5], size=(10,))
+interpolate_case("upsample_nearest", "3d_uneven", [1, 2, 3, 4, 3], size=(5, 7, 6))
+interpolate_case("upsample_linear", "1d_linear", [2, 3, 5], size=(9,), align_corners=False)
+interpolate_case("upsample_linear", "1d_align_corners", [2, 3, 5], size=(8,), align_corners=True)
+interpolate_case("upsample_linear", "3d_trilinear_scale", [1, 2, 2, 3, 4], scale=(2.0, 1.5, 2.0),
+                 align_corners=False)
+interpolate_case("upsample_linear", "3d_trilinear_down_align", [1, 2, 4, 5, 6], size=(3, 2, 4),
+                 align_corners=True)

@@ -209,7 +209,7 @@ TRANSFORMERS = {
 
 VIDEO = ["video.r3d_18", "video.mc3_18", "video.r2plus1d_18"]
 AUDIO = ["audio.wav2vec_fe", "audio.wav2vec_fe_group_norm", "audio.wav2letter", "audio.tcn", "audio.unet1d",
-         "audio.padding", "audio.instance_norm", "audio.subpixel"]
+         "audio.padding", "audio.instance_norm", "audio.subpixel", "audio.unet3d"]
 
 
 def all_models():

@@ -13,7 +13,8 @@ GELU; "group_norm", wav2vec2-base's: GroupNorm after the first Conv1d only) at w
 temporal convolutional network (causal dilated Conv1d, the causal padding chomped, residual
 1x1); a 1-D U-Net (MaxPool1d, ConvTranspose1d, skip connections by cat); and F.pad's
 reflect and replicate modes between Conv1d layers; Conv3d with nn.InstanceNorm3d;
-ESPCN's sub-pixel convolution (PixelShuffle, PixelUnshuffle). The full-size
+ESPCN's sub-pixel convolution (PixelShuffle, PixelUnshuffle); a 3-D U-Net (trilinear, nearest
+and 1-D linear interpolation). The full-size
 torchvision video models are measured by category_grads.py (docs/model_coverage.md).
 OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy, grad__<param>.npy and case.json:
   saved        what the eager module keeps for backward (fusion_oracle.eager_saved);
@@ -265,6 +266,28 @@ class SubPixel(nn.Module):
         return self.head(self.unshuffle(torch.tanh(up)))
 
 
+class UNet3d(nn.Module):
+    """A 3-D U-Net's shape (medical volumes): Conv3d, MaxPool3d, a bottleneck, nn.Upsample
+    trilinear (scale 2) and a nearest F.interpolate to the skip's size, cat, Conv3d."""
+
+    def __init__(self, width=4):
+        super().__init__()
+        self.enc = nn.Conv3d(1, width, 3, padding=1)
+        self.bottleneck = nn.Conv3d(width, 2 * width, 3, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="trilinear", align_corners=False)
+        self.dec = nn.Conv3d(3 * width + 1, width, 3, padding=1)
+        self.head = nn.Conv1d(width, 2, 1)
+
+    def forward(self, x):
+        e = torch.tanh(self.enc(x))
+        b = torch.tanh(self.bottleneck(F.max_pool3d(e, 2)))
+        coarse = F.interpolate(F.avg_pool3d(x, 2), size=x.shape[2:], mode="nearest")
+        d = torch.tanh(self.dec(torch.cat([self.up(b), e, coarse], 1)))
+        # A 1-D head over the flattened volume: linear interpolation along it.
+        flat = F.interpolate(d.flatten(2), scale_factor=0.5, mode="linear")
+        return self.head(flat)
+
+
 def families():
     """name -> (make model, make input, module to checkpoint)."""
     clip = lambda: torch.randn(2, 3, 4, 32, 32, dtype=torch.float64)  # noqa: E731
@@ -283,6 +306,7 @@ def families():
         "unet1d": (UNet1d, lambda: torch.randn(2, 2, 64, dtype=torch.float64), "down2"),
         "instance_norm": (InstanceNormNet, lambda: torch.randn(2, 2, 4, 6, 5, dtype=torch.float64),
                           "conv2"),
+        "unet3d": (UNet3d, lambda: torch.randn(2, 1, 4, 6, 6, dtype=torch.float64), "bottleneck"),
         "subpixel": (SubPixel, lambda: torch.randn(2, 1, 6, 8, dtype=torch.float64),
                      "to_subpixels"),
         "padding": (Padding, lambda: torch.randn(2, 2, 30, dtype=torch.float64), "conv2"),

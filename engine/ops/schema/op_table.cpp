@@ -39,7 +39,7 @@ void OpTable::add(OpSchema row) {
 }
 
 // Op kinds that were renamed: a model or a caller that still names the old kind gets the row
-// that replaced it (the 2-D convolutions and pools became the rank-generic ones).
+// that replaced it (the 2-D convolutions, pools and resizes became the rank-generic ones).
 namespace {
 const std::string& current_kind(const std::string& type) {
   static const std::map<std::string, std::string> renamed{
@@ -47,7 +47,9 @@ const std::string& current_kind(const std::string& type) {
       {"conv_transpose2d", "conv_transpose"},
       {"max_pool2d", "max_pool"},
       {"avg_pool2d", "avg_pool"},
-      {"adaptive_avg_pool2d", "adaptive_avg_pool"}};
+      {"adaptive_avg_pool2d", "adaptive_avg_pool"},
+      {"upsample_nearest2d", "upsample_nearest"},
+      {"upsample_bilinear2d", "upsample_linear"}};
   auto it = renamed.find(type);
   return it == renamed.end() ? type : it->second;
 }
