@@ -84,7 +84,8 @@ class TestOpTable : public QObject {
     const std::regex row_re(R"re((?:row|newRow)\("([a-z_0-9@ .]+)")re");
     std::set<std::string> rows = matches(read("tests/engine/test_gradcheck.cpp"), row_re);
     for (const char* more :
-         {"tests/engine/test_gradcheck_nn.cpp", "tests/engine/test_gradcheck_recurrent.cpp"}) {
+         {"tests/engine/test_gradcheck_nn.cpp", "tests/engine/test_gradcheck_nd.cpp",
+          "tests/engine/test_gradcheck_recurrent.cpp"}) {
       const auto named = matches(read(more), row_re);
       rows.insert(named.begin(), named.end());
     }
