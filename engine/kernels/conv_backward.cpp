@@ -8,8 +8,8 @@
 #include "engine/kernels/conv_impl_detail.hpp"
 #include "engine/kernels/kernels.hpp"
 
-// conv2d's input and weight gradients: Winograd where it pays, else im2col + GEMM per image or
-// over the whole batch, and the bias gradient.
+// The convolution's input and weight gradients: Winograd where it pays, else im2col + GEMM per
+// image or over the whole batch, and the bias gradient.
 
 namespace ckpt::conv_detail {
 
@@ -40,7 +40,7 @@ template <typename T>
 void per_image_backward(const Tensor& gy, const Tensor& x, const Tensor& w, const Geometry& g,
                         Tensor& dx, Tensor& dw) {
   const std::int64_t hw = g.hw_out();
-  const std::int64_t in_plane = g.c * g.h * g.w;
+  const std::int64_t in_plane = g.c * g.hw_in();
   const std::int64_t wsize = g.o * g.k_group();
   const bool live = !gy.is_meta();
   const T* gp = data_or_null<T>(gy, live);
@@ -155,7 +155,7 @@ TensorList backward_t(const Tensor& gy, const Tensor& x, const Tensor& w, const 
   TensorList r(has_bias ? 3 : 2);
   // Filled by the paths below (no zero-fill pass unless col2im accumulates).
   // x is read only for the weight gradient (transposed_forward passes none).
-  Tensor dx = need[0] ? Tensor::empty({g.n, g.c, g.h, g.w}, w.dtype()) : Tensor();
+  Tensor dx = need[0] ? Tensor::empty(g.image_shape(g.n, g.c, true), w.dtype()) : Tensor();
   Tensor dw = need[1] ? Tensor::empty(w.shape(), w.dtype()) : Tensor();
   // Each gradient by its own fastest path; the im2col paths do whichever is left.
   Tensor dx_rest = dx, dw_rest = dw;
@@ -209,7 +209,7 @@ TensorList backward(const Tensor& grad_out, const Tensor& x, const Tensor& w, co
                     const std::vector<bool>& need, bool has_bias) {
   if (runs_as_cudnn(w)) return cudnn_backward(grad_out, x, w, g, need, has_bias);
   const Tensor gy = as_contiguous(grad_out);
-  return dispatch_floating_all(w.dtype(), "conv2d backward", [&]<typename T>() {
+  return dispatch_floating_all(w.dtype(), "conv backward", [&]<typename T>() {
     return backward_t<T>(gy, x, w, g, need, has_bias);
   });
 }

@@ -12,7 +12,7 @@
 #include "engine/tensor/memory_semantics.hpp"
 
 // Which path a convolution takes, and the forward; the gradients are in conv_backward.cpp,
-// the column transforms in conv_columns.cpp, conv_transpose2d in conv_transposed.cpp.
+// the column transforms in conv_columns.cpp, the transposed convolution in conv_transposed.cpp.
 
 namespace ckpt::conv_detail {
 
@@ -63,13 +63,13 @@ int image_threads(const Geometry& g) {
 
 template <typename T>
 Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g) {
-  Tensor out = Tensor::empty({g.n, g.o, g.ho, g.wo}, x.dtype());
+  Tensor out = Tensor::empty(g.image_shape(g.n, g.o, false), x.dtype());
   if (!is_reduced_v<T> && use_winograd(g, ConvPath::forward)) {
     winograd_forward(x, w, bias, g, out);
     return out;
   }
   const std::int64_t hw = g.hw_out();
-  const std::int64_t in_plane = g.c * g.h * g.w;
+  const std::int64_t in_plane = g.c * g.hw_in();
   // On the meta device (a dry run) every buffer below is allocated as on the cpu, in the same
   // order and for as long, and no arithmetic runs.
   const bool live = !out.is_meta();
@@ -99,7 +99,7 @@ Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo
     });
     return out;
   }
-  // Small planes: one GEMM over [K, N*HoWo] into [O, N*HoWo], then into NCHW order.
+  // Small planes: one GEMM over [K, N*P] into [O, N*P] (P output pixels), then into NC... order.
   const Tensor col = [&] {
     if (g.pointwise() && g.n == 1) return x;
     Tensor c = Tensor::empty({g.k_rows(), g.cols()}, x.dtype());
@@ -133,7 +133,7 @@ bool runs_as_cudnn(const Tensor& t) {
 
 Tensor forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g) {
   if (runs_as_cudnn(x)) return cudnn_forward(x, w, bias, g);
-  return dispatch_floating_all(x.dtype(), "conv2d",
+  return dispatch_floating_all(x.dtype(), "conv",
                                [&]<typename T>() { return forward_t<T>(x, w, bias, g); });
 }
 

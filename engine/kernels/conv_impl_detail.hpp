@@ -1,10 +1,11 @@
 #pragma once
 
-// Private to conv_impl*.cpp and conv_columns.cpp, which share conv2d's CPU kernels:
+// Private to conv_impl*.cpp and conv_columns.cpp, which share the convolutions' CPU kernels
+// (1, 2 and 3 spatial dimensions, conv_geometry.hpp):
 //   conv_columns.cpp     im2col and col2im, between image planes and GEMM column matrices
 //   conv_impl.cpp        the choice of path (Winograd, per image, batched) and the forward
 //   conv_backward.cpp    the input and weight gradients
-//   conv_transposed.cpp  conv_transpose2d as the adjoint of conv2d
+//   conv_transposed.cpp  the transposed convolution as the adjoint of the convolution
 // The templates are instantiated for float and double, and for bfloat16 and float16 (autocast's:
 // the GEMMs widen them to float, reduced_float.hpp; Winograd is float32 and float64 only).
 
@@ -27,7 +28,9 @@ bool may_parallelize(std::int64_t work);
 // is too small to pay for a thread team.
 int image_threads(const Geometry& g);
 
-// Scratch for im2col and col2im: one zero-padded input plane per thread.
+// Elements of one channel's input zero-padded on every side.
+std::int64_t padded_volume(const Geometry& g);
+// Scratch for im2col and col2im: one zero-padded input volume per thread.
 Tensor im2col_scratch(const Geometry& g, DType dtype);
 // col [K, count * HoWo] from the `count` images of x from n0.
 template <typename T>

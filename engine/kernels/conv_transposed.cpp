@@ -1,19 +1,23 @@
 #include <omp.h>
 
+#include <algorithm>
+
 #include "engine/kernels/conv_impl.hpp"
 #include "engine/kernels/conv_impl_detail.hpp"
 #include "engine/kernels/kernels.hpp"
 
-// conv_transpose2d: the adjoint of conv2d, through conv2d's own forward and backward.
+// The transposed convolution (1, 2 or 3 spatial dimensions): the adjoint of the convolution,
+// through the convolution's own forward and backward.
 
 namespace ckpt::conv_detail {
 
 namespace {
 
-// Adds bias[c] to every pixel of channel c of y [N, C, H, W], or sums dy's pixels per channel.
+// Adds bias[c] to every pixel of channel c of y [N, C, ...], or sums dy's pixels per channel.
 template <typename T>
 void add_channel_bias(Tensor& y, const Tensor& bias) {
-  const std::int64_t n = y.shape()[0], c = y.shape()[1], hw = y.shape()[2] * y.shape()[3];
+  const std::int64_t n = y.shape()[0], c = y.shape()[1],
+                     hw = y.numel() / std::max<std::int64_t>(n * c, 1);
   T* yp = y.data<T>();
   const T* bp = bias.data<T>();
 #pragma omp parallel for collapse(2) schedule(static) if (may_parallelize(n * c * hw))
@@ -26,7 +30,8 @@ void add_channel_bias(Tensor& y, const Tensor& bias) {
 
 template <typename T>
 Tensor channel_sums(const Tensor& gy) {
-  const std::int64_t n = gy.shape()[0], c = gy.shape()[1], hw = gy.shape()[2] * gy.shape()[3];
+  const std::int64_t n = gy.shape()[0], c = gy.shape()[1],
+                     hw = gy.numel() / std::max<std::int64_t>(n * c, 1);
   Tensor db = Tensor::empty({c}, gy.dtype());
   if (db.is_meta()) return db;
   const T* gp = gy.data<T>();
@@ -47,7 +52,7 @@ Tensor channel_sums(const Tensor& gy) {
 
 Tensor transposed_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g) {
   if (runs_as_cudnn(x)) return cudnn_transposed_forward(x, w, bias, g);
-  return dispatch_floating_all(w.dtype(), "conv_transpose2d", [&]<typename T>() {
+  return dispatch_floating_all(w.dtype(), "conv_transpose", [&]<typename T>() {
     // The input gradient of the adjoint convolution, with x as its output gradient.
     Tensor y = backward_t<T>(x, Tensor(), w, g, {true, false}, false)[0];
     if (bias.defined() && !y.is_meta()) add_channel_bias<T>(y, bias);
@@ -59,7 +64,7 @@ TensorList transposed_backward(const Tensor& grad_out, const Tensor& x, const Te
                                const Geometry& g, const std::vector<bool>& need, bool has_bias) {
   if (runs_as_cudnn(w)) return cudnn_transposed_backward(grad_out, x, w, g, need, has_bias);
   const Tensor gy = as_contiguous(grad_out);
-  return dispatch_floating_all(w.dtype(), "conv_transpose2d backward", [&]<typename T>() {
+  return dispatch_floating_all(w.dtype(), "conv_transpose backward", [&]<typename T>() {
     TensorList r(has_bias ? 3 : 2);
     // dx: the adjoint convolution of dy; dw: its weight gradient with x as the output gradient.
     if (need[0]) r[0] = forward_t<T>(gy, w, Tensor(), g);

@@ -155,7 +155,7 @@ void weight_grad_t(const Tensor& gy, const Tensor& x, const Geometry& g, Tensor&
 }  // namespace
 
 bool winograd_applies(const Geometry& g) {
-  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+  return g.planar() && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
          g.groups == 1 && g.ph <= 2 && g.pw <= 2 && g.n > 0 && g.ho > 0 && g.wo > 0;
 }
 

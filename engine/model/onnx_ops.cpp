@@ -218,7 +218,12 @@ std::vector<std::string> Importer::emit_node(const onnx::NodeProto& n, const std
     const char* kind = fusing_ ? fusing_->pattern->module_class
                        : rule  ? rule->module_class
                                : nullptr;
-    module_class_[op.module] = kind ? kind : "";
+    std::string kind_name = kind ? kind : "";
+    // A class of every rank ("ConvNd") is named for this node's: Conv1d, Conv2d, Conv3d.
+    if (kind_name.size() > 2 && kind_name.ends_with("Nd") && !xs.empty() && xs[0].defined() &&
+        xs[0].dim() > 2)
+      kind_name.replace(kind_name.size() - 2, 1, std::to_string(xs[0].dim() - 2));
+    module_class_[op.module] = kind_name;
   }
   for (const auto& out : outputs) {
     producers_[out] = OnnxNode::Producer{op.op_type, op.inputs, op.attrs};

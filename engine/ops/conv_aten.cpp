@@ -17,16 +17,16 @@ void aten_convolution(AtenNode& n) {
   const std::vector<std::string> in{x, n.tensor("weight"), n.has("bias") ? n.tensor("bias") : ""};
   if (n.flag("transposed", false)) {
     a["output_padding"] = n.ints("output_padding");
-    n.emit1("conv_transpose2d", in, std::move(a));
+    n.emit1("conv_transpose", in, std::move(a));
     return;
   }
-  n.emit1("conv2d", in, std::move(a));
+  n.emit1("conv", in, std::move(a));
 }
 
 }  // namespace
 
 void register_conv_aten(OpTable& t) {
-  t.add_aten("conv2d", {{"aten::convolution", aten_convolution}});
+  t.add_aten("conv", {{"aten::convolution", aten_convolution}});
 }
 
 }  // namespace ckpt

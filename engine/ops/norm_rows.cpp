@@ -1,6 +1,7 @@
 // Rows of batch_norm and layer_norm (norm.cpp).
 #include <algorithm>
 
+#include "engine/ops/group_norm.hpp"
 #include "engine/ops/norm.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
 
@@ -215,6 +216,7 @@ void register_norm_ops(OpTable& t) {
                             .build = layer_layernorm}},
          .parameter_names = {"weight", "bias"},
          .autocast = {.cuda = AutocastPolicy::fp32}});
+  register_group_norm_ops(t);
 }
 
 }  // namespace ckpt

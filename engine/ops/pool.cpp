@@ -13,9 +13,11 @@
 #include "engine/kernels/kernels.hpp"
 #include "engine/ops/pool_detail.hpp"
 #include "engine/ops/reduce.hpp"
+#include "engine/ops/shape_ops.hpp"
 #include "engine/tensor/reduced_float.hpp"
 
-// max_pool2d; the average poolings are in pool_avg.cpp.
+// Max pooling over 1, 2 or 3 spatial dimensions; the average poolings are in pool_avg.cpp, the
+// adaptive ones in pool_adaptive.cpp.
 
 namespace ckpt {
 
@@ -137,11 +139,55 @@ void max_pool_forward_generic(const T* x, const PoolGeometry& g, T* out, std::in
   }
 }
 
+// Over volumes (3-D windows), in PyTorch's order: depth, then rows, then columns, the first
+// strictly greater value winning and NaN propagating; indices are flat within a volume.
+template <typename T>
+void max_pool_forward_volume(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx) {
+  const std::int64_t work = g.planes * g.out_size() * g.kt * g.kh * g.kw;
+#pragma omp parallel for schedule(static) if (work > kParallelGrain)
+  for (std::int64_t pl = 0; pl < g.planes; ++pl) {
+    const T* in = x + pl * g.in_size();
+    for (std::int64_t ot = 0; ot < g.to; ++ot) {
+      std::int64_t t0 = ot * g.st - g.pt;
+      const std::int64_t t1 = std::min(t0 + (g.kt - 1) * g.dt + 1, g.t);
+      while (t0 < 0) t0 += g.dt;
+      for (std::int64_t oh = 0; oh < g.ho; ++oh) {
+        std::int64_t h0 = oh * g.sh - g.ph;
+        const std::int64_t h1 = std::min(h0 + (g.kh - 1) * g.dh + 1, g.h);
+        while (h0 < 0) h0 += g.dh;
+        for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+          std::int64_t w0 = ow * g.sw - g.pw;
+          const std::int64_t w1 = std::min(w0 + (g.kw - 1) * g.dw + 1, g.w);
+          while (w0 < 0) w0 += g.dw;
+          std::int64_t best = (t0 * g.h + h0) * g.w + w0;
+          T m = -std::numeric_limits<T>::infinity();
+          for (std::int64_t it = t0; it < t1; it += g.dt)
+            for (std::int64_t ih = h0; ih < h1; ih += g.dh)
+              for (std::int64_t iw = w0; iw < w1; iw += g.dw) {
+                const std::int64_t at = (it * g.h + ih) * g.w + iw;
+                const T v = in[at];
+                const bool take = v > m || v != v;
+                m = take ? v : m;
+                best = take ? at : best;
+              }
+          const std::int64_t o = pl * g.out_size() + (ot * g.ho + oh) * g.wo + ow;
+          out[o] = m;
+          idx[o] = best;
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 void max_pool_forward_fast(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx);
 
 template <typename T>
 void max_pool_forward(const T* x, const PoolGeometry& g, T* out, std::int64_t* idx) {
+  if (!g.planar()) {
+    if (out) max_pool_forward_volume(x, g, out, idx);
+    return;
+  }
   if constexpr (is_reduced_v<T>) {
     // bfloat16 and float16 compare exactly as they are: the reference loop, no scratch plane.
     if (out) max_pool_forward_generic(x, g, out, idx);
@@ -180,34 +226,49 @@ void max_pool_forward_fast(const T* x, const PoolGeometry& g, T* out, std::int64
 
 }  // namespace
 
-Tensor max_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> kernel,
-                  std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
-                  std::array<std::int64_t, 2> dilation, bool ceil_mode) {
-  OpScope op("max_pool2d");
+Tensor max_pool(const Tensor& x_in, int dims, const PoolInts& kernel, const PoolInts& stride,
+                const PoolInts& padding, const PoolInts& dilation, bool ceil_mode) {
+  OpScope op("max_pool");
+  if (dims == 1) {
+    // PyTorch 1.13's max_pool1d: max_pool2d over a unit height (MaxPool2DWithIndicesBackward0
+    // saving the unsqueezed input's view and the indices).
+    check_pool_input("max_pool1d", x_in, 1);
+    const auto one = [](const PoolInts& v, std::int64_t unit) {
+      return v.empty() ? PoolInts{} : PoolInts{unit, v.at(0)};
+    };
+    if (kernel.size() != 1 || stride.size() > 1 || padding.size() != 1 || dilation.size() != 1)
+      throw std::invalid_argument(
+          "max_pool1d: kernel_size, stride, padding and dilation must "
+          "be single ints");
+    return squeeze(max_pool(unsqueeze(x_in, -2), 2, one(kernel, 1), one(stride, 1), one(padding, 0),
+                            one(dilation, 1), ceil_mode),
+                   -2);
+  }
+  const std::string fn = rank_name("max_pool", dims, "d");
   const PoolGeometry g =
-      pool_geometry("max_pool2d", x_in, kernel, stride, padding, dilation, ceil_mode);
+      pool_geometry(fn.c_str(), x_in, dims, kernel, stride, padding, dilation, ceil_mode);
   const Tensor x = as_contiguous(x_in);
-  const Shape os = pooled_shape(x, g.ho, g.wo);
+  const Shape os = pooled_shape(x, g);
   Tensor out = Tensor::empty(os, x.dtype());
   Tensor indices = Tensor::empty(os, DType::i64);
-  dispatch_floating_all(x.dtype(), "max_pool2d", [&]<typename T>() {
+  dispatch_floating_all(x.dtype(), fn.c_str(), [&]<typename T>() {
     const bool live = !out.is_meta();
     max_pool_forward<T>(data_or_null<T>(x, live), g, data_or_null<T>(out, live),
                         data_or_null<std::int64_t>(indices, live));
   });
-  record("MaxPool2DWithIndicesBackward0", {x_in}, {out}, {x_in, indices},
-         [g, shape = x_in.shape()](BackwardContext& c) -> TensorList {
+  record(dims == 3 ? "MaxPool3DWithIndicesBackward0" : "MaxPool2DWithIndicesBackward0", {x_in},
+         {out}, {x_in, indices}, [g, shape = x_in.shape()](BackwardContext& c) -> TensorList {
            const Tensor gy = as_contiguous(c.grads[0]);
            const Tensor& idx = c.saved[1];
            // Each plane is zeroed just before its scatter, while it is in cache (no separate
            // pass over the whole gradient).
            Tensor dx = Tensor::empty(shape, gy.dtype());
            if (!dx.is_meta())
-             dispatch_floating_all(gy.dtype(), "max_pool2d backward", [&]<typename T>() {
+             dispatch_floating_all(gy.dtype(), "max_pool backward", [&]<typename T>() {
                const T* gp = gy.data<T>();
                const std::int64_t* ip = idx.data<std::int64_t>();
                T* dp = dx.data<T>();
-               const std::int64_t per = g.ho * g.wo, plane = g.h * g.w;
+               const std::int64_t per = g.out_size(), plane = g.in_size();
 #pragma omp parallel for schedule(static) if (g.planes * plane > kParallelGrain)
                for (std::int64_t pl = 0; pl < g.planes; ++pl) {
                  T* d = dp + pl * plane;

@@ -12,7 +12,7 @@ std::vector<std::int64_t> stride_or_kernel(const AtenNode& n) {
 }
 
 void aten_max_pool2d(AtenNode& n) {
-  n.emit1("max_pool2d", {n.tensor("self")},
+  n.emit1("max_pool", {n.tensor("self")},
           {{"kernel", n.ints("kernel_size")},
            {"stride", stride_or_kernel(n)},
            {"padding", n.ints("padding")},
@@ -21,7 +21,7 @@ void aten_max_pool2d(AtenNode& n) {
 }
 void aten_avg_pool2d(AtenNode& n) {
   if (n.has("divisor_override")) n.fail("avg_pool2d's divisor_override is not supported");
-  n.emit1("avg_pool2d", {n.tensor("self")},
+  n.emit1("avg_pool", {n.tensor("self")},
           {{"kernel", n.ints("kernel_size")},
            {"stride", stride_or_kernel(n)},
            {"padding", n.ints("padding")},
@@ -29,15 +29,15 @@ void aten_avg_pool2d(AtenNode& n) {
            {"count_include_pad", std::int64_t{n.flag("count_include_pad", true) ? 1 : 0}}});
 }
 void aten_adaptive_avg_pool2d(AtenNode& n) {
-  n.emit1("adaptive_avg_pool2d", {n.tensor("self")}, {{"output_size", n.ints("output_size")}});
+  n.emit1("adaptive_avg_pool", {n.tensor("self")}, {{"output_size", n.ints("output_size")}});
 }
 
 }  // namespace
 
 void register_pool_aten(OpTable& t) {
-  t.add_aten("max_pool2d", {{"aten::max_pool2d_with_indices", aten_max_pool2d}});
-  t.add_aten("avg_pool2d", {{"aten::avg_pool2d", aten_avg_pool2d}});
-  t.add_aten("adaptive_avg_pool2d", {{"aten::_adaptive_avg_pool2d", aten_adaptive_avg_pool2d}});
+  t.add_aten("max_pool", {{"aten::max_pool2d_with_indices", aten_max_pool2d}});
+  t.add_aten("avg_pool", {{"aten::avg_pool2d", aten_avg_pool2d}});
+  t.add_aten("adaptive_avg_pool", {{"aten::_adaptive_avg_pool2d", aten_adaptive_avg_pool2d}});
 }
 
 }  // namespace ckpt

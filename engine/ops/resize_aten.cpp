@@ -22,12 +22,12 @@ std::string source(AtenNode& n) {
 }
 
 void aten_nearest(AtenNode& n) {
-  n.emit1("upsample_nearest2d", {source(n)}, {{"size", output_size(n)}});
+  n.emit1("upsample_nearest", {source(n)}, {{"size", output_size(n)}});
 }
 
 void aten_bilinear(AtenNode& n) {
   const std::string x = source(n);
-  n.emit1("upsample_bilinear2d", {x},
+  n.emit1("upsample_linear", {x},
           {{"size", output_size(n)},
            {"align_corners", std::int64_t{n.flag("align_corners", false) ? 1 : 0}}});
 }
@@ -35,8 +35,8 @@ void aten_bilinear(AtenNode& n) {
 }  // namespace
 
 void register_resize_aten(OpTable& t) {
-  t.add_aten("upsample_nearest2d", {{"aten::upsample_nearest2d", aten_nearest}});
-  t.add_aten("upsample_bilinear2d", {{"aten::upsample_bilinear2d", aten_bilinear}});
+  t.add_aten("upsample_nearest", {{"aten::upsample_nearest2d", aten_nearest}});
+  t.add_aten("upsample_linear", {{"aten::upsample_bilinear2d", aten_bilinear}});
 }
 
 }  // namespace ckpt

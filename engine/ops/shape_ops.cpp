@@ -284,24 +284,42 @@ Tensor contiguous(const Tensor& x) {
   return x.is_contiguous() ? x : clone(x);
 }
 
+bool skipped_by_cat(const Tensor& t) {
+  return t.dim() == 1 && t.shape()[0] == 0;
+}
+
 Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim) {
   OpScope op("cat");
   if (xs.empty()) throw std::invalid_argument("cat: expected a non-empty list of tensors");
-  const auto& first = xs.front();
+  // PyTorch's legacy rule: 1-D empty tensors take no part (a streaming model's empty cache
+  // concatenated with its first chunk); the shape comes from the first other tensor.
+  std::size_t ref = 0;
+  while (ref + 1 < xs.size() && skipped_by_cat(xs[ref])) ++ref;
+  const auto& first = xs[ref];
   // PyTorch's words; indexing the empty shape below was undefined behaviour (found by
   // fuzz_onnx_model: Concat of scalars).
-  if (first.dim() == 0)
-    throw std::invalid_argument(
-        "cat: zero-dimensional tensor (at position 0) cannot be concatenated");
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    if (xs[i].dim() == 0)
+      throw std::invalid_argument("cat: zero-dimensional tensor (at position " + std::to_string(i) +
+                                  ") cannot be concatenated");
   const auto d = static_cast<std::size_t>(wrap_dim(dim, first.dim(), "cat"));
   Shape out_shape = first.shape();
   out_shape[d] = 0;
+  // Per input, its extent along d; -1 for one the legacy rule skips.
   std::vector<std::int64_t> sizes;
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const auto& t = xs[i];
-    if (t.dim() != first.dim() || t.dtype() != first.dtype())
+    if (t.dtype() != first.dtype())
       throw std::invalid_argument("cat: tensor " + std::to_string(i) + " is " + t.str() +
-                                  ", expected the same rank and dtype as " + first.str());
+                                  ", expected the same dtype as " + first.str());
+    if (skipped_by_cat(t) && !skipped_by_cat(first)) {
+      sizes.push_back(-1);
+      continue;
+    }
+    if (t.dim() != first.dim())
+      throw std::invalid_argument("cat: tensor " + std::to_string(i) + " is " + t.str() +
+                                  ", expected the same rank as " + first.str() +
+                                  " (only 1-D empty tensors may differ)");
     for (std::size_t k = 0; k < out_shape.size(); ++k)
       if (k != d && t.shape()[k] != first.shape()[k])
         throw std::invalid_argument("cat: sizes of tensors must match except in dimension " +
@@ -314,24 +332,30 @@ Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim) {
   }
   Tensor out = Tensor::empty(out_shape, first.dtype());
   std::int64_t at = 0;
-  for (const auto& t : xs) {
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    if (sizes[i] < 0) continue;
     Shape sub = out_shape;
-    sub[d] = t.shape()[d];
+    sub[d] = sizes[i];
     Tensor region = out.alias(sub, out.strides(), at * out.strides()[d]);
-    copy_into_raw(region, t);
-    at += t.shape()[d];
+    copy_into_raw(region, xs[i]);
+    at += sizes[i];
   }
   record("CatBackward0", xs, {out}, {}, [sizes, d](BackwardContext& c) -> TensorList {
     TensorList r;
     std::int64_t at2 = 0;
     const Tensor& g = c.grads[0];
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      Shape sub = g.shape();
-      sub[d] = sizes[i];
-      r.push_back(c.needs_input_grad[i] ? contiguous_copy(g.alias(
-                                              sub, g.strides(), g.offset() + at2 * g.strides()[d]))
-                                        : Tensor());
-      at2 += sizes[i];
+      if (!c.needs_input_grad[i]) {
+        r.push_back(Tensor());
+      } else if (sizes[i] < 0) {
+        // A skipped input's gradient is empty like it (cat_tensors_backward).
+        r.push_back(Tensor::zeros({0}, g.dtype()));
+      } else {
+        Shape sub = g.shape();
+        sub[d] = sizes[i];
+        r.push_back(contiguous_copy(g.alias(sub, g.strides(), g.offset() + at2 * g.strides()[d])));
+      }
+      if (sizes[i] > 0) at2 += sizes[i];
     }
     return r;
   });

@@ -22,9 +22,12 @@ Tensor expand(const Tensor& x, const Shape& shape);
 // leading 1s when repeats is longer). Saves nothing (RepeatBackward0); its backward sums the
 // copies.
 Tensor repeat(const Tensor& x, const Shape& repeats);
-Tensor clone(const Tensor& x);                                // a copy; saves nothing
-Tensor contiguous(const Tensor& x);                           // x itself, or a clone
-Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim);  // saves nothing
+Tensor clone(const Tensor& x);       // a copy; saves nothing
+Tensor contiguous(const Tensor& x);  // x itself, or a clone
+// torch.cat; saves nothing. 1-D empty tensors ([0]) are skipped whatever the others' rank, as
+// PyTorch's legacy rule has it.
+Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim);
+bool skipped_by_cat(const Tensor& t);
 // torch.constant_pad_nd: `before[d]` and `after[d]` elements of `value` around dimension d
 // (none negative); saves nothing, its backward is the gradient's middle.
 Tensor constant_pad(const Tensor& x, const Shape& before, const Shape& after, double value = 0);

@@ -21,17 +21,22 @@ void translate_concat(OnnxNode& n) {
 
 bool fold_concat(OnnxNode& n) {
   if (!foldable(n)) return false;
-  const Tensor& x = first(n);
+  // torch.cat's legacy rule, as the cat op has it: 1-D empty inputs take no part.
+  std::vector<const Tensor*> parts;
+  for (std::size_t i = 0; i < n.input_count(); ++i) {
+    const Tensor& p = n.input(i, "concatenated").probe;
+    if (!skipped_by_cat(p)) parts.push_back(&p);
+  }
+  if (parts.empty()) return n.fold_to(first(n));
+  const Tensor& x = *parts.front();
   const auto rank = static_cast<std::int64_t>(x.dim());
   const std::int64_t axis = wrap_axis(n.attr_i("axis", 0), rank, "Concat");
   Shape s = x.shape();
   s[static_cast<std::size_t>(axis)] = 0;
-  std::vector<const Tensor*> parts;
-  for (std::size_t i = 0; i < n.input_count(); ++i) {
-    const Tensor& p = n.input(i, "concatenated").probe;
-    if (p.dim() != rank) n.fail("inputs of different ranks cannot be concatenated");
-    parts.push_back(&p);
-    s[static_cast<std::size_t>(axis)] += p.shape()[static_cast<std::size_t>(axis)];
+  for (const Tensor* p : parts) {
+    if (p->dim() != rank)
+      n.fail("inputs of different ranks cannot be concatenated (only 1-D empty ones may differ)");
+    s[static_cast<std::size_t>(axis)] += p->shape()[static_cast<std::size_t>(axis)];
   }
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t d = 0; d < axis; ++d) outer *= s[static_cast<std::size_t>(d)];

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/ops/pad.hpp"
+#include "engine/ops/pixel_shuffle.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
 #include "engine/ops/shape_ops.hpp"
 #include "engine/ops/shape_ops_onnx.hpp"
@@ -94,20 +96,53 @@ std::string python_constant_pad(const OpCall& n, const std::vector<std::string>&
 // padding, which then pools the padded value: the same numbers, and the padded copy is what
 // the exported graph keeps).
 void translate_pad(OnnxNode& n) {
-  if (n.attr_s("mode", "constant") != "constant") n.fail("only constant padding is supported");
-  const auto pads = n.constant_input(1, "pads").to_vector();
-  const double value = n.has_input(2) ? n.constant_input(2, "value").item() : 0;
+  const std::string mode = n.attr_s("mode", "constant");
   const OnnxValue& x = n.input(0, "first");
   const auto r = static_cast<std::size_t>(n.rank());
-  if (n.has_input(3)) n.fail("the axes input of Pad is not supported");
-  if (pads.size() != 2 * r)
-    n.fail(std::to_string(pads.size()) + " pads for a value of rank " + std::to_string(r));
+  const auto given = n.constant_input(1, "pads").to_vector();
+  // From opset 18 an axes input names the padded dims; pads then has two values per axis.
+  std::vector<double> pads(2 * r, 0.0);
+  if (n.has_input(3)) {
+    const Shape axes = n.constant_ints(3, "axes");
+    if (given.size() != 2 * axes.size())
+      n.fail(std::to_string(given.size()) + " pads for " + std::to_string(axes.size()) + " axes");
+    for (std::size_t j = 0; j < axes.size(); ++j) {
+      const auto d = static_cast<std::size_t>(wrap_dim(axes[j], n.rank(), "Pad"));
+      pads[d] = given[j];
+      pads[r + d] = given[axes.size() + j];
+    }
+  } else {
+    if (given.size() != 2 * r)
+      n.fail(std::to_string(given.size()) + " pads for a value of rank " + std::to_string(r));
+    pads = given;
+  }
   if (std::all_of(pads.begin(), pads.end(), [](double p) { return p == 0; }))
     return n.alias(n.y(), x);
-  const Shape before(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(r)),
-      after(pads.begin() + static_cast<std::ptrdiff_t>(r), pads.end());
-  n.define(n.y(), n.emit_op("constant_pad", {x.graph},
-                            {{"before", before}, {"after", after}, {"value", value}}, n.y()));
+  if (mode == "constant") {
+    const double value = n.has_input(2) ? n.constant_input(2, "value").item() : 0;
+    const Shape before(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(r)),
+        after(pads.begin() + static_cast<std::ptrdiff_t>(r), pads.end());
+    n.define(n.y(), n.emit_op("constant_pad", {x.graph},
+                              {{"before", before}, {"after", after}, {"value", value}}, n.y()));
+    return;
+  }
+  // reflect, edge (F.pad's replicate) and, from opset 19, wrap (circular): F.pad's pairs from
+  // the last dim back, over the trailing dims from the first one padded.
+  const char* torch_mode = mode == "reflect"                   ? "reflect"
+                           : mode == "edge"                    ? "replicate"
+                           : mode == "wrap" && n.opset() >= 19 ? "circular"
+                                                               : nullptr;
+  if (!torch_mode)
+    n.fail("mode '" + mode + "' is not supported at opset " + std::to_string(n.opset()));
+  std::size_t first = 0;
+  while (pads[first] == 0 && pads[r + first] == 0) ++first;
+  Shape torch_pads;
+  for (std::size_t d = r; d-- > first;) {
+    torch_pads.push_back(static_cast<std::int64_t>(pads[d]));
+    torch_pads.push_back(static_cast<std::int64_t>(pads[r + d]));
+  }
+  n.define(n.y(), n.emit_op("pad", {x.graph},
+                            {{"pads", torch_pads}, {"mode", std::string(torch_mode)}}, n.y()));
 }
 
 // Split (torch.split, torch.chunk): one slice of the axis per output, sizes from the split input
@@ -327,6 +362,8 @@ void register_shape_ops_ops(OpTable& t) {
          .cost = rows::elementwise_cost,
          .python = python_constant_pad,
          .onnx = {{.op_type = "Pad", .translate = translate_pad}}});
+  register_pad_ops(t);
+  register_pixel_shuffle_ops(t);
   t.add(with_layer(
       rows::one_pass_row(
           "identity", run_identity, python_identity,

@@ -155,7 +155,7 @@ std::shared_ptr<Model> densenet121Shape() {
                           : n[0] == 'r' ? "ReLU"
                                         : "MaxPool2d");
     x = op(*leaf, "op",
-           n[0] == 'c'   ? "conv2d"
+           n[0] == 'c'   ? "conv"
            : n[0] == 'n' ? "batch_norm"
            : n[0] == 'r' ? "relu"
                          : "max_pool2d",
@@ -174,7 +174,7 @@ std::shared_ptr<Model> densenet121Shape() {
                               n[0] == 'c'   ? "Conv2d"
                               : n[0] == 'n' ? "BatchNorm2d"
                                             : "ReLU");
-        h = op(*leaf, "op", n[0] == 'c' ? "conv2d" : n[0] == 'n' ? "batch_norm" : "relu", {h});
+        h = op(*leaf, "op", n[0] == 'c' ? "conv" : n[0] == 'n' ? "batch_norm" : "relu", {h});
         layer->end_op = static_cast<std::int64_t>(m->ops.size());
       }
       feats.push_back(h);
@@ -190,7 +190,7 @@ std::shared_ptr<Model> densenet121Shape() {
                               : n[0] == 'r' ? "ReLU"
                                             : "AvgPool2d");
         x = op(*leaf, "op",
-               n[0] == 'c'   ? "conv2d"
+               n[0] == 'c'   ? "conv"
                : n[0] == 'n' ? "batch_norm"
                : n[0] == 'r' ? "relu"
                              : "avg_pool2d",

@@ -153,9 +153,9 @@ class TestAutocast : public QObject {
       upsample_bilinear2d(x, {16, 16}, false, {0, 0});
       QFAIL("upsample_bilinear2d computed a bfloat16 tensor");
     } catch (const std::invalid_argument& e) {
-      QVERIFY2(std::string(e.what()).find("upsample_bilinear2d has no bfloat16 kernel") !=
-                   std::string::npos,
-               e.what());
+      QVERIFY2(
+          std::string(e.what()).find("upsample_linear has no bfloat16 kernel") != std::string::npos,
+          e.what());
     }
   }
 
@@ -200,9 +200,9 @@ class TestAutocast : public QObject {
     // on the CPU and lower on CUDA, softmax as given on the CPU and in float32 on CUDA.
     const OpTable& table = OpTable::instance();
     QCOMPARE(autocast_policy(*table.find("cross_entropy"), Device::cpu), AutocastPolicy::fp32);
-    QCOMPARE(autocast_policy(*table.find("conv2d"), Device::cpu), AutocastPolicy::lower);
-    QCOMPARE(autocast_policy(*table.find("conv_transpose2d"), Device::cpu), AutocastPolicy::fp32);
-    QCOMPARE(autocast_policy(*table.find("conv_transpose2d"), Device::cuda), AutocastPolicy::lower);
+    QCOMPARE(autocast_policy(*table.find("conv"), Device::cpu), AutocastPolicy::lower);
+    QCOMPARE(autocast_policy(*table.find("conv_transpose"), Device::cpu), AutocastPolicy::fp32);
+    QCOMPARE(autocast_policy(*table.find("conv_transpose"), Device::cuda), AutocastPolicy::lower);
     QCOMPARE(autocast_policy(*table.find("softmax"), Device::cpu), AutocastPolicy::none);
     QCOMPARE(autocast_policy(*table.find("softmax"), Device::cuda),
              AutocastPolicy::fp32_set_opt_dtype);

@@ -188,7 +188,7 @@ class CudaSemanticsTest : public QObject {
     // The first conv2d: x [4, 3, 32, 32], w [16, 3, 3, 3], out [4, 16, 32, 32].
     const std::int64_t workspace = (49152 + 1728 + 262144 + 16 + 511) / 512 * 512;
     std::int64_t k = 0;
-    while (r.trace.step(k).op != "conv2d") ++k;
+    while (r.trace.step(k).op != "conv") ++k;
     std::vector<std::int64_t> allocs, frees;
     for (std::int64_t i = r.trace.first_event(k); i < r.trace.first_event(k + 1); ++i) {
       const TraceEvent e = r.trace.event(i);

@@ -61,9 +61,6 @@ const std::map<std::string, std::string> kGradcheckElsewhere{
     {"pow", "rows \"pow 2\", \"pow 0.5\""},
     {"add_", "in-place: checked by the oracle's add_inplace"},
     {"batch_norm", "gradcheck_nn's BatchNorm rows"},
-    {"max_pool2d", "test_pool's finite differences"},
-    {"avg_pool2d", "test_pool's finite differences"},
-    {"adaptive_avg_pool2d", "test_pool's finite differences"},
     {"softmax", "gradcheck_nn"},
     {"cross_entropy", "gradcheck_nn"},
     {"mse_loss", "gradcheck_nn"},
@@ -74,7 +71,7 @@ const std::set<std::string> kOracleGaps{
     "flatten", "hardtanh", "identity", "linear", "log", "mean", "mean_dims", "mul", "mul_scalar",
     "neg", "permute", "pow", "relu", "reshape", "select", "sigmoid", "sin", "slice", "sqrt",
     "squeeze", "sub", "sub_scalar", "sum", "sum_dims", "tanh", "transpose", "unsqueeze", "view",
-    "cat", "max_pool2d", "avg_pool2d",
+    "cat", "max_pool", "avg_pool",
     // RMSNorm's: test_oracle_capture's Llama-family decoder, to the byte and the gradient.
     "rsqrt"};
 
@@ -88,7 +85,8 @@ class TestOpTable : public QObject {
     const std::regex row_re(R"re((?:row|newRow)\("([a-z_0-9@ .]+)")re");
     std::set<std::string> rows = matches(read("tests/engine/test_gradcheck.cpp"), row_re);
     for (const char* more :
-         {"tests/engine/test_gradcheck_nn.cpp", "tests/engine/test_gradcheck_recurrent.cpp"}) {
+         {"tests/engine/test_gradcheck_nn.cpp", "tests/engine/test_gradcheck_nd.cpp",
+          "tests/engine/test_gradcheck_recurrent.cpp"}) {
       const auto named = matches(read(more), row_re);
       rows.insert(named.begin(), named.end());
     }
@@ -105,7 +103,7 @@ class TestOpTable : public QObject {
   void everyKindHasAnOracleCase() {
     std::set<std::string> cases;
     for (const char* f : {"cases_core.py", "cases_nn.py", "cases_models.py", "cases_checkpoint.py",
-                          "cases_recurrent.py"}) {
+                          "cases_recurrent.py", "cases_nd.py"}) {
       const auto c = matches(read(std::string("tests/oracle/") + f),
                              std::regex(R"re(@case\(f?"([a-z_0-9@{}]+)")re"));
       cases.insert(c.begin(), c.end());

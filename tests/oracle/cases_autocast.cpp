@@ -69,7 +69,7 @@ CKPTLAB_ORACLE_CASE(ac_conv_bn_relu_pool) {
   Tensor h;
   {
     auto scope = autocast();
-    h = op("conv2d", {c.input("x"), c.param("conv_w")}, {{"padding", std::int64_t{1}}});
+    h = op("conv", {c.input("x"), c.param("conv_w")}, {{"padding", std::int64_t{1}}});
     h = op("batch_norm",
            {h, c.param("bn_w"), c.param("bn_b"), c.buffer("bn_rm"), c.buffer("bn_rv")},
            {{"momentum", 0.1}, {"eps", 1e-5}});
@@ -148,8 +148,8 @@ CKPTLAB_ORACLE_CASE(ac_embedding) {
 
 CKPTLAB_ORACLE_CASE(ac_conv_transpose) {
   auto scope = autocast();
-  const Tensor h = op("conv2d", {c.input("x"), c.param("conv_w")}, {{"padding", std::int64_t{1}}});
-  return {op("conv_transpose2d", {h, c.param("convt_w")},
+  const Tensor h = op("conv", {c.input("x"), c.param("conv_w")}, {{"padding", std::int64_t{1}}});
+  return {op("conv_transpose", {h, c.param("convt_w")},
              {{"stride", std::int64_t{2}},
               {"padding", std::int64_t{1}},
               {"output_padding", std::int64_t{1}}})};

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""Every torchvision classifier and nn.Transformer / nn.MultiheadAttention model through the
-engine against PyTorch: loads?, float64 gradients, float32 accuracy (issue 15).
+"""Every torchvision classifier, its video networks (video.r3d_18, video.mc3_18,
+video.r2plus1d_18 on 8 frames of 32 x 32), nd_models_oracle.py's speech and audio networks
+(audio.wav2vec_fe, ...) and nn.Transformer / nn.MultiheadAttention models
+through the engine against PyTorch: loads?, float64 gradients, float32 accuracy (issue 15).
 
     /usr/bin/python3 tests/oracle/category_grads.py --cli build/app/cli/ckptlab-cli
         [--models NAME ...] [--opsets 13 17] [--f32-opsets 13] [--cache /tmp/tvcov]
@@ -205,10 +207,15 @@ TRANSFORMERS = {
 }
 
 
+VIDEO = ["video.r3d_18", "video.mc3_18", "video.r2plus1d_18"]
+AUDIO = ["audio.wav2vec_fe", "audio.wav2vec_fe_group_norm", "audio.wav2letter", "audio.tcn", "audio.unet1d",
+         "audio.padding", "audio.instance_norm", "audio.subpixel", "audio.unet3d"]
+
+
 def all_models():
     import torchvision
     names = [n for n in torchvision.models.list_models(module=torchvision.models)]
-    return names + ["nn." + n for n in TRANSFORMERS]
+    return names + ["nn." + n for n in TRANSFORMERS] + VIDEO + AUDIO
 
 
 def build(name):
@@ -217,6 +224,19 @@ def build(name):
     if name.startswith("nn."):
         make, shapes = TRANSFORMERS[name[3:]]
         model = make()
+    elif name.startswith("audio."):
+        # nd_models_oracle.py's speech and audio networks (wav2vec's feature extractor,
+        # Wav2Letter, a TCN, a 1-D U-Net) at their oracle sizes.
+        from nd_models_oracle import families
+        make, make_input, _ = families()[name[6:]]
+        model = make()
+        shapes = [list(make_input().shape)]
+    elif name.startswith("video."):
+        # torchvision's video networks (issue 38): 8 frames of 32 x 32, the smallest clip
+        # whose last stage keeps 1 x 2 x 2 values per channel for its batch norms.
+        import torchvision.models.video
+        model = getattr(torchvision.models.video, name[6:])(weights=None, num_classes=10)
+        shapes = [[BATCH, 3, 8, 32, 32]]
     else:
         import torchvision
         side, batch, kwargs = family_size(name)
@@ -236,7 +256,7 @@ def build(name):
             m.p = 0.0
         if isinstance(m, nn.MultiheadAttention):
             m.dropout = 0.0
-        if isinstance(m, (nn.BatchNorm2d, nn.LayerNorm)):
+        if isinstance(m, (nn.modules.batchnorm._BatchNorm, nn.LayerNorm)):
             m.eps = float(numpy.float32(m.eps))
     return model.train(), shapes
 

@@ -116,17 +116,24 @@ Window read_window(const OnnxNode& n, const char* what, KernelShape kernel_shape
     const Shape& w = n.input(1, "weight").probe.shape();
     if (w.size() > 2) kernel.assign(w.begin() + 2, w.end());
   }
-  if (kernel.size() != 2 || n.rank() != 4)
-    n.fail(std::string(what) + " over " + std::to_string(kernel.size()) +
-           " spatial dimensions is not supported (2-D only, on [N, C, H, W])");
+  const std::size_t dims = kernel.size();
+  if (dims < 1 || dims > 3 || n.rank() != static_cast<std::int64_t>(dims) + 2)
+    n.fail(std::string(what) + " over " + std::to_string(dims) + " spatial dimensions on a rank-" +
+           std::to_string(n.rank()) +
+           " input is not supported (1, 2 or 3 spatial dimensions, on [N, C, *spatial])");
   Ints strides = n.attr_ints("strides"), pads = n.attr_ints("pads"),
        dilations = n.attr_ints("dilations");
-  if (strides.empty()) strides = {1, 1};
-  if (dilations.empty()) dilations = {1, 1};
-  if (pads.empty()) pads = {0, 0, 0, 0};
-  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
-    n.fail("asymmetric pads " + shape_str(pads) + " are not supported");
-  return Window{kernel, strides, Ints{pads[0], pads[1]}, dilations};
+  if (strides.empty()) strides.assign(dims, 1);
+  if (dilations.empty()) dilations.assign(dims, 1);
+  if (pads.empty()) pads.assign(2 * dims, 0);
+  if (strides.size() != dims || dilations.size() != dims)
+    n.fail("strides " + shape_str(strides) + " and dilations " + shape_str(dilations) +
+           " must have one value per spatial dimension (" + std::to_string(dims) + ")");
+  bool symmetric = pads.size() == 2 * dims;
+  for (std::size_t d = 0; symmetric && d < dims; ++d) symmetric = pads[d] == pads[d + dims];
+  if (!symmetric) n.fail("asymmetric pads " + shape_str(pads) + " are not supported");
+  pads.resize(dims);
+  return Window{kernel, strides, pads, dilations};
 }
 
 Ints axes_input_or_attr(const OnnxNode& n, std::size_t input, std::int64_t from_opset) {

@@ -1,7 +1,7 @@
 #pragma once
 
 // What several ops' ONNX rules share: load-time arithmetic on known values (shapes, mostly
-// int64) and the reading of 2-D window attributes.
+// int64) and the reading of window attributes.
 
 #include <cstdint>
 #include <functional>
@@ -34,8 +34,9 @@ bool all_inputs_constant(const OnnxNode& n);
 // A single known number (x op c: what PyTorch records for a Python scalar).
 bool is_scalar(const OnnxValue* v);
 
-// 2-D window attributes of Conv and the pools: kernel, strides, symmetric pads (H, W),
-// dilations. Anything but 2-D on [N, C, H, W] or symmetric padding is a named error.
+// Window attributes of Conv and the pools over 1, 2 or 3 spatial dimensions: kernel, strides,
+// symmetric pads (one per dimension), dilations. Another rank, or asymmetric padding, is a
+// named error.
 struct Window {
   Ints kernel, strides, pads, dilations;
 };

@@ -41,8 +41,25 @@ void OpTable::add(OpSchema row) {
     throw std::logic_error("op table: two rows for op kind '" + type + "'");
 }
 
+// Op kinds that were renamed: a model or a caller that still names the old kind gets the row
+// that replaced it (the 2-D convolutions, pools and resizes became the rank-generic ones).
+namespace {
+const std::string& current_kind(const std::string& type) {
+  static const std::map<std::string, std::string> renamed{
+      {"conv2d", "conv"},
+      {"conv_transpose2d", "conv_transpose"},
+      {"max_pool2d", "max_pool"},
+      {"avg_pool2d", "avg_pool"},
+      {"adaptive_avg_pool2d", "adaptive_avg_pool"},
+      {"upsample_nearest2d", "upsample_nearest"},
+      {"upsample_bilinear2d", "upsample_linear"}};
+  auto it = renamed.find(type);
+  return it == renamed.end() ? type : it->second;
+}
+}  // namespace
+
 void OpTable::add_aten(const std::string& type, std::vector<AtenRule> rules) {
-  auto row = rows_.find(type);
+  auto row = rows_.find(current_kind(type));
   if (row == rows_.end())
     throw std::logic_error("op table: ATen rules for the unknown op kind '" + type + "'");
   for (const AtenRule& rule : rules) {
@@ -65,7 +82,7 @@ std::vector<std::string> OpTable::aten_names() const {
 }
 
 const OpSchema* OpTable::find(const std::string& type) const {
-  auto it = rows_.find(type);
+  auto it = rows_.find(current_kind(type));
   // Rows with no kernel are ONNX load-time rules only (Shape, Constant), not op kinds.
   return it == rows_.end() || !it->second.kernel ? nullptr : &it->second;
 }
