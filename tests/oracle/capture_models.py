@@ -10,21 +10,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps=1e-6):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.eps = eps
-
-    def forward(self, x):
-        variance = x.pow(2).mean(-1, keepdim=True)
-        return self.weight * (x * torch.rsqrt(variance + self.eps))
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+# RMSNorm, the rotary rotation, SwiGLU and the layer are the ONNX tests' (fusion_oracle.py);
+# the attention here repeats the key/value heads as Hugging Face's repeat_kv does.
+from llama_family import DecoderLayer, RMSNorm, rotate_half  # noqa: F401
 
 
 def repeat_kv(x, n_rep):
@@ -58,35 +46,12 @@ class Attention(nn.Module):
         return self.o_proj(y)
 
 
-class Mlp(nn.Module):
-    def __init__(self, dim, ffn):
-        super().__init__()
-        self.gate_proj = nn.Linear(dim, ffn, bias=False)
-        self.up_proj = nn.Linear(dim, ffn, bias=False)
-        self.down_proj = nn.Linear(ffn, dim, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-
-
-class DecoderLayer(nn.Module):
-    def __init__(self, dim, heads, kv_heads, ffn):
-        super().__init__()
-        self.input_layernorm = RMSNorm(dim)
-        self.self_attn = Attention(dim, heads, kv_heads)
-        self.post_attention_layernorm = RMSNorm(dim)
-        self.mlp = Mlp(dim, ffn)
-
-    def forward(self, x, cos, sin, mask):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
-        return x + self.mlp(self.post_attention_layernorm(x))
-
-
 class Llama(nn.Module):
     def __init__(self, vocab, dim, layers, heads, kv_heads, ffn, max_seq, theta=500000.0):
         super().__init__()
         self.embed_tokens = nn.Embedding(vocab, dim)
-        self.layers = nn.ModuleList(DecoderLayer(dim, heads, kv_heads, ffn) for _ in range(layers))
+        self.layers = nn.ModuleList(DecoderLayer(dim, heads, kv_heads, ffn, Attention)
+                                    for _ in range(layers))
         self.norm = RMSNorm(dim)
         self.lm_head = nn.Linear(dim, vocab, bias=False)
         head_dim = dim // heads

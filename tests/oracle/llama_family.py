@@ -69,10 +69,10 @@ class MLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, dim, heads, kv_heads, hidden):
+    def __init__(self, dim, heads, kv_heads, hidden, attention=None):
         super().__init__()
         self.input_layernorm = RMSNorm(dim)
-        self.self_attn = Attention(dim, heads, kv_heads)
+        self.self_attn = (attention or Attention)(dim, heads, kv_heads)
         self.post_attention_layernorm = RMSNorm(dim)
         self.mlp = MLP(dim, hidden)
 
