@@ -278,7 +278,7 @@ CKPTLAB_ORACLE_CASE(cast) {
   return {mul(c.input("x"), cast(gt(c.input("keep"), Tensor::scalar(0.0)), DType::f32))};
 }
 
-CKPTLAB_ORACLE_CASE(rsqrt) {  // rsqrt@rms_norm
+CKPTLAB_ORACLE_CASE(rms_norm) {  // RMSNorm as eager PyTorch writes it
   const Tensor x = c.input("x");
   const Tensor inv = rsqrt(add(mean(pow(x, 2.0), {-1}, true), 1e-5));
   return {mul(mul(x, inv), c.param("w"))};

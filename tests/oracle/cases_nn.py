@@ -557,7 +557,7 @@ def cast_case(c):
     return x * (keep > 0).to(torch.float32)
 
 
-@case("rsqrt@rms_norm")
+@case("rms_norm")
 def rsqrt_rms_norm(c):
     # Llama's RMSNorm as eager PyTorch computes it (issue 39): pow saves x, RsqrtBackward0 its
     # result, each mul both operands.
