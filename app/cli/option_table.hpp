@@ -49,10 +49,17 @@ template <typename T>
 bool apply_option(const std::vector<OptionRule<T>>& rules, const std::vector<std::string>& args,
                   std::size_t& i, T& target) {
   for (const auto& r : rules) {
-    if (args[i] != r.flag) continue;
+    const std::string& arg = args[i];
     const bool takes_value = r.value[0] != '\0';
-    if (takes_value && i + 1 >= args.size()) throw UsageError(args[i] + " needs a value");
-    const std::string& flag = args[i];
+    const std::string flag = r.flag;
+    // --flag VALUE, or --flag=VALUE.
+    if (takes_value && arg.size() > flag.size() && arg.compare(0, flag.size(), flag) == 0 &&
+        arg[flag.size()] == '=') {
+      r.apply(target, flag, arg.substr(flag.size() + 1));
+      return true;
+    }
+    if (arg != flag) continue;
+    if (takes_value && i + 1 >= args.size()) throw UsageError(flag + " needs a " + r.value);
     r.apply(target, flag, takes_value ? args[++i] : std::string());
     return true;
   }

@@ -63,11 +63,12 @@ GuardVerdict no_real_run_on(Device device, GuardVerdict v) {
 }
 
 // A capture made on meta tensors (ckptlab_capture without weights) holds its weights' shapes,
-// not their values: its figures are its dry run's, and no real run follows.
+// not their values: its figures are its dry run's, and no real run follows. A weight an ONNX
+// file lacks is different: the loader said how a real run makes it (ParameterInfo::made_at_run).
 GuardVerdict no_real_run_without_weights(const Model& model, GuardVerdict v) {
   if (!v.fits) return v;
   for (const auto& p : model.parameters)
-    if (p.initial.is_meta()) {
+    if (p.initial.is_meta() && !p.made_at_run) {
       v.fits = false;
       v.message = "dry run only: the weights were not captured ('" + p.name +
                   "' has a shape and no values; capture with weights=True for a real run); the "
