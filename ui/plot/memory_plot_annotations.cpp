@@ -86,9 +86,14 @@ void MemoryPlotRenderer::drawPeak(QPainter& p, const QRectF& area, const MemoryP
   double bx = x + 10;
   if (bx + w > area.right()) bx = x - 10 - w;
   bx = std::max(bx, area.left() + 2);
-  // Below the band labels along the top edge.
+  // Below the band labels along the top edge, and below the run-kind banner where it would
+  // cover it (a wrapped CUDA banner reaches down to the label).
   double by = std::max(area.top() + 22, y - h - 6);
   QRectF box(bx, by, w, h);
+  if (const RunKindBanner banner = runKindBanner(area, m);
+      !banner.lines.isEmpty() && box.intersects(banner.box) &&
+      banner.box.bottom() + 4 + h <= area.bottom())
+    box.moveTop(banner.box.bottom() + 4);
   QColor bg = palette_.background;
   bg.setAlphaF(0.9);
   p.setPen(QPen(palette_.highlight, 1));
@@ -136,39 +141,48 @@ QStringList bannerLines(const QStringList& parts, const QFontMetricsF& fm, doubl
 
 // Which run the curve is: a dry run's bytes are exact and its times estimated; a real run's
 // are measured. Said on the plot itself, so that no picture of a dry run passes for a real one.
-void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
-                                     const MemoryPlotModel& m) const {
-  if (!m.series) return;
+// Empty lines when the curve is this engine's own real CPU run, which needs no banner.
+MemoryPlotRenderer::RunKindBanner MemoryPlotRenderer::runKindBanner(
+    const QRectF& area, const MemoryPlotModel& m) const {
+  RunKindBanner banner;
+  banner.font = font_;
+  banner.font.setBold(true);
+  if (!m.series) return banner;
   // Whose memory the curve is, when it is not this engine's own CPU run: the device decides it.
   const bool otherDevice = !m.series->reserved.empty() && !m.series->memory_of.empty();
-  if (!m.series->dry_run && !otherDevice) return;
+  if (!m.series->dry_run && !otherDevice) return banner;
   QStringList parts{m.series->dry_run ? QObject::tr("DRY RUN") : QObject::tr("REAL RUN")};
   if (m.series->dry_run) parts << QObject::tr("exact bytes") << QObject::tr("estimated times");
   if (otherDevice)
     parts << QObject::tr("memory as %1 holds it").arg(QString::fromStdString(m.series->memory_of));
   if (!m.series->not_computed.empty())
     parts << QObject::tr("real run not started (the run summary says why)");
-  QFont bold = font_;
-  bold.setBold(true);
-  p.setFont(bold);
-  const QFontMetricsF fm(bold);
+  const QFontMetricsF fm(banner.font);
   // On the CUDA device the banner is longer than a narrow plot: it wraps between its parts
   // instead of running off the right edge.
-  const QStringList lines = bannerLines(parts, fm, area.width() - 24);
+  banner.lines = bannerLines(parts, fm, area.width() - 24);
   double widest = 0;
-  for (const QString& line : lines) widest = std::max(widest, fm.horizontalAdvance(line));
-  const QRectF box(area.left() + 6, area.top() + 4, widest + 12,
-                   fm.height() * static_cast<double>(lines.size()) + 4);
+  for (const QString& line : banner.lines) widest = std::max(widest, fm.horizontalAdvance(line));
+  banner.box = QRectF(area.left() + 6, area.top() + 4, widest + 12,
+                      fm.height() * static_cast<double>(banner.lines.size()) + 4);
+  return banner;
+}
+
+void MemoryPlotRenderer::drawRunKind(QPainter& p, const QRectF& area,
+                                     const MemoryPlotModel& m) const {
+  const RunKindBanner banner = runKindBanner(area, m);
+  if (banner.lines.isEmpty()) return;
+  p.setFont(banner.font);
   p.setPen(Qt::NoPen);
   QColor fill = palette_.background;
   fill.setAlpha(220);
   p.setBrush(fill);
-  p.drawRoundedRect(box, 3, 3);
+  p.drawRoundedRect(banner.box, 3, 3);
   p.setPen(QPen(palette_.mutedText, 1.0, Qt::DashLine));
   p.setBrush(Qt::NoBrush);
-  p.drawRoundedRect(box, 3, 3);
+  p.drawRoundedRect(banner.box, 3, 3);
   p.setPen(palette_.text);
-  p.drawText(box, Qt::AlignCenter, lines.join('\n'));
+  p.drawText(banner.box, Qt::AlignCenter, banner.lines.join('\n'));
   p.setFont(font_);
 }
 

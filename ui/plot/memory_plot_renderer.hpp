@@ -106,6 +106,12 @@ class MemoryPlotRenderer {
   void drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawGhostPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawRunKind(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
+  struct RunKindBanner {
+    QStringList lines;  // empty: no banner
+    QRectF box;
+    QFont font;
+  };
+  RunKindBanner runKindBanner(const QRectF& area, const MemoryPlotModel& m) const;
   // memory_plot_measured.cpp
   void renderMeasuredOnly(QPainter& p, const QRectF& rect, const MemoryPlotModel& m) const;
   void drawMeasured(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
