@@ -48,10 +48,7 @@ class TestOracleNdModels : public QObject {
     const QString err = oracle::run_script(
         {oracle::source_dir() + "/tests/oracle/nd_models_oracle.py", dir_.path()});
     QVERIFY2(err.isEmpty(), qPrintable(err));
-    QFile index(dir_.filePath("index.txt"));
-    QVERIFY(index.open(QIODevice::ReadOnly));
-    for (const auto& line : QString(index.readAll()).split('\n', Qt::SkipEmptyParts))
-      cases_ << line;
+    cases_ = oracle::script_cases(dir_);
     QCOMPARE(cases_.size(), 24);  // 12 families, opsets 13 and 17
   }
 

@@ -22,10 +22,7 @@ class TestOracleOnnx : public QObject {
     const QString err =
         oracle::run_script({oracle::source_dir() + "/tests/oracle/onnx_oracle.py", dir_.path()});
     QVERIFY2(err.isEmpty(), qPrintable(err));
-    QFile index(dir_.filePath("index.txt"));
-    QVERIFY(index.open(QIODevice::ReadOnly));
-    for (const auto& line : QString(index.readAll()).split('\n', Qt::SkipEmptyParts))
-      cases_ << line;
+    cases_ = oracle::script_cases(dir_);
     QVERIFY(cases_.size() >= 10);
   }
 

@@ -3,6 +3,7 @@
 // The oracle tests' PyTorch half runs as a child process: a script of tests/oracle/ (or
 // samples/) under Debian's python3 with torch 1.13, writing into the test's scratch folder.
 
+#include <QFile>
 #include <QProcess>
 #include <QString>
 #include <QStringList>
@@ -34,6 +35,13 @@ inline QString run_script(const QStringList& args, int timeout_ms = 540000) {
 inline bool prepare_scratch(QTemporaryDir& dir) {
   if (qEnvironmentVariableIsSet("CKPTLAB_ORACLE_KEEP")) dir.setAutoRemove(false);
   return dir.isValid();
+}
+
+// The cases a script wrote into `dir`: one name a line of its index.txt (empty when absent).
+inline QStringList script_cases(const QTemporaryDir& dir) {
+  QFile index(dir.filePath("index.txt"));
+  if (!index.open(QIODevice::ReadOnly)) return {};
+  return QString::fromUtf8(index.readAll()).split('\n', Qt::SkipEmptyParts);
 }
 
 }  // namespace ckpt::oracle
