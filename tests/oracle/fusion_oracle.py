@@ -276,19 +276,24 @@ def write_case(out_dir, family, opset):
     return name
 
 
-def main():
-    out_dir = sys.argv[1]
-    only = set(sys.argv[2:])
+def write_cases(argv, families, write_case):
+    """argv: OUT_DIR [FAMILY ...]. Every family (or those named) at opsets 13 and 17, one case
+    folder each, and their names in OUT_DIR/index.txt for the C++ half."""
+    out_dir, only = argv[0], set(argv[1:])
     os.makedirs(out_dir, exist_ok=True)
     torch.set_num_threads(1)
     names = []
-    for family in families():
+    for family in families:
         if only and family not in only:
             continue
         for opset in (13, 17):
             names.append(write_case(out_dir, family, opset))
     with open(os.path.join(out_dir, "index.txt"), "w") as fh:
         fh.write("\n".join(names) + "\n")
+
+
+def main():
+    write_cases(sys.argv[1:], families(), write_case)
 
 
 if __name__ == "__main__":

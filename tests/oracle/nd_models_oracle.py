@@ -35,7 +35,7 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
-from fusion_oracle import eager_saved  # noqa: E402
+from fusion_oracle import eager_saved, write_cases  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -349,18 +349,7 @@ def write_case(out_dir, family, opset):
 
 
 def main():
-    out_dir = sys.argv[1]
-    only = set(sys.argv[2:])
-    os.makedirs(out_dir, exist_ok=True)
-    torch.set_num_threads(1)
-    names = []
-    for family in families():
-        if only and family not in only:
-            continue
-        for opset in (13, 17):
-            names.append(write_case(out_dir, family, opset))
-    with open(os.path.join(out_dir, "index.txt"), "w") as fh:
-        fh.write("\n".join(names) + "\n")
+    write_cases(sys.argv[1:], families(), write_case)
 
 
 if __name__ == "__main__":
