@@ -29,6 +29,7 @@ struct Recorded {
   Shape shape;
   DType dtype = DType::f32;
   std::string unsupported_dtype;  // a dtype the engine has not (uint8): fine if never used
+  std::int64_t storage = -1;      // the storage PyTorch's tensor viewed (-1: not recorded)
 };
 
 class Importer {
@@ -65,6 +66,9 @@ class Importer {
   std::map<std::string, Module*> modules_;
   std::unordered_map<std::string, std::int64_t> name_counts_;
   std::unordered_map<std::string, std::int64_t> index_ranges_;  // input -> classes
+  // graph value -> the capture's storage it is a view of (an in-place write into one view of a
+  // storage is read through the others: drop_unused_ops keeps it).
+  std::unordered_map<std::string, std::int64_t> storage_of_;
 };
 
 DType dtype_named(const std::string& name, const std::string& where);

@@ -4,6 +4,7 @@
 #include "engine/model/capture_loader.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 #include <functional>
 #include <unordered_set>
@@ -113,6 +114,8 @@ void Importer::read_values() {
       if (size < 0) throw CaptureError(w + ".shape", "a size cannot be negative");
       r.shape.push_back(size);
     }
+    if (v.contains("storage") && v.at("storage").is_number_integer())
+      r.storage = v.at("storage").get<std::int64_t>();
     const std::string dtype = text(member(v, "dtype", w), w + ".dtype");
     try {
       r.dtype = dtype_named(dtype, w + ".dtype");
@@ -169,6 +172,7 @@ void Importer::read_sources() {
         probes_[name] = Tensor::empty(r.shape, r.dtype);
       }
       graph_[id] = name;
+      if (r.storage >= 0) storage_of_[name] = r.storage;
       add(e, w, name, r, value);
     }
   };
@@ -201,8 +205,13 @@ void Importer::read_sources() {
   };
   source("parameters", weight(false));
   source("buffers", weight(true));
-  source("constants", [&](const json&, const std::string&, const std::string& name, const Recorded&,
-                          const Tensor& value) { m_.constants[name] = value; });
+  source("constants", [&](const json& e, const std::string&, const std::string& name,
+                          const Recorded&, const Tensor& value) {
+    m_.constants[name] = value;
+    // A number the forward wrapped (torch.tensor(k) of a slice assignment): rules may read it.
+    if (e.contains("data") && value.numel() == 1)
+      producers_[name] = AtenNode::Producer{"constant", {}, {{"value", value.item()}}};
+  });
   if (m_.inputs.empty()) throw CaptureError("inputs", "the capture has no input");
   // Without weights only a dry run can run it (any size: the parameters are shapes).
   m_.scenario.dry_run_only = !all_data;
@@ -265,22 +274,39 @@ void Importer::read_outputs() {
 }
 
 // Ops whose outputs nothing reads (aten::t of a weight that linear took instead, the reserve
-// tensors and statistics only autograd reads) are left out, and what only they read.
+// tensors and statistics only autograd reads) are left out, and what only they read. An in-place
+// op writes into a storage that later ops may read through another view of it (Swin's slice
+// assignments into its mask): it stays when a kept later op reads that storage.
 void Importer::drop_unused_ops() {
   std::unordered_set<std::string> live(m_.outputs.begin(), m_.outputs.end());
   if (!m_.scenario.loss_value.empty()) live.insert(m_.scenario.loss_value);
+  std::unordered_set<std::int64_t> live_storages;
+  const auto storage = [&](const std::string& graph) {
+    auto it = storage_of_.find(graph);
+    return it == storage_of_.end() ? std::int64_t{-1} : it->second;
+  };
+  for (const auto& v : live)
+    if (storage(v) >= 0) live_storages.insert(storage(v));
   std::vector<bool> keep(m_.ops.size(), false);
   for (std::size_t i = m_.ops.size(); i-- > 0;) {
     const OpNode& op = m_.ops[i];
-    keep[i] = std::any_of(op.outputs.begin(), op.outputs.end(),
-                          [&](const std::string& o) { return live.count(o) > 0; });
+    keep[i] = std::any_of(op.outputs.begin(), op.outputs.end(), [&](const std::string& o) {
+      return live.count(o) > 0 || (!op.op_type.empty() && op.op_type.back() == '_' &&
+                                   storage(o) >= 0 && live_storages.count(storage(o)) > 0);
+    });
     if (keep[i])
-      for (const auto& in : op.inputs) live.insert(in);
+      for (const auto& in : op.inputs) {
+        live.insert(in);
+        if (storage(in) >= 0) live_storages.insert(storage(in));
+      }
   }
   std::vector<OpNode> kept;
   for (std::size_t i = 0; i < m_.ops.size(); ++i)
     if (keep[i]) kept.push_back(std::move(m_.ops[i]));
   m_.ops = std::move(kept);
+  // Constants only dropped ops read (a number a rule took as an attribute) are not the run's.
+  for (auto c = m_.constants.begin(); c != m_.constants.end();)
+    c = live.count(c->first) ? std::next(c) : m_.constants.erase(c);
   for (auto& in : m_.inputs) {
     auto r = index_ranges_.find(in.name);
     if (r != index_ranges_.end() && in.classes == 0) in.classes = r->second;

@@ -217,6 +217,7 @@ class CapturedOp final : public AtenNode {
            dtype_name(got.dtype()) + shape_str(got.shape()) + " where PyTorch recorded " +
            dtype_name(want.dtype) + shape_str(want.shape) + " (output " + std::to_string(k) + ")");
     im_.graph_[id] = graph;
+    if (want.storage >= 0) im_.storage_of_.emplace(graph, want.storage);
   }
   std::string pending_use(const std::string& graph) const {
     return "reads " + graph.substr(1) +

@@ -15,7 +15,10 @@ void aten_to_copy(AtenNode& n) {
 
 }  // namespace
 
+void register_mask_aten(OpTable& t);  // mask_aten.cpp
+
 void register_logical_aten(OpTable& t) {
+  register_mask_aten(t);
   t.add_aten("cast", {{"aten::_to_copy", aten_to_copy}});
 }
 

@@ -128,7 +128,10 @@ OpSchema comparison_row(const char* onnx_type, int since) {
 
 }  // namespace
 
+void register_mask_ops(OpTable& t);  // mask_rows.cpp: the masks a captured forward builds
+
 void register_logical_ops(OpTable& t) {
+  register_mask_ops(t);
   t.add(comparison_row<kGt, Comparison::gt, kGtOp>("Greater", 7));
   t.add(comparison_row<kLt, Comparison::lt, kLtOp>("Less", 7));
   t.add(comparison_row<kGe, Comparison::ge, kGeOp>("GreaterOrEqual", 12));

@@ -133,10 +133,24 @@ void aten_restride(AtenNode& n) {
   n.define(0, x);
 }
 
+// Whether `graph` is made from factories alone (a mask: full, arange, then triu, comparisons,
+// ...), so that it has no gradient to lose.
+bool made_by_factories(const AtenNode& n, const std::string& graph, int depth = 0) {
+  const AtenNode::Producer* made = n.producer(graph);
+  if (!made || depth > 32) return false;
+  if (made->inputs.empty()) return true;  // full, arange
+  for (const auto& in : made->inputs)
+    if (!in.empty() && !made_by_factories(n, in, depth + 1)) return false;
+  return true;
+}
+
 // What autograd's machinery detaches reads nothing later; a detached value the forward goes on
-// using would lose its gradient in PyTorch and not in the engine: a load error when used.
+// using would lose its gradient in PyTorch and not in the engine: a load error when used. A
+// tensor a factory made (PyTorch 1.13 detaches torch.full's result) is itself.
 void aten_detach(AtenNode& n) {
-  n.define_pending(0, {{"detached", n.tensor("self")}});
+  const std::string x = n.tensor("self");
+  if (made_by_factories(n, x)) return n.define(0, x);
+  n.define_pending(0, {{"detached", x}});
 }
 
 }  // namespace

@@ -130,6 +130,7 @@ class _Recorder(TorchDispatchMode):
         self.ops = []
         self.sources = {"parameter": [], "buffer": [], "input": [], "constant": []}
         self.next_storage = 0
+        self.twins = {}  # id(non-meta tensor) -> (it, its meta twin), on a capture on meta
 
     def _new_value(self, t, storage):
         vid = len(self.values)
@@ -186,9 +187,42 @@ class _Recorder(TorchDispatchMode):
         except (TypeError, ValueError):
             return {"enum": str(x)}
 
+    def _twin(self, t):
+        """A meta tensor standing for `t`, a tensor not on meta that meets the capture's meta
+        tensors (one the forward made on the CPU with torch.tensor, or took from outside): the
+        same value id, and `t`'s values recorded in the file as a constant's."""
+        if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+            return t
+        seen = self.twins.get(id(t))
+        if seen is not None and seen[0] is t:
+            return seen[1]
+        vid = self.value(t)
+        twin = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+        self.value_of[id(twin)] = vid
+        self.keep.append(twin)
+        self.twins[id(t)] = (t, twin)
+        return twin
+
+    def _on_meta(self, func, args, kwargs):
+        """A capture on meta tensors runs every op on meta: a factory the forward calls without
+        a device (nn.Transformer.generate_square_subsequent_mask's torch.full, a padding mask's
+        torch.zeros) makes a meta tensor, and a tensor from elsewhere is swapped for its twin.
+        The file records the arguments as the forward gave them."""
+        args = [self._twin(a) if isinstance(a, torch.Tensor) else
+                [self._twin(x) for x in a] if isinstance(a, (list, tuple)) and a and
+                isinstance(a[0], torch.Tensor) else a for a in args]
+        kwargs = {k: self._twin(v) for k, v in kwargs.items()}
+        if any(a.name == "device" for a in func._schema.arguments):
+            kwargs["device"] = torch.device("meta")
+        return args, kwargs
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        if self.weights:
+            out = func(*args, **kwargs)
+        else:
+            run_args, run_kwargs = self._on_meta(func, args, kwargs)
+            out = func(*run_args, **run_kwargs)
         schema = func._schema
         name = schema.name
         named = {}

@@ -1,5 +1,6 @@
 #include <QtTest>
 
+#include "engine/ops/mask.hpp"
 #include "engine/ops/ops.hpp"
 #include "support/gradcheck.hpp"
 
@@ -69,6 +70,50 @@ class TestGradcheck : public QObject {
           return mul(x[0], cast(gt(x[1], Tensor::scalar(0.0, DType::f64)), DType::f64));
         },
         {L({3, 4}, 55), L({3, 4}, 56)});
+    // Masks a forward builds (engine/ops/mask.hpp): no gradient of their own, and what the
+    // ops that read them pass back.
+    row("full@add",
+        [](const TensorList& x) {
+          return add(x[0], filled({3, 4}, 2.0, DType::f64));
+        },
+        {L({3, 4}, 57)});
+    row("arange@mul",
+        [](const TensorList& x) { return mul(x[0], arange_range(-1, 3, 1, DType::f64)); },
+        {L({3, 4}, 58)});
+    row("trilu triu", [](const TensorList& x) { return trilu(x[0], 1, true); }, {L({2, 3, 4}, 59)});
+    row("trilu tril", [](const TensorList& x) { return trilu(x[0], -1, false); }, {L({3, 4}, 60)});
+    row("compare_scalar@where",
+        [](const TensorList& x) { return where(compare_scalar(x[0], 0.0, "gt"), x[0], x[1]); },
+        {L({3, 4}, 61), L({3, 4}, 62)});
+    row("ne@where", [](const TensorList& x) { return where(not_equal(x[0], x[1]), x[0], x[1]); },
+        {L({3, 4}, 63), L({4}, 64)});
+    row("logical@where",
+        [](const TensorList& x) {
+          return where(logical_binary(compare_scalar(x[0], 0.0, "gt"),
+                                      compare_scalar(x[1], 0.0, "lt"), "or"),
+                       x[0], x[1]);
+        },
+        {L({3, 4}, 65), L({3, 4}, 66)});
+    row("masked_fill",
+        [](const TensorList& x) {
+          return mul(masked_fill(x[0], compare_scalar(x[1], 0.0, "gt"), 0.5), x[1]);
+        },
+        {L({3, 4}, 67), L({4}, 68)});
+    row("masked_fill_inplace",
+        [](const TensorList& x) {
+          Tensor m = filled({3, 4}, 1.0, DType::f64);
+          masked_fill_(m, compare_scalar(x[1], 0.0, "gt"), 3.0);
+          return add(mul(x[0], m), x[1]);
+        },
+        {L({3, 4}, 69), L({4}, 70)});
+    row("fill_inplace",
+        [](const TensorList& x) {
+          Tensor m = filled({3, 4}, 1.0, DType::f64);
+          Tensor part = slice(m, 1, 1, 3, 1);
+          fill_(part, -2.0);
+          return mul(x[0], m);
+        },
+        {L({3, 4}, 71)});
     row("neg", [](const TensorList& x) { return neg(x[0]); }, {L({4}, 12)});
     row("pow 2", [](const TensorList& x) { return pow(x[0], 2.0); }, {L({4}, 13)});
     row("pow 0.5", [](const TensorList& x) { return pow(x[0], 0.5); }, {L({4}, 13, 0.5, 2)});

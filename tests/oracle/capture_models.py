@@ -108,3 +108,71 @@ class SmallCnn(nn.Module):
         y = self.bn(self.conv(x))
         y += x
         return self.head(self.pool(F.relu(y)))
+
+
+# --- Masks the forward builds (issue 37): what nn.Transformer, nn.MultiheadAttention, Swin and
+# nanoGPT dispatch for them in PyTorch 1.13 (full, triu, zeros, slice assignment, comparisons,
+# logical_or, masked_fill and masked_fill_).
+
+class CausalEncoder(nn.Module):
+    """nn.TransformerEncoder under nn.Transformer.generate_square_subsequent_mask, made in the
+    forward on the CPU (torch.full then torch.triu) whatever device the model is on."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(16, 2, 32, 0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2)
+
+    def forward(self, x):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        return self.encoder(x, mask=mask)
+
+
+class MaskedMha(nn.Module):
+    """nn.MultiheadAttention with a bool causal mask (a buffer) and a key padding mask made in
+    the forward, bool (zeros, a slice assignment) or float (arange, a comparison, a cast)."""
+
+    def __init__(self, float_padding):
+        super().__init__()
+        self.float_padding = float_padding
+        self.attn = nn.MultiheadAttention(16, 2, dropout=0.0, batch_first=True)
+        self.register_buffer("causal", torch.ones(6, 6).triu(1).bool(), persistent=False)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        if self.float_padding:
+            pad = (torch.arange(t) >= t - 2).to(x.dtype).expand(b, t) * -1e4
+        else:
+            pad = torch.zeros(b, t, dtype=torch.bool)
+            pad[1, -2:] = True
+        out, weights = self.attn(x, x, x, key_padding_mask=pad, attn_mask=self.causal[:t, :t])
+        return out + weights.sum()
+
+
+def swin_block():
+    """torchvision's Swin block with a shifted window: its attention mask is made in the forward
+    (new_zeros, slice assignments, ne and eq, masked_fill twice)."""
+    from torchvision.models.swin_transformer import SwinTransformerBlock
+    return SwinTransformerBlock(16, 2, [4, 4], [2, 2])
+
+
+class GptBlock(nn.Module):
+    """nanoGPT's causal self-attention: masked_fill(self.bias[:, :, :T, :T] == 0, -inf)."""
+
+    def __init__(self, width=16, heads=2, block=8):
+        super().__init__()
+        self.c_attn = nn.Linear(width, 3 * width)
+        self.c_proj = nn.Linear(width, width)
+        self.heads = heads
+        self.register_buffer("bias", torch.tril(torch.ones(block, block)).view(1, 1, block, block))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, c)
+        return self.c_proj(y)

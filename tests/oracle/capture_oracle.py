@@ -52,6 +52,15 @@ def cases():
         "transformer_encoder_dropout": (lambda: encoder(0.1), lambda: torch.randn(2, 6, 16),
                                         False),
         "llama": (capture_models.llama_small, lambda: torch.randint(0, 64, (2, 8)), True),
+        # Masks the forward builds (full, triu, zeros, slice assignments, comparisons,
+        # masked_fill): a CPU mask meets the meta tensors of a capture without weights.
+        "causal_encoder": (capture_models.CausalEncoder, lambda: torch.randn(2, 6, 16), True),
+        "mha_bool_padding": (lambda: capture_models.MaskedMha(False), lambda: torch.randn(2, 6, 16),
+                             True),
+        "mha_float_padding": (lambda: capture_models.MaskedMha(True),
+                              lambda: torch.randn(2, 6, 16), True),
+        "swin_block": (capture_models.swin_block, lambda: torch.randn(2, 8, 8, 16), True),
+        "gpt_block": (capture_models.GptBlock, lambda: torch.randn(2, 8, 16), True),
     }
 
 

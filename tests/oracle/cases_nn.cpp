@@ -1,6 +1,7 @@
 // C++ halves of the per-op oracle cases (cases_nn.py).
 #include <limits>
 
+#include "engine/ops/mask.hpp"
 #include "engine/ops/ops.hpp"
 #include "support/oracle_harness.hpp"
 
@@ -282,4 +283,63 @@ CKPTLAB_ORACLE_CASE(rms_norm) {  // RMSNorm as eager PyTorch writes it
   const Tensor x = c.input("x");
   const Tensor inv = rsqrt(add(mean(pow(x, 2.0), {-1}, true), 1e-5));
   return {mul(mul(x, inv), c.param("w"))};
+}
+
+// Masks a forward builds (cases_nn.py, "masks"): engine/ops/mask.hpp.
+CKPTLAB_ORACLE_CASE(full) {
+  const Tensor causal =
+      trilu(filled({5, 5}, -std::numeric_limits<double>::infinity(), DType::f32), 1, true);
+  return {softmax(add(c.input("scores"), causal), -1)};
+}
+
+CKPTLAB_ORACLE_CASE(arange) {
+  return {mul(c.input("x"),
+              cast(compare_scalar(arange_range(0, 6, 1, DType::i64), 4, "ge"), DType::f32))};
+}
+
+CKPTLAB_ORACLE_CASE(trilu) {
+  const Tensor x = c.input("x");
+  return {add(mul(trilu(x, 1, true), 2.0), trilu(x, -2, false))};
+}
+
+CKPTLAB_ORACLE_CASE(compare_scalar) {
+  const Tensor att = c.input("att");
+  const Tensor filled_att = masked_fill(att, compare_scalar(c.buffer("bias"), 0, "eq"),
+                                        -std::numeric_limits<double>::infinity());
+  return {add(softmax(filled_att, -1), cast(compare_scalar(att, 0.1, "gt"), DType::f32))};
+}
+
+CKPTLAB_ORACLE_CASE(ne) {
+  const Tensor a = c.input("a"), b = c.input("b");
+  return {where(not_equal(a, b), mul(a, 2.0), b)};
+}
+
+CKPTLAB_ORACLE_CASE(logical) {
+  const Tensor x = c.input("x");
+  const Tensor keep = logical_binary(
+      compare_scalar(x, 0.5, "gt"),
+      logical_binary(compare_scalar(x, 0.0, "lt"), compare_scalar(x, -0.5, "gt"), "and"), "or");
+  return {where(keep, x, mul(x, 0.5))};
+}
+
+CKPTLAB_ORACLE_CASE(masked_fill) {
+  const Tensor x = c.input("x");
+  return {mul(masked_fill(x, compare_scalar(c.input("pad"), 0, "gt"), 0.25), x)};
+}
+
+CKPTLAB_ORACLE_CASE(masked_fill_inplace) {
+  const Tensor x = c.input("x");
+  Tensor bias = filled({3, 4}, 0, DType::f32);
+  masked_fill_(bias, compare_scalar(x.detach(), 0, "gt"), -2.0);
+  return {softmax(add(x, bias), -1)};
+}
+
+CKPTLAB_ORACLE_CASE(fill_inplace) {
+  const Tensor x = c.input("x");
+  Tensor mask = filled({4, 6}, 0, DType::f32);
+  Tensor top = slice(slice(mask, 0, 0, 2, 1), 1, 3, 6, 1);
+  fill_(top, 1.0);
+  Tensor bottom = slice(slice(mask, 0, 2, 4, 1), 1, 0, 3, 1);
+  fill_(bottom, 2.0);
+  return {mul(x, mask)};
 }

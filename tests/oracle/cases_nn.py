@@ -557,6 +557,75 @@ def cast_case(c):
     return x * (keep > 0).to(torch.float32)
 
 
+# --- masks a forward builds (issue 37's captures: engine/ops/mask.hpp) ---------------------
+@case("full@causal")
+def full_case(c):
+    # nn.Transformer.generate_square_subsequent_mask: torch.full then torch.triu.
+    scores = c.input("scores", [2, 5, 5])
+    return (scores + torch.triu(torch.full((5, 5), float("-inf")), diagonal=1)).softmax(-1)
+
+
+@case("arange@padding")
+def arange_case(c):
+    x = c.input("x", [2, 6])
+    return x * (torch.arange(6) >= 4).to(torch.float32)
+
+
+@case("trilu@grad")
+def trilu_case(c):
+    x = c.input("x", [2, 4, 5])
+    return torch.triu(x, 1) * 2.0 + torch.tril(x, -2)
+
+
+@case("compare_scalar@masked_fill")
+def compare_scalar_case(c):
+    # nanoGPT: att.masked_fill(bias == 0, -inf); the number taken in the tensor's dtype.
+    att = c.input("att", [2, 4, 4])
+    bias = c.buffer("bias", torch.tril(torch.ones(4, 4)))
+    return att.masked_fill(bias == 0, float("-inf")).softmax(-1) + (att > 0.1).to(torch.float32)
+
+
+@case("ne@where")
+def ne_case(c):
+    a = c.input("a", [3, 4])
+    b = c.input("b", [4])
+    return torch.where(a != b, a * 2.0, b)
+
+
+@case("logical@or")
+def logical_case(c):
+    # nn.MultiheadAttention's merge of a bool attention mask with a key padding mask.
+    x = c.input("x", [3, 4])
+    keep = torch.logical_or(x > 0.5, torch.logical_and(x < 0.0, x > -0.5))
+    return torch.where(keep, x, x * 0.5)
+
+
+@case("masked_fill@mask")
+def masked_fill_case(c):
+    x = c.input("x", [3, 4])
+    pad = c.input("pad", [4], requires_grad=False)
+    return x.masked_fill(pad > 0, 0.25) * x
+
+
+@case("masked_fill_inplace")
+def masked_fill_inplace_case(c):
+    # nn.MultiheadAttention 1.13: zeros_like then masked_fill_ of a bool mask.
+    x = c.input("x", [3, 4])
+    bias = torch.zeros(3, 4)
+    bias.masked_fill_(x.detach() > 0, -2.0)
+    return (x + bias).softmax(-1)
+
+
+@case("fill_inplace")
+def fill_inplace_case(c):
+    # Swin's shifted-window mask: new_zeros, then slice assignments.
+    x = c.input("x", [4, 6])
+    mask = x.new_zeros((4, 6))
+    mask[:2, 3:] = 1.0
+    mask[2:, :3] = 2.0
+    return x * mask
+
+
 @case("rms_norm")
 def rsqrt_rms_norm(c):
     # Llama's RMSNorm as eager PyTorch computes it (issue 39): pow saves x, RsqrtBackward0 its

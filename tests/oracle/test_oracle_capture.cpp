@@ -80,7 +80,7 @@ class TestOracleCapture : public QObject {
         oracle::run_script({oracle::source_dir() + "/tests/oracle/capture_oracle.py", dir_.path()});
     QVERIFY2(err.isEmpty(), qPrintable(err));
     cases_ = oracle::script_cases(dir_);
-    QCOMPARE(cases_.size(), 5);
+    QCOMPARE(cases_.size(), 10);
   }
 
   void asTheEagerModule_data() {
