@@ -8,6 +8,7 @@
 
 #include "engine/ops/attention.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
+#include "engine/tensor/memory_semantics.hpp"
 
 namespace ckpt {
 
@@ -46,8 +47,24 @@ AttentionOptions options_of(const OpCall& n) {
   return o;
 }
 
+// A capture's kernel (attention_aten.cpp: the one PyTorch 2.x ran on CUDA) under CUDA's memory
+// semantics; the CPU's rules are PyTorch 1.13's, which has only the math.
 TensorList run_attention(const OpCall& n, const TensorList& x) {
-  return {scaled_dot_product_attention(x[0], x[1], x[2], optional_input(x, 3), options_of(n))};
+  const AttentionOptions o = options_of(n);
+  const Tensor mask = optional_input(x, 3);
+  if (!has_attr(n, "kernel")) return {scaled_dot_product_attention(x[0], x[1], x[2], mask, o)};
+  const std::string name = attr_string(n, "kernel", "math");
+  const AttentionKernel kernel = name == "efficient" ? AttentionKernel::efficient
+                                 : name == "flash"   ? AttentionKernel::flash
+                                 : name == "cudnn"   ? AttentionKernel::cudnn
+                                                     : AttentionKernel::math;
+  if (name != "math" && kernel == AttentionKernel::math)
+    attr_error(n, "kernel", "must be 'math', 'efficient', 'flash' or 'cudnn', got '" + name + "'");
+  const bool cuda =
+      x[0].device() == Device::cuda ||
+      (x[0].device() == Device::meta && current_memory_semantics().device == Device::cuda);
+  return {scaled_dot_product_attention(x[0], x[1], x[2], mask, o,
+                                       cuda ? kernel : AttentionKernel::math)};
 }
 
 // Two products of L × S × E (scores) and L × S × Ev (output), a few passes over the scores.

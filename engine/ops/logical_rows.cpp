@@ -36,7 +36,7 @@ TensorList run_logical_not(const OpCall&, const TensorList& x) {
 }
 
 DType dtype_named(const std::string& name) {
-  for (DType d : {DType::f32, DType::f64, DType::i64, DType::b8})
+  for (DType d : {DType::f32, DType::f64, DType::i64, DType::b8, DType::bf16, DType::f16})
     if (name == dtype_name(d)) return d;
   throw std::invalid_argument("cast: unknown dtype '" + name + "'");
 }

@@ -49,7 +49,12 @@ void aten_bmm(AtenNode& n) {
 
 }  // namespace
 
+// attention_aten.cpp: registered with the products, which attention is, so that the family list
+// in op_schema.hpp (included everywhere) stays as it is.
+void register_attention_aten(OpTable& t);
+
 void register_matmul_aten(OpTable& t) {
+  register_attention_aten(t);
   t.add_aten("linear", {{"aten::addmm", aten_addmm}});
   t.add_aten("matmul",
              {{"aten::mm", aten_mm}, {"aten::bmm", aten_bmm}, {"aten::baddbmm", aten_baddbmm}});

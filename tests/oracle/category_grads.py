@@ -235,7 +235,12 @@ def build(name):
         # torchvision's video networks (issue 38): 8 frames of 32 x 32, the smallest clip
         # whose last stage keeps 1 x 2 x 2 values per channel for its batch norms.
         import torchvision.models.video
-        model = getattr(torchvision.models.video, name[6:])(weights=None, num_classes=10)
+        kwargs = {}
+        if name.startswith("video.mvit"):
+            # MViT is built for one clip size: 8 frames of 32 x 32 given as its own.
+            kwargs = {"spatial_size": (32, 32), "temporal_size": 8}
+        model = getattr(torchvision.models.video, name[6:])(weights=None, num_classes=10,
+                                                            **kwargs)
         shapes = [[BATCH, 3, 8, 32, 32]]
     else:
         import torchvision

@@ -138,6 +138,67 @@ class TestOracleCapture : public QObject {
     QVERIFY(compared > 0);
   }
 
+  // PyTorch 2.x's fused attention ops, from hand-written files in the shape a capture under
+  // FakeTensorMode with device="cuda" has (tests/oracle/data/capture_2x: written from the
+  // schemas, not recorded; no 2.x is installed here). With CUDA's memory semantics the run
+  // follows the captured kernel — flash where the engine's own choice for float16 without a mask
+  // would be cuDNN — and keeps what it keeps: query, key, value, output and the float32
+  // log-sum-exp ([B, H, ceil(L / 32) * 32] for the efficient kernel, [B, H, L] for flash and
+  // cuDNN). With the CPU's (PyTorch 1.13) it is the math.
+  void pytorch2FusedAttention_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("backward");
+    QTest::addColumn<qint64>("element");  // bytes of one element of q, k, v and the output
+    QTest::addColumn<qint64>("lse");      // the log-sum-exp's bytes
+    QTest::newRow("efficient") << "efficient"
+                               << "ScaledDotProductEfficientAttentionBackward0" << qint64(4)
+                               << qint64(1 * 2 * 32 * 4);
+    QTest::newRow("flash") << "flash"
+                           << "ScaledDotProductFlashAttentionBackward0" << qint64(2)
+                           << qint64(1 * 2 * 8 * 4);
+    QTest::newRow("cudnn") << "cudnn"
+                           << "ScaledDotProductCudnnAttentionBackward0" << qint64(2)
+                           << qint64(1 * 2 * 8 * 4);
+  }
+  void pytorch2FusedAttention() {
+    QFETCH(QString, file);
+    QFETCH(QString, backward);
+    QFETCH(qint64, element);
+    QFETCH(qint64, lse);
+    const std::string path =
+        (oracle::source_dir() + "/tests/oracle/data/capture_2x/" + file + ".capture.json")
+            .toStdString();
+    std::shared_ptr<const Model> model = load_model(path);
+    const auto run = [&](Device device, bool backward_pass) {
+      RunRequest c = scenario_request(*model);
+      c.settings.device = device;
+      c.settings.dry_run = true;
+      c.settings.threads = 1;
+      c.settings.backward = backward_pass;
+      return Runner(model).run(c);
+    };
+    const auto has_step = [](const RunResult& r, const std::string& op) {
+      for (std::int64_t k = 0; k < r.trace.step_count(); ++k)
+        if (r.trace.step(k).op == op) return true;
+      return false;
+    };
+    const RunResult cuda = run(Device::cuda, true);
+    QVERIFY2(cuda.ok, cuda.error.c_str());
+    QVERIFY2(has_step(cuda, backward.toStdString()), qPrintable(backward));
+    QVERIFY(!has_step(cuda, "SoftmaxBackward0"));
+    const RunResult cpu = run(Device::cpu, true);
+    QVERIFY2(cpu.ok, cpu.error.c_str());
+    QVERIFY(!has_step(cpu, backward.toStdString()));
+    QVERIFY(has_step(cpu, "SoftmaxBackward0"));
+
+    // Saved for backward: x (float32, read by the three products that make q, k and v: the
+    // half-precision kernels read its cast), then q, k, v, the output and the log-sum-exp.
+    const std::int64_t tensor = 1 * 2 * 8 * 16;
+    const RunResult forward = run(Device::cuda, false);
+    QVERIFY2(forward.ok, forward.error.c_str());
+    QCOMPARE(saved_bytes(forward), tensor * element + 4 * tensor * element + lse);
+  }
+
   // A truncated or hand-edited capture: an error naming the file and the entry.
   void clearErrors() {
     const QString source = dir_.filePath("small_cnn/meta.capture.json");
