@@ -1,4 +1,5 @@
-// ATen rules of the 2-d convolutions (docs/capture_format.md).
+// ATen rules of the convolutions over 1, 2 and 3 spatial dims (docs/capture_format.md): the
+// engine's rank-generic rows.
 #include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
@@ -7,9 +8,12 @@ namespace {
 
 void aten_convolution(AtenNode& n) {
   const std::string x = n.tensor("input");
-  if (n.probe(x).dim() != 4)
-    n.fail("only 2-d convolutions (4-d inputs) are supported; this input is " +
-           shape_str(n.probe(x).shape()));
+  const auto rank = n.probe(x).dim();
+  if (rank < 3 || rank > 5)
+    n.fail(
+        "convolutions over 1, 2 or 3 spatial dims (3-d to 5-d inputs) are supported; this "
+        "input is " +
+        shape_str(n.probe(x).shape()));
   Attributes a{{"stride", n.ints("stride")},
                {"padding", n.ints("padding")},
                {"dilation", n.ints("dilation")},

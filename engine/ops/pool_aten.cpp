@@ -1,5 +1,6 @@
-// ATen rules of the 2-d poolings (docs/capture_format.md). max_pool2d_with_indices' indices are
-// for autograd only: the engine's max_pool2d keeps them inside, as PyTorch's backward does.
+// ATen rules of the poolings over 2 and 3 spatial dims (docs/capture_format.md), the engine's
+// rank-generic rows. max_pool*_with_indices' indices are for autograd only: the engine's max_pool2d
+// keeps them inside, as PyTorch's backward does.
 #include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
@@ -31,13 +32,22 @@ void aten_avg_pool2d(AtenNode& n) {
 void aten_adaptive_avg_pool2d(AtenNode& n) {
   n.emit1("adaptive_avg_pool", {n.tensor("self")}, {{"output_size", n.ints("output_size")}});
 }
+// adaptive_max_pool2d/3d's indices, like max_pool's, stay inside the engine's op.
+void aten_adaptive_max_pool(AtenNode& n) {
+  n.emit1("adaptive_max_pool", {n.tensor("self")}, {{"output_size", n.ints("output_size")}});
+}
 
 }  // namespace
 
 void register_pool_aten(OpTable& t) {
-  t.add_aten("max_pool", {{"aten::max_pool2d_with_indices", aten_max_pool2d}});
-  t.add_aten("avg_pool", {{"aten::avg_pool2d", aten_avg_pool2d}});
-  t.add_aten("adaptive_avg_pool", {{"aten::_adaptive_avg_pool2d", aten_adaptive_avg_pool2d}});
+  t.add_aten("max_pool", {{"aten::max_pool2d_with_indices", aten_max_pool2d},
+                          {"aten::max_pool3d_with_indices", aten_max_pool2d}});
+  t.add_aten("avg_pool",
+             {{"aten::avg_pool2d", aten_avg_pool2d}, {"aten::avg_pool3d", aten_avg_pool2d}});
+  t.add_aten("adaptive_avg_pool", {{"aten::_adaptive_avg_pool2d", aten_adaptive_avg_pool2d},
+                                   {"aten::_adaptive_avg_pool3d", aten_adaptive_avg_pool2d}});
+  t.add_aten("adaptive_max_pool", {{"aten::adaptive_max_pool2d", aten_adaptive_max_pool},
+                                   {"aten::adaptive_max_pool3d", aten_adaptive_max_pool}});
 }
 
 }  // namespace ckpt

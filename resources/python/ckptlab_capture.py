@@ -89,6 +89,51 @@ def _default_device(device):
         yield
 
 
+def _fake_cuda_mode():
+    """2.x, a capture standing for CUDA without weights: a FakeTensorMode
+    (torch._subclasses.fake_tensor.FakeTensorMode, the mode torch.export and the SAC estimator
+    run models under), in which tensors made with device="cuda" are fake CUDA tensors. Ops then
+    dispatch as on CUDA — F.scaled_dot_product_attention to the fused kernel sdp_utils picks
+    (_scaled_dot_product_efficient_attention, _flash_, _cudnn_), or the math path's ops — with
+    meta arithmetic and no GPU memory. Written against the documented API; not run here (no 2.x
+    is installed). 1.13 has no such path: None, and the capture runs on meta as for the CPU."""
+    if _TORCH_MAJOR < 2:
+        return None
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+def _holds_values(t):
+    """Whether a tensor has values to store: not meta, and not a 2.x fake tensor."""
+    if t.device.type == "meta":
+        return False
+    if _TORCH_MAJOR >= 2:
+        from torch._subclasses.fake_tensor import FakeTensor
+        return not isinstance(t, FakeTensor)
+    return True
+
+
+def _without_meta_kernel(func, args, kwargs):
+    """An op with no meta kernel (1.13: max_pool3d_with_indices): run on CPU zeros of the same
+    shapes, its outputs replaced by meta tensors of theirs. Costs that op's CPU memory once."""
+    from torch.utils._pytree import tree_map
+
+    def to_cpu(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return torch.zeros(t.shape, dtype=t.dtype)
+
+    def to_meta(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+    kwargs = dict(kwargs)
+    if "device" in kwargs:
+        kwargs["device"] = torch.device("cpu")
+    return tree_map(to_meta, func(*tree_map(to_cpu, list(args)), **tree_map(to_cpu, kwargs)))
+
+
 def _int(value):
     """A size: a Python int (2.x may hand a SymInt)."""
     return int(value)
@@ -118,8 +163,9 @@ def _dtype_name(dtype):
 
 
 class _Recorder(TorchDispatchMode):
-    def __init__(self, names, module_stack, weights):
+    def __init__(self, names, module_stack, weights, target="meta"):
         super().__init__()
+        self.target = torch.device(target)  # where a capture without weights runs its ops
         self.names = names  # id(tensor) -> ("parameter"|"buffer"|"input", name)
         self.module_stack = module_stack
         self.weights = weights
@@ -162,7 +208,7 @@ class _Recorder(TorchDispatchMode):
         entry = {"name": name, "value": vid}
         if kind == "parameter":
             entry["requires_grad"] = bool(t.requires_grad)
-        if self.weights or (kind == "constant" and t.device.type != "meta"):
+        if self.weights or (kind == "constant" and _holds_values(t)):
             entry["data"] = _encode_data(t)
         self.sources[kind].append(entry)
         return vid
@@ -191,13 +237,13 @@ class _Recorder(TorchDispatchMode):
         """A meta tensor standing for `t`, a tensor not on meta that meets the capture's meta
         tensors (one the forward made on the CPU with torch.tensor, or took from outside): the
         same value id, and `t`'s values recorded in the file as a constant's."""
-        if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+        if not isinstance(t, torch.Tensor) or not _holds_values(t):
             return t
         seen = self.twins.get(id(t))
         if seen is not None and seen[0] is t:
             return seen[1]
         vid = self.value(t)
-        twin = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+        twin = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=self.target)
         self.value_of[id(twin)] = vid
         self.keep.append(twin)
         self.twins[id(t)] = (t, twin)
@@ -213,7 +259,7 @@ class _Recorder(TorchDispatchMode):
                 isinstance(a[0], torch.Tensor) else a for a in args]
         kwargs = {k: self._twin(v) for k, v in kwargs.items()}
         if any(a.name == "device" for a in func._schema.arguments):
-            kwargs["device"] = torch.device("meta")
+            kwargs["device"] = self.target
         return args, kwargs
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -222,7 +268,12 @@ class _Recorder(TorchDispatchMode):
             out = func(*args, **kwargs)
         else:
             run_args, run_kwargs = self._on_meta(func, args, kwargs)
-            out = func(*run_args, **run_kwargs)
+            try:
+                out = func(*run_args, **run_kwargs)
+            except NotImplementedError:
+                if self.target.type != "meta":
+                    raise
+                out = _without_meta_kernel(func, run_args, run_kwargs)
         schema = func._schema
         name = schema.name
         named = {}
@@ -375,12 +426,19 @@ def capture(model, args, path, kwargs=None, *, device=None, weights=False, loss=
     if device is None:
         device = first.device.type if first is not None and first.device.type != "meta" else "cpu"
 
+    # Without weights the ops run on meta tensors, or on fake CUDA tensors where 2.x can stand
+    # for CUDA (the kernels CUDA picks are then the ones recorded).
+    fake = _fake_cuda_mode() if not weights and str(device).startswith("cuda") else None
+    target = "cuda" if fake is not None else "meta"
+    entered = fake if fake is not None else contextlib.nullcontext()
+
     def prepare(t, requires_grad):
         if weights:
             if t.device.type == "meta":
                 raise CaptureError("weights=True needs a model with real tensors, not meta ones")
             return t
-        m = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+        with entered:
+            m = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=target)
         return m.requires_grad_(requires_grad) if t.is_floating_point() else m
 
     tensors, names = {}, {}
@@ -402,12 +460,12 @@ def capture(model, args, path, kwargs=None, *, device=None, weights=False, loss=
     was_training = model.training
     model.train()
     tree = _ModuleTree(model)
-    recorder = _Recorder(names, tree.stack, weights)
+    recorder = _Recorder(names, tree.stack, weights, target)
     try:
         with torch.enable_grad():
             for a in tensor_args:  # every input is a source, in the order of the arguments
                 recorder.value(a)
-            with recorder:
+            with entered, recorder:
                 output = _functional_call(model, tensors, run_args, run_kwargs)
                 loss_value = loss(output) if loss is not None else None
             outputs = [t for t in tree_flatten(output)[0] if isinstance(t, torch.Tensor)]
@@ -426,7 +484,7 @@ def capture(model, args, path, kwargs=None, *, device=None, weights=False, loss=
         "version": VERSION,
         "torch": torch.__version__,
         "device": str(device),
-        "captured_on": "real" if weights else "meta",
+        "captured_on": "real" if weights else "fake" if fake is not None else "meta",
         "model": type(model).__name__,
         "inputs": recorder.sources["input"],
         "parameters": recorder.sources["parameter"],
