@@ -7,7 +7,8 @@
         on it (open plus dry run: wall time, peak RSS, the dry run's peak).
     /usr/bin/python3 tests/bench/capture_bench.py --cli ... --saved [MODEL ...]
         docs/model_coverage.md's capture column: every torchvision classifier and nn.Transformer
-        model of tests/oracle/category_grads.py (or those named), captured on meta from PyTorch
+        model of tests/oracle/category_grads.py (or those named: also segmentation.NAME and
+        video.NAME; big ones one at a time), captured on meta from PyTorch
         1.13: the engine's activations at the end of the forward over what the eager module keeps
         for backward (category_grads.eager_saved_bytes: parameters, buffers and inputs excluded),
         or the load error.

@@ -5,7 +5,8 @@
 //   longest block (a 5 ms heartbeat timer).
 // Run: ctest -C Bench -L bench -R ui_bench -V   (or build/tests/bench/ckptlab_ui_bench)
 //   The Plan dock on torchvision's ViT-B/16 and ResNet-50 at batch 8: Plan -> frontier shown.
-// CKPTLAB_BENCH_ONLY=layout,densenet,heavy,plan,click runs only those parts (to profile one).
+// CKPTLAB_BENCH_ONLY=layout,densenet,heavy,capture8b,plan,click runs only those parts (to profile
+// one). capture8b: the Llama 8B capture (issue 37) opened in the window.
 
 #include <QApplication>
 #include <QDir>
@@ -410,6 +411,42 @@ int main(int argc, char** argv) {
                   heartbeat.stopMs());
     } else {
       std::printf("HeavyModel: did not open (%s)\n\n", qPrintable(w.graphView()->overlayText()));
+    }
+  }
+
+  // 3a. Issue 37: the Llama-family decoder at Llama 3 8B's sizes (1 x 8,192 tokens), captured
+  // on meta by ckptlab_capture at bench time: File > Open to the dry run's curve and the laid-out
+  // graph, with the UI thread's longest block (a capture without weights runs dry only).
+  if (wanted("capture8b")) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("llama_8b.capture.json"));
+    QProcess py;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(
+        QStringLiteral("PYTHONPATH"),
+        QStringLiteral(CKPTLAB_SOURCE_DIR "/resources/python:" CKPTLAB_SOURCE_DIR "/tests/oracle"));
+    py.setProcessEnvironment(env);
+    py.start(QStringLiteral("/usr/bin/python3"),
+             {QStringLiteral("-m"), QStringLiteral("ckptlab_capture"),
+              QStringLiteral("capture_models:llama_8b"), QStringLiteral("--input-int"),
+              QStringLiteral("1x8192:128256"), QStringLiteral("-o"), path});
+    if (!py.waitForFinished(600000) || py.exitCode() != 0) {
+      std::printf("Llama 8B capture: not made (%s)\n\n",
+                  qPrintable(QString::fromUtf8(py.readAllStandardError()).trimmed()));
+    } else {
+      MainWindow w;
+      w.resize(1440, 900);
+      w.show();
+      const OpenTimes o = timeOpen(w, path, heartbeat);
+      if (o.ok)
+        std::printf(
+            "Llama 8B capture (1 x 8,192 tokens, dry run only): opened at %.0f ms, laid out at "
+            "%.0f ms, dry run's curve shown at %.0f ms, ready at %.0f ms; UI thread blocked at "
+            "most %.1f ms\n\n",
+            o.loadedMs, o.laidOutMs, o.previewShownMs, o.openMs, o.blockedMs);
+      else
+        std::printf("Llama 8B capture: did not open (%s)\n\n",
+                    qPrintable(w.graphView()->overlayText()));
     }
   }
 

@@ -231,19 +231,23 @@ def build(name):
         make, make_input, _ = families()[name[6:]]
         model = make()
         shapes = [list(make_input().shape)]
+    elif name.startswith("segmentation."):
+        # samples/export_onnx.py's segmentation_model: untrained, no auxiliary head, the 'out'
+        # tensor; 2 x 3 x 64 x 64.
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                        "samples"))
+        import export_onnx
+        model = export_onnx.segmentation_model(name[13:], 5)
+        shapes = [[2, 3, 64, 64]]
     elif name.startswith("video."):
         # torchvision's video networks (issue 38): 8 frames of 32 x 32, the smallest clip
         # whose last stage keeps 1 x 2 x 2 values per channel for its batch norms.
         import torchvision.models.video
-        kwargs = {}
-        if name.startswith("video.mvit"):
-            # MViT is built for one clip size: 8 frames of 32 x 32 given as its own.
-            kwargs = {"spatial_size": (32, 32), "temporal_size": 8}
-        model = getattr(torchvision.models.video, name[6:])(weights=None, num_classes=10,
-                                                            **kwargs)
+        model = getattr(torchvision.models.video, name[6:])(weights=None, num_classes=10)
         shapes = [[BATCH, 3, 8, 32, 32]]
-        if name == "video.s3d":
-            shapes = [[1, 3, 16, 224, 224]]  # its last pool is 2 x 7 x 7: the smallest clip
+        if name == "video.s3d" or name.startswith("video.mvit"):
+            # S3D's last pool is 2 x 7 x 7 and MViT is built for one clip size: 16 x 224 x 224.
+            shapes = [[1, 3, 16, 224, 224]]
     else:
         import torchvision
         side, batch, kwargs = family_size(name)
