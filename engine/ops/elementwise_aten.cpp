@@ -9,9 +9,14 @@ namespace {
 
 template <const char* Type>
 void arithmetic(AtenNode& n) {
-  const std::string x = n.tensor("self");
+  std::string x = n.tensor("self");
   const double alpha = n.number_or("alpha", 1);
   if (!n.is_tensor("other")) {
+    // An integer tensor and a float number (MViT's arange(...) * 0.5): PyTorch computes in the
+    // promoted dtype; here a cast first (a transient copy PyTorch's loop does not make).
+    const DType to = n.output_dtype(0);
+    if (is_floating(to) && n.probe(x).dtype() != to)
+      x = n.emit_op("cast", {x}, {{"to", std::string(dtype_name(to))}}, {-1}).at(0);
     n.emit1(std::string(Type) + "_scalar", {x}, {{"value", n.number("other") * alpha}});
     return;
   }

@@ -69,6 +69,14 @@ void aten_split(AtenNode& n) {
     start += size;
   }
 }
+// unbind (q, k, v = qkv.unbind(0)): one select per output, views as PyTorch's are.
+void aten_unbind(AtenNode& n) {
+  const std::string x = n.tensor("self");
+  const std::int64_t dim = n.integer_or("dim", 0);
+  for (std::size_t k = 0; k < n.output_count(); ++k)
+    n.emit_op("select", {x}, {{"dim", dim}, {"index", static_cast<std::int64_t>(k)}},
+              {static_cast<int>(k)});
+}
 void aten_constant_pad(AtenNode& n) {
   const std::string x = n.tensor("self");
   const auto r = static_cast<std::size_t>(n.probe(x).dim());
@@ -166,7 +174,7 @@ void register_shape_ops_aten(OpTable& t) {
   t.add_aten("slice", {{"aten::slice", aten_slice},
                        {"aten::split", aten_split},
                        {"aten::split_with_sizes", aten_split}});
-  t.add_aten("select", {{"aten::select", aten_select}});
+  t.add_aten("select", {{"aten::select", aten_select}, {"aten::unbind", aten_unbind}});
   t.add_aten("unsqueeze", {{"aten::unsqueeze", aten_unsqueeze}});
   t.add_aten("squeeze", {{"aten::squeeze", aten_squeeze}});
   t.add_aten("cat", {{"aten::cat", aten_cat}, {"aten::roll", aten_roll}});

@@ -114,8 +114,10 @@ def _holds_values(t):
 
 
 def _without_meta_kernel(func, args, kwargs):
-    """An op with no meta kernel (1.13: max_pool3d_with_indices): run on CPU zeros of the same
-    shapes, its outputs replaced by meta tensors of theirs. Costs that op's CPU memory once."""
+    """An op with no meta kernel in 1.13 (max_pool3d_with_indices): run on CPU zeros of the same
+    shapes, its outputs replaced by meta tensors of theirs. Costs that op's CPU memory once. Not
+    for ops whose output shape depends on values (repeat_interleave without output_size, which
+    1.13's meta refuses with a RuntimeError: the capture stops there)."""
     from torch.utils._pytree import tree_map
 
     def to_cpu(t):

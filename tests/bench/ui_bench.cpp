@@ -438,13 +438,16 @@ int main(int argc, char** argv) {
       w.resize(1440, 900);
       w.show();
       const OpenTimes o = timeOpen(w, path, heartbeat);
-      if (o.ok)
+      if (o.ok) {
+        auto snap = w.session()->current();
         std::printf(
-            "Llama 8B capture (1 x 8,192 tokens, dry run only): opened at %.0f ms, laid out at "
-            "%.0f ms, dry run's curve shown at %.0f ms, ready at %.0f ms; UI thread blocked at "
-            "most %.1f ms\n\n",
-            o.loadedMs, o.laidOutMs, o.previewShownMs, o.openMs, o.blockedMs);
-      else
+            "Llama 8B capture (1 x 8,192 tokens, dry run only; %zu ops, %zu graph nodes at "
+            "first): loaded at %.0f ms, laid out at %.0f ms, its dry run (peak %.1f GiB) shown at "
+            "%.0f ms, all done at %.0f ms; UI thread blocked at most %.1f ms\n\n",
+            w.session()->model()->ops.size(), w.session()->graph()->nodes().size(), o.loadedMs,
+            o.laidOutMs, snap ? static_cast<double>(snap->trace().peak().bytes) / (1 << 30) : 0.0,
+            o.runShownMs, o.openMs, o.blockedMs);
+      } else
         std::printf("Llama 8B capture: did not open (%s)\n\n",
                     qPrintable(w.graphView()->overlayText()));
     }
