@@ -176,3 +176,21 @@ class GptBlock(nn.Module):
         att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
         y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, c)
         return self.c_proj(y)
+
+
+class Video3d(nn.Module):
+    """A small 3-d CNN as torchvision's video networks are made: Conv3d, BatchNorm3d, in-place
+    ReLU, MaxPool3d (which PyTorch 1.13 cannot run on meta: the capture runs it on CPU zeros),
+    AdaptiveAvgPool3d and a head."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv3d(3, 8, 3, padding=1, bias=False), nn.BatchNorm3d(8),
+                                  nn.ReLU(inplace=True), nn.MaxPool3d((1, 2, 2)))
+        self.conv = nn.Conv3d(8, 8, (1, 3, 3), padding=(0, 1, 1))
+        self.pool = nn.AdaptiveAvgPool3d(1)
+        self.fc = nn.Linear(8, classes)
+
+    def forward(self, x):
+        x = self.conv(self.stem(x))
+        return self.fc(self.pool(F.relu(x)).flatten(1))

@@ -61,6 +61,8 @@ def cases():
                               lambda: torch.randn(2, 6, 16), True),
         "swin_block": (capture_models.swin_block, lambda: torch.randn(2, 8, 8, 16), True),
         "gpt_block": (capture_models.GptBlock, lambda: torch.randn(2, 8, 16), True),
+        # Convolutions and pools over 3 dims (the video networks).
+        "video3d": (capture_models.Video3d, lambda: torch.randn(2, 3, 4, 8, 8), True),
     }
 
 

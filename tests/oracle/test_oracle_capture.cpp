@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <regex>
 
 #include "engine/autograd/saved_tensors.hpp"
 #include "engine/model/loader.hpp"
@@ -80,7 +81,7 @@ class TestOracleCapture : public QObject {
         oracle::run_script({oracle::source_dir() + "/tests/oracle/capture_oracle.py", dir_.path()});
     QVERIFY2(err.isEmpty(), qPrintable(err));
     cases_ = oracle::script_cases(dir_);
-    QCOMPARE(cases_.size(), 10);
+    QCOMPARE(cases_.size(), 11);
   }
 
   void asTheEagerModule_data() {
@@ -229,6 +230,24 @@ class TestOracleCapture : public QObject {
     e = load_error(path, edited);
     QVERIFY2(e.contains("ops[0] 'aten::convolution.default'") && e.contains("value 99999"),
              qPrintable(e));
+
+    // A mask that is not bool (masked_fill's mask pointed at the scores): the mask op's check
+    // names the op and its module.
+    {
+      std::string masked = text_of(dir_.filePath("gpt_block/meta.capture.json"));
+      const std::regex op(
+          "\"op\":\"aten::masked_fill\",\"overload\":\"Scalar\",\"module\":\"[^\"]*\","
+          "\"args\":\\{\"self\":\\{\"t\":(\\d+)\\},\"mask\":\\{\"t\":(\\d+)\\}");
+      std::smatch m;
+      QVERIFY(std::regex_search(masked, m, op));
+      const auto at = static_cast<std::size_t>(m.position(2));
+      masked.replace(at, static_cast<std::size_t>(m.length(2)), m.str(1));
+      e = load_error(path, masked);
+      QVERIFY2(e.contains("edited.capture.json: ops[") &&
+                   e.contains("'aten::masked_fill.Scalar' in module '<root>'") &&
+                   e.contains("the mask must be bool"),
+               qPrintable(e));
+    }
 
     // A shape PyTorch did not record: the engine's translation disagrees and says so.
     edited = text;
