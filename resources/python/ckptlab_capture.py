@@ -158,6 +158,9 @@ def _alias_sets(info):
 # The recording.
 # --------------------------------------------------------------------------------------------
 _MISSING = object()
+# The most elements of a constant (a tensor the forward made on the CPU, or took from outside)
+# whose values a capture without weights stores.
+_CONSTANT_VALUES_MAX = 65536
 
 
 def _dtype_name(dtype):
@@ -210,8 +213,13 @@ class _Recorder(TorchDispatchMode):
         entry = {"name": name, "value": vid}
         if kind == "parameter":
             entry["requires_grad"] = bool(t.requires_grad)
-        if self.weights or (kind == "constant" and _holds_values(t)):
+        if self.weights or (kind == "constant" and _holds_values(t) and
+                            t.numel() <= _CONSTANT_VALUES_MAX):
             entry["data"] = _encode_data(t)
+        elif kind == "constant" and _holds_values(t):
+            # A capture without weights runs dry only: a big constant's shape is enough, and the
+            # file says that its values were left out.
+            entry["data_omitted"] = "%d elements (more than %d)" % (t.numel(), _CONSTANT_VALUES_MAX)
         self.sources[kind].append(entry)
         return vid
 
