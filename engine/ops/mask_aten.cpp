@@ -4,6 +4,7 @@
 // comparisons, logical ops, masked_fill and the in-place fills of a mask being built (Swin's
 // slice assignments) their rows of mask_rows.cpp. A factory's arguments are what the capture
 // recorded, so a capture on meta tensors loses nothing: the values are computed in a real run.
+#include "engine/ops/aten_values.hpp"
 #include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
@@ -92,9 +93,9 @@ bool known_number(const AtenNode& n, std::string graph, double& value) {
   return true;
 }
 
-// The value of masked_fill and fill_: a number, a tensor holding a known number (the same
-// engine op whether PyTorch wrapped the number on the CPU or on meta), or a 0-dim tensor read
-// at run time.
+// The value of masked_fill and fill_: a number, or a tensor holding a known number (the same
+// engine op whether PyTorch wrapped the number on the CPU or on meta). A computed tensor value
+// would take a gradient in PyTorch (MaskedFillBackward1), which the engine's op does not give.
 std::vector<std::string> with_value(AtenNode& n, std::vector<std::string> inputs,
                                     Attributes& attrs) {
   double number = 0;
@@ -103,16 +104,20 @@ std::vector<std::string> with_value(AtenNode& n, std::vector<std::string> inputs
   } else if (known_number(n, n.tensor("value"), number)) {
     attrs["value"] = number;
   } else {
-    inputs.push_back(n.tensor("value"));
-    attrs["value"] = 0.0;
+    n.fail("the fill value is a computed tensor; a number or a 0-dim constant is supported");
   }
   return inputs;
 }
 
+// masked_fill_ writes in place into a mask being built (factories behind it); on an activation
+// (`scores.masked_fill_(mask, -inf)`) it is the out-of-place op, a new version as the engine's
+// in-place ops make one: the same bytes saved (the mask), one more buffer for an instant.
 void aten_masked_fill(AtenNode& n) {
   Attributes attrs;
-  const auto inputs = with_value(n, {n.tensor("self"), n.tensor("mask")}, attrs);
-  n.emit1(bare(n.name()) == "masked_fill_" ? "masked_fill_" : "masked_fill", inputs, attrs);
+  const std::string x = n.tensor("self");
+  const auto inputs = with_value(n, {x, n.tensor("mask")}, attrs);
+  const bool in_place = bare(n.name()) == "masked_fill_" && made_by_factories(n, x);
+  n.emit1(in_place ? "masked_fill_" : "masked_fill", inputs, attrs);
 }
 
 // fill_ and zero_: of a fresh empty or empty_like (no engine op made it), the tensor is made

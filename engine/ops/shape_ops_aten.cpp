@@ -2,6 +2,7 @@
 // engine's view ops share storage as PyTorch's do), so what backward saves of it is its base.
 #include <climits>
 
+#include "engine/ops/aten_values.hpp"
 #include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
@@ -139,17 +140,6 @@ void aten_restride(AtenNode& n) {
     same = size[d] == 1 || stride[d] == probe.strides()[d];
   if (!same) n.fail("as_strided_ is supported only where it restrides dimensions of size 1");
   n.define(0, x);
-}
-
-// Whether `graph` is made from factories alone (a mask: full, arange, then triu, comparisons,
-// ...), so that it has no gradient to lose.
-bool made_by_factories(const AtenNode& n, const std::string& graph, int depth = 0) {
-  const AtenNode::Producer* made = n.producer(graph);
-  if (!made || depth > 32) return false;
-  if (made->inputs.empty()) return true;  // full, arange
-  for (const auto& in : made->inputs)
-    if (!in.empty() && !made_by_factories(n, in, depth + 1)) return false;
-  return true;
 }
 
 // What autograd's machinery detaches reads nothing later; a detached value the forward goes on
