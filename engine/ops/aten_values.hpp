@@ -19,4 +19,16 @@ inline bool made_by_factories(const AtenNode& n, const std::string& graph, int d
   return true;
 }
 
+// Whether `graph` takes a gradient, as far as its history tells: a floating value with a
+// parameter (or buffer) behind it. Inputs are taken not to require grad, as a model's data does.
+inline bool takes_gradient(const AtenNode& n, const std::string& graph, int depth = 0) {
+  if (!is_floating(n.probe(graph).dtype()) || depth > 64) return false;
+  if (n.is_parameter(graph)) return true;
+  const AtenNode::Producer* made = n.producer(graph);
+  if (!made) return false;
+  for (const auto& in : made->inputs)
+    if (!in.empty() && takes_gradient(n, in, depth + 1)) return true;
+  return false;
+}
+
 }  // namespace ckpt

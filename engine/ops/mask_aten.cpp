@@ -120,6 +120,10 @@ void aten_masked_fill(AtenNode& n) {
   n.emit1(in_place ? "masked_fill_" : "masked_fill", inputs, attrs);
 }
 
+constexpr char kGradientWrite[] =
+    "an in-place write into a tensor that takes a gradient (a view of an activation, or of a "
+    "parameter's clone as Swin V2's qkv_bias: PyTorch's CopySlices) is not supported";
+
 // fill_ and zero_: of a fresh empty or empty_like (no engine op made it), the tensor is made
 // here, filled; of a tensor the forward made (a view of it: a slice assignment), it is written
 // in place.
@@ -135,6 +139,7 @@ void aten_fill_(AtenNode& n) {
       n.fail("fill_ of a fresh empty tensor with a computed value is not supported");
     return emit_full(n, zero ? 0.0 : n.is_tensor("value") ? number : n.number("value"));
   }
+  if (takes_gradient(n, x)) n.fail(kGradientWrite);
   if (zero) {
     n.emit1("fill_", {x}, {{"value", 0.0}});
     return;
@@ -148,6 +153,7 @@ void aten_fill_(AtenNode& n) {
 // on meta tensors: scalar_tensor, view, expand, copy_) is fill_, as the CPU's lift_fresh and
 // fill_.Tensor are; a copy of computed values is not supported.
 void aten_copy_(AtenNode& n) {
+  if (takes_gradient(n, n.tensor("self"))) n.fail(kGradientWrite);
   double number = 0;
   if (!known_number(n, n.tensor("src"), number))
     n.fail(
