@@ -27,6 +27,16 @@ void aten_amax(AtenNode& n) {
           {{"dims", n.ints("dim")}, {"keepdim", std::int64_t{n.flag("keepdim", false) ? 1 : 0}}});
 }
 
+// norm.ScalarOpt_dim (1.13's F.normalize, torch.norm(x, p, dim)) and 2.x's linalg_vector_norm:
+// the p-norm over dims; a p of inf, 0 or below 1 is not supported.
+void aten_norm(AtenNode& n) {
+  if (n.has("dtype")) n.fail("a norm with its own dtype is not supported");
+  const double p = n.has("p") ? n.number("p") : n.number_or("ord", 2);
+  const auto dims = n.has("dim") ? n.ints("dim") : std::vector<std::int64_t>{};
+  n.emit1("vector_norm", {n.tensor("self")},
+          {{"p", p}, {"dims", dims}, {"keepdim", std::int64_t{n.flag("keepdim", false) ? 1 : 0}}});
+}
+
 constexpr char kMean[] = "mean", kSum[] = "sum";
 
 }  // namespace
@@ -35,6 +45,7 @@ void register_reduce_aten(OpTable& t) {
   t.add_aten("mean_dims", {{"aten::mean", reduction<kMean>}});
   t.add_aten("sum_dims", {{"aten::sum", reduction<kSum>}});
   t.add_aten("amax", {{"aten::amax", aten_amax}});
+  t.add_aten("vector_norm", {{"aten::norm", aten_norm}, {"aten::linalg_vector_norm", aten_norm}});
 }
 
 }  // namespace ckpt

@@ -4,6 +4,7 @@
 #include "engine/ops/reduce.hpp"
 #include "engine/ops/schema/onnx_support.hpp"
 #include "engine/ops/schema/row_helpers.hpp"
+#include "engine/ops/vector_norm.hpp"
 
 namespace ckpt {
 
@@ -71,9 +72,20 @@ OpSchema sum_in_fp32_on_cuda(OpSchema r) {
   return r;
 }
 
+TensorList run_vector_norm(const OpCall& n, const TensorList& x) {
+  return {vector_norm(x[0], attr_double(n, "p", 2), attr_ints(n, "dims", {}),
+                      attr_int(n, "keepdim", 0) != 0)};
+}
+std::string python_vector_norm(const OpCall& n, const std::vector<std::string>& a, const Shape&) {
+  return "torch.linalg.vector_norm(" + rows::arg(a, 0) + ", " +
+         rows::number(attr_double(n, "p", 2)) + ", dim=" + rows::ints(attr_ints(n, "dims", {})) +
+         ", keepdim=" + (attr_int(n, "keepdim", 0) ? "True" : "False") + ")";
+}
+
 }  // namespace
 
 void register_reduce_ops(OpTable& t) {
+  t.add(row("vector_norm", run_vector_norm, python_vector_norm));
   OpSchema sum = sum_in_fp32_on_cuda(row(kSum, run_sum, rows::python_method<kSum>));
   sum.native_layers = {{.name = kSum, .build = rows::layer_reduction}};
   t.add(std::move(sum));

@@ -1,5 +1,7 @@
 // ATen rules of the unary ops and activations (docs/capture_format.md): one engine op each,
 // which saves what the ATen op's backward saves.
+#include <limits>
+
 #include "engine/ops/schema/op_schema.hpp"
 
 namespace ckpt {
@@ -18,6 +20,16 @@ void aten_gelu(AtenNode& n) {
 void aten_hardtanh(AtenNode& n) {
   n.emit1("hardtanh", {n.tensor("self")},
           {{"min", n.number_or("min_val", -1)}, {"max", n.number_or("max_val", 1)}});
+}
+// clamp and clamp_min with numbers (F.normalize's norm.clamp_min(eps), Swin V2's logit scale):
+// hardtanh's bounds, open where not given. ClampBackward1 and ClampMinBackward0 save the input
+// as HardtanhBackward0 does; at a value equal to a bound clamp passes the gradient, hardtanh not.
+void aten_clamp(AtenNode& n) {
+  if ((n.has("min") && n.is_tensor("min")) || (n.has("max") && n.is_tensor("max")))
+    n.fail("clamp with tensor bounds is not supported (numbers are)");
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  n.emit1("hardtanh", {n.tensor("self")},
+          {{"min", n.number_or("min", -kInf)}, {"max", n.number_or("max", kInf)}});
 }
 void aten_leaky_relu(AtenNode& n) {
   n.emit1("leaky_relu", {n.tensor("self")}, {{"slope", n.number_or("negative_slope", 0.01)}});
@@ -64,8 +76,10 @@ void register_unary_aten(OpTable& t) {
                             {"aten::hardsigmoid_", out_of_place<aten_unary<kHardsigmoid>>}});
   t.add_aten(kSoftplus, {{"aten::softplus", aten_softplus}});
   t.add_aten("gelu", {{"aten::gelu", aten_gelu}});
-  t.add_aten("hardtanh",
-             {{"aten::hardtanh", aten_hardtanh}, {"aten::hardtanh_", out_of_place<aten_hardtanh>}});
+  t.add_aten("hardtanh", {{"aten::hardtanh", aten_hardtanh},
+                          {"aten::hardtanh_", out_of_place<aten_hardtanh>},
+                          {"aten::clamp", aten_clamp},
+                          {"aten::clamp_min", aten_clamp}});
   t.add_aten("leaky_relu", {{"aten::leaky_relu", aten_leaky_relu}});
   t.add_aten("elu", {{"aten::elu", aten_elu}});
 }

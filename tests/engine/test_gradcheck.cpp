@@ -2,6 +2,7 @@
 
 #include "engine/ops/mask.hpp"
 #include "engine/ops/ops.hpp"
+#include "engine/ops/vector_norm.hpp"
 #include "support/gradcheck.hpp"
 
 using namespace ckpt;
@@ -114,6 +115,10 @@ class TestGradcheck : public QObject {
           return mul(x[0], m);
         },
         {L({3, 4}, 71)});
+    row("vector_norm", [](const TensorList& x) { return vector_norm(x[0], 2, {-1}, true); },
+        {L({3, 4}, 72)});
+    row("vector_norm p3 all", [](const TensorList& x) { return vector_norm(x[0], 3, {}, false); },
+        {L({2, 3, 4}, 73)});
     row("neg", [](const TensorList& x) { return neg(x[0]); }, {L({4}, 12)});
     row("pow 2", [](const TensorList& x) { return pow(x[0], 2.0); }, {L({4}, 13)});
     row("pow 0.5", [](const TensorList& x) { return pow(x[0], 0.5); }, {L({4}, 13, 0.5, 2)});

@@ -3,6 +3,7 @@
 
 #include "engine/ops/mask.hpp"
 #include "engine/ops/ops.hpp"
+#include "engine/ops/vector_norm.hpp"
 #include "support/oracle_harness.hpp"
 
 using namespace ckpt;
@@ -342,4 +343,11 @@ CKPTLAB_ORACLE_CASE(fill_inplace) {
   Tensor bottom = slice(slice(mask, 0, 2, 4, 1), 1, 0, 3, 1);
   fill_(bottom, 2.0);
   return {mul(x, mask)};
+}
+
+CKPTLAB_ORACLE_CASE(vector_norm) {
+  const Tensor x = c.input("x");
+  const Tensor n =
+      hardtanh(vector_norm(x, 2, {-1}, true), 1e-12, std::numeric_limits<double>::infinity());
+  return {add(div(x, expand(n, x.shape())), unsqueeze(vector_norm(x, 3, {1}, false), 1))};
 }

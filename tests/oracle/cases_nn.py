@@ -626,6 +626,13 @@ def fill_inplace_case(c):
     return x * mask
 
 
+@case("vector_norm@normalize")
+def vector_norm_case(c):
+    # F.normalize as 1.13 writes it (Swin V2's cosine attention): x / ||x||.clamp_min(eps).
+    x = c.input("x", [2, 3, 5])
+    return x / x.norm(2, -1, keepdim=True).clamp_min(1e-12).expand_as(x) + x.norm(3, 1)[:, None, :]
+
+
 @case("rms_norm")
 def rsqrt_rms_norm(c):
     # Llama's RMSNorm as eager PyTorch computes it (issue 39): pow saves x, RsqrtBackward0 its
