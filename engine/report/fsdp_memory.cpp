@@ -64,26 +64,6 @@ bool counted_as_run(MemoryCategory c) {
 
 }  // namespace
 
-const char* fsdp_category_name(FsdpCategory c) {
-  switch (c) {
-    case FsdpCategory::sharded_parameters:
-      return "sharded parameters";
-    case FsdpCategory::sharded_gradients:
-      return "sharded gradients";
-    case FsdpCategory::optimizer_state:
-      return "optimizer state";
-    case FsdpCategory::unsharded_parameters:
-      return "unsharded parameters";
-    case FsdpCategory::unsharded_gradients:
-      return "unsharded gradients";
-    case FsdpCategory::reduce_scatter:
-      return "reduce-scatter";
-    case FsdpCategory::activations:
-      break;
-  }
-  return "activations";
-}
-
 FsdpParamLayout fsdp_param_layout(const std::string& name, const Shape& shape, int ranks) {
   if (ranks < 1)
     throw std::invalid_argument("fsdp: the number of ranks must be at least 1, got " +
@@ -285,16 +265,16 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
     std::int64_t after = 0;
     for (auto v : extra) after += v;
     r.total_by_step[static_cast<std::size_t>(k)] = after;
-    const std::int64_t peak = after - shown + shown_peak + transient;
-    if (peak > r.peak_bytes) {
-      r.peak_bytes = peak;
-      r.peak_step = k;
-      r.at_peak = extra;
-      r.at_peak[static_cast<std::size_t>(FsdpCategory::activations)] = shown_peak;
-      r.at_peak[static_cast<std::size_t>(FsdpCategory::reduce_scatter)] = transient;
-    }
+    FsdpBytes high = extra;  // the step's high-water mark
+    high[static_cast<std::size_t>(FsdpCategory::activations)] = shown_peak;
+    high[static_cast<std::size_t>(FsdpCategory::reduce_scatter)] = transient;
+    r.timeline.push(high);
     r.gathered_by_step[static_cast<std::size_t>(k)].assign(gathered.begin(), gathered.end());
   }
+  r.timeline.ranks = r.ranks;
+  r.peak_bytes = r.timeline.peak_bytes;
+  r.peak_step = r.timeline.peak_step;
+  if (r.peak_step >= 0) r.at_peak = r.timeline.by_step[static_cast<std::size_t>(r.peak_step)];
   return r;
 }
 

@@ -27,6 +27,7 @@
 
 #include "engine/model/model.hpp"
 #include "engine/run/run_request.hpp"
+#include "engine/trace/rank_timeline.hpp"
 #include "engine/trace/trace.hpp"
 
 namespace ckpt {
@@ -56,19 +57,6 @@ struct FsdpUnit {
 // root (last). Throws std::invalid_argument for ranks < 1.
 std::vector<FsdpUnit> fsdp_units(const Model& model, int ranks);
 
-enum class FsdpCategory : std::uint8_t {
-  sharded_parameters,
-  sharded_gradients,
-  optimizer_state,
-  unsharded_parameters,
-  unsharded_gradients,
-  reduce_scatter,
-  activations,  // the run's own: saved activations, inputs, temporaries, workspaces, ...
-};
-inline constexpr std::size_t kFsdpCategoryCount = 7;
-const char* fsdp_category_name(FsdpCategory c);
-using FsdpBytes = std::array<std::int64_t, kFsdpCategoryCount>;
-
 struct FsdpRankMemory {
   int ranks = 1;
   FsdpSettings settings;
@@ -78,6 +66,9 @@ struct FsdpRankMemory {
   // excluded) whose parameters are gathered during it.
   std::vector<std::int64_t> total_by_step;
   std::vector<std::vector<int>> gathered_by_step;
+  // The rank's high-water mark of each step by category (what the plot stacks); the peak is
+  // its highest, at_peak its breakdown.
+  RankTimeline timeline;
   std::int64_t peak_bytes = 0;
   std::int64_t peak_step = -1;
   FsdpBytes at_peak{};

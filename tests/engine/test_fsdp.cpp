@@ -8,6 +8,7 @@
 
 #include "engine/model/loader.hpp"
 #include "engine/report/fsdp_memory.hpp"
+#include "engine/report/run_report.hpp"
 #include "engine/run/runner.hpp"
 #include "tests/engine/support/sample_configs.hpp"
 
@@ -145,6 +146,67 @@ class TestFsdp : public QObject {
     const auto& at_end = kept.gathered_by_step[static_cast<std::size_t>(r.trace.forward_end())];
     QCOMPARE(at_end.size(), std::size_t{4});
     QVERIFY(kept.peak_bytes > m.peak_bytes);
+  }
+
+  // A rank's timeline, step by step (what the plot stacks): the gathered parameters are the
+  // computing block's, the prefetched one's and the root's, in bf16; the reduce-scatter's
+  // buffers exist only at the step that ends a unit's backward, (N + 1) shards in the reduce
+  // dtype; the shard gradients only grow; the peak is the timeline's highest step.
+  void rankTimelineByCategory() {
+    const auto model = load_model(sample("llama_mini.json"));
+    RunSettings s;
+    s.param_dtype = DType::bf16;
+    s.fsdp.ranks = 4;
+    s.optimizer.kind = OptimizerKind::adamw;
+    const RunResult r = dry_run(model, s);
+    const FsdpRankMemory m = fsdp_rank_memory(*model, r.trace, s);
+    const RankTimeline& t = m.timeline;
+    QCOMPARE(t.steps(), r.trace.step_count());
+    QCOMPARE(t.ranks, 4);
+    QCOMPARE(t.peak_bytes, m.peak_bytes);
+    QCOMPARE(t.by_step[static_cast<std::size_t>(t.peak_step)], m.at_peak);
+    const auto cat = [](FsdpCategory c) { return static_cast<std::size_t>(c); };
+    const std::int64_t root = m.units.back().numel, block = m.units[0].numel;
+    std::int64_t previous_grads = 0;
+    int reduce_scatters = 0, middle_forward = 0;
+    for (std::int64_t k = 0; k < t.steps(); ++k) {
+      const FsdpBytes& b = t.by_step[static_cast<std::size_t>(k)];
+      QCOMPARE(t.totals[static_cast<std::size_t>(k)], fsdp_total(b));
+      QVERIFY(t.totals[static_cast<std::size_t>(k)] <= t.peak_bytes);
+      const std::string& node = r.trace.step_node(k);
+      if (r.trace.step_phase(k) == Phase::forward && node.rfind("layers.1.", 0) == 0) {
+        QCOMPARE(b[cat(FsdpCategory::unsharded_parameters)], 2 * (2 * block + root));
+        ++middle_forward;
+      }
+      if (b[cat(FsdpCategory::reduce_scatter)] > 0) ++reduce_scatters;
+      QVERIFY(b[cat(FsdpCategory::sharded_gradients)] >= previous_grads);
+      previous_grads = b[cat(FsdpCategory::sharded_gradients)];
+    }
+    QVERIFY(middle_forward > 5);
+    QCOMPARE(reduce_scatters, 5);  // four blocks and the root, once each
+    std::int64_t shards = 0;
+    for (const auto& u : m.units) shards += u.shard_numel;
+    QCOMPARE(previous_grads, 4 * shards);  // every shard's gradient made by the end
+    // Block 3 (the last in forward, the first in backward) reduce-scatters first: 5 × its
+    // shard in float32.
+    std::int64_t first_rs = 0;
+    for (const auto& b : t.by_step)
+      if (!first_rs) first_rs = b[cat(FsdpCategory::reduce_scatter)];
+    QCOMPARE(first_rs, 5 * m.units[3].shard_numel * 4);
+
+    // The report's series is the rank's curve, the summary's peak its peak.
+    RunRequest req = test::plain(*model);
+    req.settings = s;
+    const RunReport report = report_run(*model, req, r);
+    QVERIFY(report.series && report.series->per_rank);
+    QCOMPARE(report.series->totals, t.totals);
+    QCOMPARE(report.series->peak_bytes, report.summary.per_rank->peak_bytes);
+    QCOMPARE(report.series->peak_step, report.summary.per_rank->peak_step);
+    QVERIFY(report.series->reserved.empty());
+    // Unsharded, the series is the run's own.
+    req.settings.fsdp = {};
+    req.settings.param_dtype = DType::f32;
+    QVERIFY(!report_run(*model, req, r).series->per_rank);
   }
 
   // The states: float32 shards, AdamW's two states per shard; more ranks, less each.
