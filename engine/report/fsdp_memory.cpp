@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "engine/report/fsdp_all_gather.hpp"
+
 namespace ckpt {
 
 namespace {
@@ -189,6 +191,17 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
   int last_forward_block = -1;
   std::int64_t all_numel = 0, run_at_optimizer = -1;
   for (const auto& u : r.units) all_numel += u.numel;
+  const int root = static_cast<int>(blocks);
+  std::vector<FsdpAllGatherBytes> ag;
+  for (const auto& u : r.units) ag.push_back(fsdp_all_gather_bytes(u, r.ranks, r.param_dtype));
+  // The unit whose flat all-gather output is held beyond its copy-out: in forward, kept until
+  // the next unit's copy-out; in backward, the unit prefetched. -1: none.
+  int forward_flat = -1, backward_flat = -1;
+  bool root_unsharded = false;
+  std::int64_t first_backward = -1;
+  auto flat = [&](int x) {
+    return x < 0 ? std::int64_t{0} : ag[static_cast<std::size_t>(x)].output;
+  };
   for (std::int64_t k = 0; k < steps; ++k) {
     const std::int64_t run_before = run;
     std::int64_t run_peak = run;
@@ -205,6 +218,8 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
     // The run's optimizer steps over whole parameters in the param dtype; FSDP's steps over
     // the float32 shards: its temporaries scale by shard bytes over parameter bytes.
     std::int64_t shown = run, shown_peak = run_peak;
+    const std::int64_t shown_before = run_before;
+    std::int64_t transient = 0;
     if (ph == Phase::optimizer) {
       if (run_at_optimizer < 0) run_at_optimizer = run_before;
       const double scale = static_cast<double>(4 * shards) /
@@ -218,37 +233,82 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
     }
     const int u = unit[static_cast<std::size_t>(k)];
     const bool in_block = u < static_cast<int>(blocks);
+    const bool reshard = settings.fsdp.reshard_after_forward;
+    // The units whose parameters are unsharded during the step (the root included), and the
+    // all-gather moments of FSDP2's hooks before its op: what is gathered then and the flat
+    // buffers held then (fsdp_all_gather.hpp), with the run's bytes before the op.
     std::set<int> gathered;
-    FsdpBytes extra = r.states;
-    std::int64_t transient = 0;
+    std::vector<std::pair<std::set<int>, std::int64_t>> moments;
+    const bool root_gathered = ph != Phase::optimizer && (backward_end < 0 || k <= backward_end);
+    if (root_gathered) gathered.insert(root);
     if (ph == Phase::forward) {
-      if (in_block) {
-        if (last_forward_block >= 0 && last_forward_block != u)
+      if (!root_unsharded) {
+        // The root's pre_forward: its all-gather, then its output kept (more than one rank).
+        moments.push_back({{}, ag[root].copy_in + ag[root].output});
+        forward_flat = r.ranks > 1 ? root : -1;
+        root_unsharded = true;
+      }
+      if (in_block && last_forward_block != u) {
+        if (last_forward_block >= 0)
           forward_done[static_cast<std::size_t>(last_forward_block)] = true;
+        std::set<int> before = gathered;
+        if (!reshard)
+          for (std::size_t b = 0; b < blocks; ++b)
+            if (forward_done[b]) before.insert(static_cast<int>(b));
+        // u's pre_forward: unshard() allocates its copy-in and flat output while the previous
+        // unit's output is still kept; wait_for_unshard frees that one, then copies out.
+        moments.push_back({before, flat(forward_flat) + ag[u].copy_in + ag[u].output});
+        before.insert(u);
+        moments.push_back({before, ag[u].output});
+        forward_flat = r.ranks > 1 ? u : -1;
         last_forward_block = u;
-        gathered.insert(u);
-        if (u + 1 < static_cast<int>(blocks)) gathered.insert(u + 1);  // prefetched
-      } else if (last_forward_block >= 0) {
+      } else if (!in_block && last_forward_block >= 0) {
         forward_done[static_cast<std::size_t>(last_forward_block)] = true;
       }
-      if (!settings.fsdp.reshard_after_forward)
+      if (in_block) gathered.insert(u);
+      if (!reshard)
         for (std::size_t b = 0; b < blocks; ++b)
           if (forward_done[b]) gathered.insert(static_cast<int>(b));
     } else if (ph == Phase::backward || ph == Phase::recompute) {
+      forward_flat = -1;  // the root's post_forward freed the last one
       for (std::size_t b = 0; b < blocks; ++b) {
         const bool running = first_back[b] >= 0 && first_back[b] <= k && k <= last_back[b];
         const bool not_yet = first_back[b] < 0 || k < first_back[b];
-        if (running) gathered.insert(static_cast<int>(b));
-        if (!settings.fsdp.reshard_after_forward && not_yet && forward_done[b])
-          gathered.insert(static_cast<int>(b));
+        const bool hook = reshard && b == static_cast<std::size_t>(u) && k == first_back[b];
+        if (running && !hook) gathered.insert(static_cast<int>(b));
+        if (!reshard && not_yet && forward_done[b]) gathered.insert(static_cast<int>(b));
       }
-      if (in_block && u > 0 && first_back[static_cast<std::size_t>(u - 1)] > k)
-        gathered.insert(u - 1);  // the next unit in backward order, prefetched
+      // The root's pre_backward prefetches the last block (the reverse of the post-forward
+      // order, FSDPParamGroup._backward_prefetch); each block's the one before it.
+      auto prefetch = [&](int target) {
+        if (!reshard || target < 0) return;
+        moments.push_back({gathered, ag[static_cast<std::size_t>(target)].copy_in +
+                                         ag[static_cast<std::size_t>(target)].output});
+        backward_flat = target;
+      };
+      if (first_backward < 0) {
+        first_backward = k;
+        prefetch(static_cast<int>(blocks) - 1);
+      }
+      if (in_block && k == first_back[static_cast<std::size_t>(u)]) {
+        if (reshard) {
+          // u's pre_backward: its all-gather unless prefetched, the copy-out, the output freed
+          // at once (not in forward), then the previous block's all-gather prefetched.
+          const std::int64_t other = backward_flat != u ? flat(backward_flat) : 0;
+          if (backward_flat != u)
+            moments.push_back({gathered, other + ag[u].copy_in + ag[u].output});
+          gathered.insert(u);
+          moments.push_back({gathered, other + ag[u].output});
+          backward_flat = -1;
+        }
+        prefetch(u - 1);
+      }
+    } else {
+      forward_flat = backward_flat = -1;
     }
-    const bool root_gathered = ph != Phase::optimizer && (backward_end < 0 || k <= backward_end);
-    std::int64_t unsharded = root_gathered ? r.units[blocks].numel : 0;
-    for (int b : gathered) unsharded += r.units[static_cast<std::size_t>(b)].numel;
-    extra[static_cast<std::size_t>(FsdpCategory::unsharded_parameters)] = unsharded * pbytes;
+    const std::int64_t steady_flat =
+        ph == Phase::forward ? flat(forward_flat) : flat(backward_flat);
+
     std::int64_t grads = 0, sharded_grads = 0;
     for (std::size_t b = 0; b <= blocks; ++b) {
       if (first_back[b] >= 0 && first_back[b] <= k && k < last_back[b]) grads += r.units[b].numel;
@@ -259,17 +319,30 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
         transient += (r.ranks + 1) * r.units[b].shard_numel * rbytes;
       }
     }
-    extra[static_cast<std::size_t>(FsdpCategory::unsharded_gradients)] = grads * pbytes;
-    extra[static_cast<std::size_t>(FsdpCategory::sharded_gradients)] = sharded_grads * 4;
-    extra[static_cast<std::size_t>(FsdpCategory::activations)] = shown;
-    std::int64_t after = 0;
-    for (auto v : extra) after += v;
-    r.total_by_step[static_cast<std::size_t>(k)] = after;
-    FsdpBytes high = extra;  // the step's high-water mark
-    high[static_cast<std::size_t>(FsdpCategory::activations)] = shown_peak;
+    // What the rank holds with `g` gathered, `buffers` of all-gather buffers and `run` bytes
+    // of the run's own.
+    auto held = [&](const std::set<int>& g, std::int64_t buffers, std::int64_t own) {
+      FsdpBytes b = r.states;
+      std::int64_t unsharded = 0;
+      for (int x : g) unsharded += ag[static_cast<std::size_t>(x)].unsharded;
+      b[static_cast<std::size_t>(FsdpCategory::unsharded_parameters)] = unsharded;
+      b[static_cast<std::size_t>(FsdpCategory::all_gather_buffers)] = buffers;
+      b[static_cast<std::size_t>(FsdpCategory::unsharded_gradients)] = grads * pbytes;
+      b[static_cast<std::size_t>(FsdpCategory::sharded_gradients)] = sharded_grads * 4;
+      b[static_cast<std::size_t>(FsdpCategory::activations)] = own;
+      return b;
+    };
+    r.total_by_step[static_cast<std::size_t>(k)] = fsdp_total(held(gathered, steady_flat, shown));
+    FsdpBytes high = held(gathered, steady_flat, shown_peak);  // the step's high-water mark
     high[static_cast<std::size_t>(FsdpCategory::reduce_scatter)] = transient;
+    for (const auto& [g, buffers] : moments) {
+      const FsdpBytes at = held(g, buffers, shown_before);
+      if (fsdp_total(at) > fsdp_total(high)) high = at;
+    }
     r.timeline.push(high);
+    gathered.erase(root);
     r.gathered_by_step[static_cast<std::size_t>(k)].assign(gathered.begin(), gathered.end());
+    if (k == trace.forward_end()) forward_flat = -1;
   }
   r.timeline.ranks = r.ranks;
   r.peak_bytes = r.timeline.peak_bytes;

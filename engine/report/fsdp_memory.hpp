@@ -12,9 +12,13 @@
 //   rank's chunk is that size. A rank keeps its float32 shard, the shard's gradient (made by
 //   the unit's reduce-scatter) and the optimizer state of its shard.
 // - A unit's parameters are all-gathered in the param dtype before its forward, and again
-//   before its backward; the next unit's all-gather is prefetched while it computes. They are
-//   freed after the unit's forward (reshard_after_forward), after its backward in any case; the
-//   root's stay unsharded from its forward to the end of the backward.
+//   before its backward, through FSDP2's copy-in and flat output buffers into per-parameter
+//   outputs padded on dim 0 (fsdp_all_gather.hpp, with the PyTorch functions it follows). In
+//   forward the next unit is all-gathered at its own pre-forward (implicit prefetch) and each
+//   unit's flat output is kept until the next copy-out; in backward the previous unit's
+//   all-gather is prefetched while a unit computes. Parameters are freed after the unit's
+//   forward (reshard_after_forward), after its backward in any case; the root's stay unsharded
+//   from its forward to the end of the backward.
 // - A unit's unsharded gradients (param dtype) live through its backward; at its end the
 //   reduce-scatter copies them into its input (N × the padded shard, in reduce_dtype) and
 //   writes its output (one shard, reduce_dtype), then adds it to the float32 shard gradient.
@@ -63,7 +67,8 @@ struct FsdpRankMemory {
   DType param_dtype = DType::f32;
   std::vector<FsdpUnit> units;  // blocks, then the root
   // Per trace step: live bytes after the step, and the units (indices into `units`, the root
-  // excluded) whose parameters are gathered during it.
+  // excluded) whose parameters are unsharded during it (a prefetched unit's flat all-gather
+  // output is a buffer, not yet its parameters).
   std::vector<std::int64_t> total_by_step;
   std::vector<std::vector<int>> gathered_by_step;
   // The rank's high-water mark of each step by category (what the plot stacks); the peak is

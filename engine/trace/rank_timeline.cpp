@@ -14,6 +14,8 @@ const char* fsdp_category_name(FsdpCategory c) {
       return "optimizer state";
     case FsdpCategory::unsharded_parameters:
       return "unsharded parameters";
+    case FsdpCategory::all_gather_buffers:
+      return "all-gather buffers";
     case FsdpCategory::unsharded_gradients:
       return "unsharded gradients";
     case FsdpCategory::reduce_scatter:

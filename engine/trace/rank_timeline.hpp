@@ -21,12 +21,13 @@ enum class FsdpCategory : std::uint8_t {
   sharded_parameters,    // float32 shards (padded on dim 0) and the buffers, unsharded
   sharded_gradients,     // float32 shard gradients, made by each unit's reduce-scatter
   optimizer_state,       // the optimizer's state of the shards
-  unsharded_parameters,  // all-gathered units (param dtype): computing, prefetched, the root
+  unsharded_parameters,  // all-gathered units' parameters (param dtype, dim 0 padded to N)
+  all_gather_buffers,    // FSDP2's flat all-gather outputs and copy-in buffers (param dtype)
   unsharded_gradients,   // a unit's gradients (param dtype) until its reduce-scatter
   reduce_scatter,        // the reduce-scatter's input and output (reduce dtype)
   activations,           // the run's own: saved activations, inputs, temporaries, workspaces, ...
 };
-inline constexpr std::size_t kFsdpCategoryCount = 7;
+inline constexpr std::size_t kFsdpCategoryCount = 8;
 const char* fsdp_category_name(FsdpCategory c);
 using FsdpBytes = std::array<std::int64_t, kFsdpCategoryCount>;
 
