@@ -5,6 +5,22 @@
 
 namespace ckpt {
 
+namespace {
+
+bool sharded(const RunSettings& settings) {
+  return settings.fsdp.ranks > 0 || settings.param_dtype != DType::f32;
+}
+
+}  // namespace
+
+MemorySeries series_of_run(const Model& model, const Trace& trace, const RunSettings& settings) {
+  MemorySeries series = memory_series_from_trace(trace);
+  if (sharded(settings))
+    show_per_rank(series, std::make_shared<const RankTimeline>(
+                              fsdp_rank_memory(model, trace, settings).timeline));
+  return series;
+}
+
 RunReport report_run(const Model& model, const RunRequest& request, const RunResult& result,
                      const RunResult* baseline, ReportDetail detail,
                      const std::string& not_computed) {
@@ -17,7 +33,7 @@ RunReport report_run(const Model& model, const RunRequest& request, const RunRes
   r.summary.memory_of = memory_semantics(request.settings.device).whose;
   const RunSettings& settings = request.settings;
   std::shared_ptr<const RankTimeline> rank;
-  if ((settings.fsdp.ranks > 0 || settings.param_dtype != DType::f32) && result.ok) {
+  if (sharded(settings) && result.ok) {
     FsdpRankMemory m = fsdp_rank_memory(model, result.trace, settings);
     r.summary.per_rank = fsdp_summary(m, result.trace);
     rank = std::make_shared<const RankTimeline>(std::move(m.timeline));
