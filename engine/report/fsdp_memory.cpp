@@ -197,6 +197,7 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
   // The unit whose flat all-gather output is held beyond its copy-out: in forward, kept until
   // the next unit's copy-out; in backward, the unit prefetched. -1: none.
   int forward_flat = -1, backward_flat = -1;
+  int reduce_scatter_held = -1;  // the unit whose reduce-scatter input is kept
   bool root_unsharded = false;
   std::int64_t first_backward = -1;
   auto flat = [&](int x) {
@@ -219,7 +220,6 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
     // the float32 shards: its temporaries scale by shard bytes over parameter bytes.
     std::int64_t shown = run, shown_peak = run_peak;
     const std::int64_t shown_before = run_before;
-    std::int64_t transient = 0;
     if (ph == Phase::optimizer) {
       if (run_at_optimizer < 0) run_at_optimizer = run_before;
       const double scale = static_cast<double>(4 * shards) /
@@ -309,36 +309,77 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
     const std::int64_t steady_flat =
         ph == Phase::forward ? flat(forward_flat) : flat(backward_flat);
 
-    std::int64_t grads = 0, sharded_grads = 0;
+    // Gradients: a unit's unsharded ones (param dtype) from its first backward step to its
+    // post_backward, then its float32 shard's. Its post_backward (_fsdp_param_group.py) frees
+    // the previous unit's reduce-scatter input kept in comm_ctx.reduce_scatter_state, and
+    // foreach_reduce (_fsdp_collectives.py) allocates its own input (each padded shard times
+    // N, reduce dtype), copies the gradients in and frees them, then writes the output (one
+    // shard, reduce dtype; in float32 it is the shard's gradient, in bfloat16 cast to a new
+    // float32 one). The input is kept until the next post_backward; the root's final callback
+    // frees the last one with the backward.
+    std::int64_t grads_start = 0, grads_op = 0, sharded_start = 0, grads = 0, sharded_grads = 0;
+    std::vector<int> reducing;
     for (std::size_t b = 0; b <= blocks; ++b) {
-      if (first_back[b] >= 0 && first_back[b] <= k && k < last_back[b]) grads += r.units[b].numel;
+      const bool started = first_back[b] >= 0 && first_back[b] <= k;
+      if (first_back[b] >= 0 && first_back[b] < k && k <= last_back[b])
+        grads_start += r.units[b].numel;
+      if (started && k < last_back[b]) grads += r.units[b].numel;
+      if (started && k <= last_back[b]) grads_op += r.units[b].numel;
+      if (last_back[b] >= 0 && last_back[b] < k) sharded_start += r.units[b].shard_numel;
       if (last_back[b] >= 0 && k >= last_back[b]) sharded_grads += r.units[b].shard_numel;
-      if (last_back[b] == k) {
-        // The unit's reduce-scatter: the gradients still unsharded, copied into its input.
-        grads += r.units[b].numel;
-        transient += (r.ranks + 1) * r.units[b].shard_numel * rbytes;
-      }
+      if (last_back[b] == k) reducing.push_back(static_cast<int>(b));
     }
-    // What the rank holds with `g` gathered, `buffers` of all-gather buffers and `run` bytes
-    // of the run's own.
-    auto held = [&](const std::set<int>& g, std::int64_t buffers, std::int64_t own) {
+    auto rs_input = [&](int x) {
+      return x < 0 ? std::int64_t{0}
+                   : r.ranks * r.units[static_cast<std::size_t>(x)].shard_numel * rbytes;
+    };
+    const std::int64_t rs_start = rs_input(reduce_scatter_held);
+    // What the rank holds with `g` gathered, `buffers` of all-gather buffers, `own` bytes of
+    // the run's own, and the gradients and reduce-scatter buffers given.
+    auto held = [&](const std::set<int>& g, std::int64_t buffers, std::int64_t own,
+                    std::int64_t unsharded_grads, std::int64_t shard_grads, std::int64_t rs) {
       FsdpBytes b = r.states;
       std::int64_t unsharded = 0;
       for (int x : g) unsharded += ag[static_cast<std::size_t>(x)].unsharded;
       b[static_cast<std::size_t>(FsdpCategory::unsharded_parameters)] = unsharded;
       b[static_cast<std::size_t>(FsdpCategory::all_gather_buffers)] = buffers;
-      b[static_cast<std::size_t>(FsdpCategory::unsharded_gradients)] = grads * pbytes;
-      b[static_cast<std::size_t>(FsdpCategory::sharded_gradients)] = sharded_grads * 4;
+      b[static_cast<std::size_t>(FsdpCategory::unsharded_gradients)] = unsharded_grads * pbytes;
+      b[static_cast<std::size_t>(FsdpCategory::sharded_gradients)] = shard_grads * 4;
+      b[static_cast<std::size_t>(FsdpCategory::reduce_scatter)] = rs;
       b[static_cast<std::size_t>(FsdpCategory::activations)] = own;
       return b;
     };
-    r.total_by_step[static_cast<std::size_t>(k)] = fsdp_total(held(gathered, steady_flat, shown));
-    FsdpBytes high = held(gathered, steady_flat, shown_peak);  // the step's high-water mark
-    high[static_cast<std::size_t>(FsdpCategory::reduce_scatter)] = transient;
+    // The post_backward moments, after the step's op: gathered blocks already resharded.
+    std::set<int> after_reshard = gathered;
+    std::int64_t post_grads = grads, post_sharded = sharded_start;
+    for (int x : reducing) post_grads += r.units[static_cast<std::size_t>(x)].numel;
+    std::vector<FsdpBytes> posts;
+    for (int x : reducing) {
+      after_reshard.erase(x);
+      const std::int64_t shard = r.units[static_cast<std::size_t>(x)].shard_numel;
+      // Copy-in: the input beside the unsharded gradients (the previous input freed).
+      posts.push_back(
+          held(after_reshard, steady_flat, shown, post_grads, post_sharded, rs_input(x)));
+      post_grads -= r.units[static_cast<std::size_t>(x)].numel;
+      post_sharded += shard;
+      // Output: beside the input; in bfloat16 with its float32 cast (the shard's gradient).
+      posts.push_back(held(after_reshard, steady_flat, shown, post_grads, post_sharded,
+                           rs_input(x) + (rbytes == 4 ? 0 : shard * rbytes)));
+      reduce_scatter_held = x;
+    }
+    if (k == backward_end) reduce_scatter_held = -1;  // the root's final callback
+    const std::int64_t rs_after = rs_input(reduce_scatter_held);
+    r.total_by_step[static_cast<std::size_t>(k)] =
+        fsdp_total(held(gathered, steady_flat, shown, grads, sharded_grads, rs_after));
+    // The step's high-water mark: its op's (the input kept from before), the hooks' before it,
+    // the post_backward's after it.
+    FsdpBytes high = held(gathered, steady_flat, shown_peak, grads_op, sharded_start, rs_start);
     for (const auto& [g, buffers] : moments) {
-      const FsdpBytes at = held(g, buffers, shown_before);
+      const FsdpBytes at = held(g, buffers, shown_before, grads_start, sharded_start, rs_start);
       if (fsdp_total(at) > fsdp_total(high)) high = at;
     }
+    for (const FsdpBytes& at : posts)
+      if (fsdp_total(at) > fsdp_total(high)) high = at;
     r.timeline.push(high);
     gathered.erase(root);
     r.gathered_by_step[static_cast<std::size_t>(k)].assign(gathered.begin(), gathered.end());

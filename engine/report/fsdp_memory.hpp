@@ -19,9 +19,11 @@
 //   all-gather is prefetched while a unit computes. Parameters are freed after the unit's
 //   forward (reshard_after_forward), after its backward in any case; the root's stay unsharded
 //   from its forward to the end of the backward.
-// - A unit's unsharded gradients (param dtype) live through its backward; at its end the
-//   reduce-scatter copies them into its input (N × the padded shard, in reduce_dtype) and
-//   writes its output (one shard, reduce_dtype), then adds it to the float32 shard gradient.
+// - A unit's unsharded gradients (param dtype) live through its backward; at its end
+//   (post_backward, foreach_reduce) the reduce-scatter copies them into its input (N × the
+//   padded shard, in reduce_dtype) and frees them, then writes its output (one shard, in
+//   float32 the shard's gradient itself, in bfloat16 cast to it). The input is kept until the
+//   next unit's post_backward (comm_ctx.reduce_scatter_state), the last until the backward ends.
 // - Activations, temporaries and workspaces are the run's own (made in the param dtype).
 
 #include <array>

@@ -206,7 +206,8 @@ class TestFsdp : public QObject {
     const auto cat = [](FsdpCategory c) { return static_cast<std::size_t>(c); };
     const std::int64_t root = m.units.back().numel, block = m.units[0].numel;
     std::int64_t previous_grads = 0;
-    int reduce_scatters = 0, middle_forward = 0;
+    int kept_input = 0, middle_forward = 0;
+    const std::int64_t block3_input = 4 * m.units[3].shard_numel * 4;  // N padded shards, fp32
     for (std::int64_t k = 0; k < t.steps(); ++k) {
       const FsdpBytes& b = t.by_step[static_cast<std::size_t>(k)];
       QCOMPARE(t.totals[static_cast<std::size_t>(k)], fsdp_total(b));
@@ -220,21 +221,29 @@ class TestFsdp : public QObject {
         QCOMPARE(b[cat(FsdpCategory::all_gather_buffers)], 2 * block);
         ++middle_forward;
       }
-      if (b[cat(FsdpCategory::reduce_scatter)] > 0) ++reduce_scatters;
+      // Block 3's reduce-scatter input is kept through block 2's backward (comm_ctx's
+      // reduce_scatter_state, freed by block 2's post_backward); nothing is left after.
+      if (r.trace.step_phase(k) == Phase::backward && node.rfind("layers.2.", 0) == 0 &&
+          r.trace.step_node(k + 1).rfind("layers.2.", 0) == 0) {
+        QCOMPARE(b[cat(FsdpCategory::reduce_scatter)], block3_input);
+        ++kept_input;
+      }
+      if (r.trace.step_phase(k) == Phase::optimizer)
+        QCOMPARE(b[cat(FsdpCategory::reduce_scatter)], std::int64_t{0});
       QVERIFY(b[cat(FsdpCategory::sharded_gradients)] >= previous_grads);
       previous_grads = b[cat(FsdpCategory::sharded_gradients)];
     }
     QVERIFY(middle_forward > 5);
-    QCOMPARE(reduce_scatters, 5);  // four blocks and the root, once each
+    QVERIFY(kept_input > 20);
     std::int64_t shards = 0;
     for (const auto& u : m.units) shards += u.shard_numel;
     QCOMPARE(previous_grads, 4 * shards);  // every shard's gradient made by the end
-    // Block 3 (the last in forward, the first in backward) reduce-scatters first: 5 × its
-    // shard in float32.
+    // Block 3 (the last in forward, the first in backward) reduce-scatters first: its input
+    // is 4 × its shard in float32, and its float32 output is the shard's gradient itself.
     std::int64_t first_rs = 0;
     for (const auto& b : t.by_step)
       if (!first_rs) first_rs = b[cat(FsdpCategory::reduce_scatter)];
-    QCOMPARE(first_rs, 5 * m.units[3].shard_numel * 4);
+    QCOMPARE(first_rs, block3_input);
 
     // The report's series is the rank's curve, the summary's peak its peak.
     RunRequest req = test::plain(*model);
