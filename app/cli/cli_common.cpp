@@ -111,7 +111,10 @@ bool check_device(DeviceChoice d, bool dry_run) {
   return true;
 }
 
-bool plot(int argc, char** argv, const std::string& path, const Trace& trace, const Trace* ghost) {
+namespace {
+
+// The offscreen platform, with a runtime directory of its own (Qt warns on stderr without one).
+void offscreen() {
   qputenv("QT_QPA_PLATFORM", "offscreen");
   if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
     // Qt warns on stderr without one; a private directory keeps the output clean.
@@ -120,6 +123,33 @@ bool plot(int argc, char** argv, const std::string& path, const Trace& trace, co
     std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
     qputenv("XDG_RUNTIME_DIR", QByteArray::fromStdString(dir));
   }
+}
+
+}  // namespace
+
+bool plot(int argc, char** argv, const std::string& path, MemorySeriesPtr series,
+          MemorySeriesPtr ghost, const Trace& trace) {
+  offscreen();
+  QGuiApplication app(argc, argv);
+  ui::MemoryPlotModel model;
+  model.series = std::move(series);
+  model.ghost = std::move(ghost);
+  const Trace* t = &trace;
+  model.stepLabel = [t](std::int64_t k) {
+    const TraceStep& s = t->step(k);
+    return QString::fromStdString(s.node.empty() ? s.op : s.op + " · " + s.node);
+  };
+  QString error;
+  if (!ui::exportMemoryPlot(QString::fromStdString(path), model, {1200, 480}, ui::Palette::light(),
+                            &error)) {
+    std::cerr << "ckptlab-cli: --plot: " << error.toStdString() << "\n";
+    return false;
+  }
+  return true;
+}
+
+bool plot(int argc, char** argv, const std::string& path, const Trace& trace, const Trace* ghost) {
+  offscreen();
   QGuiApplication app(argc, argv);
   QString error;
   if (!ui::exportMemoryPlot(QString::fromStdString(path), trace, ghost, {1200, 480}, &error)) {

@@ -15,6 +15,7 @@
 #include "cli_options.hpp"
 #include "engine/model/loader.hpp"
 #include "engine/model/model.hpp"
+#include "engine/report/memory_series.hpp"
 #include "engine/request/execute.hpp"
 #include "engine/run/run_request.hpp"
 #include "engine/trace/trace.hpp"
@@ -44,6 +45,10 @@ std::shared_ptr<Model> load_or_exit(const std::string& path, int* code);
 bool check_device(DeviceChoice d, bool dry_run);
 // --plot: the memory plot of `trace` (and `ghost`, if any) as PNG or SVG, offscreen.
 bool plot(int argc, char** argv, const std::string& path, const Trace& trace, const Trace* ghost);
+// The same with the series the engine made (one FSDP2 rank's when the run is sharded: the
+// report's series, engine/report/run_report.hpp), the steps named from `trace`.
+bool plot(int argc, char** argv, const std::string& path, MemorySeriesPtr series,
+          MemorySeriesPtr ghost, const Trace& trace);
 // A loss of NaN or Inf is a wrong answer, never a figure to print quietly.
 void warn_non_finite_loss(const RunResult& r);
 

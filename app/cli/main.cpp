@@ -12,6 +12,7 @@
 #include "engine/autograd/anomaly.hpp"
 #include "engine/model/load_notes.hpp"
 #include "engine/report/lessons.hpp"
+#include "engine/report/run_report.hpp"
 #include "engine/report/run_summary.hpp"
 #include "engine/request/execute.hpp"
 #include "engine/tensor/npy.hpp"
@@ -145,7 +146,18 @@ int cmd_run(int argc, char** argv, const std::vector<std::string>& args) {
     std::cerr << "ckptlab-cli: --dump: a dry run has no values to write\n";
   else if (!o.dump_dir.empty() && r.ok)
     dump_results(o.dump_dir, *model, r);
-  if (!o.plot_file.empty() && !plot(argc, argv, o.plot_file, r.trace, baseline)) return kExitRun;
+  if (!o.plot_file.empty()) {
+    // Sharded (--fsdp, --param-dtype): the curves are one rank's, the baseline's too.
+    const MemorySeriesPtr& series = outcome.report.series;
+    const bool ok = series && series->per_rank
+                        ? plot(argc, argv, o.plot_file, series,
+                               baseline ? std::make_shared<const MemorySeries>(
+                                              series_of_run(*model, *baseline, request.settings))
+                                        : nullptr,
+                               r.trace)
+                        : plot(argc, argv, o.plot_file, r.trace, baseline);
+    if (!ok) return kExitRun;
+  }
   warn_non_finite_loss(r);
   if (!r.ok) {
     std::cerr << "ckptlab-cli: run failed: " << r.error << "\n";

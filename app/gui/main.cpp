@@ -61,6 +61,14 @@ struct Options {
   QCommandLineOption batch{QStringLiteral("batch"),
                            QStringLiteral("Run at batch size N (default: the model's)."),
                            QStringLiteral("N")};
+  QCommandLineOption fsdp{QStringLiteral("fsdp"),
+                          QStringLiteral("Shard the model with FSDP2 over N GPUs (the Ranks "
+                                         "control): the plot and the summary show one rank."),
+                          QStringLiteral("N")};
+  QCommandLineOption paramDtype{
+      QStringLiteral("param-dtype"),
+      QStringLiteral("The parameters' compute dtype (FSDP2's MixedPrecisionPolicy): fp32 or bf16."),
+      QStringLiteral("DTYPE")};
   QCommandLineOption at{QStringLiteral("at"),
                         QStringLiteral("Put the player's cursor at WHERE once run: a step number, "
                                        "'peak', 'forward-end' or 'recompute' (the middle of the "
@@ -76,8 +84,8 @@ struct Options {
     parser.addPositionalArgument(
         QStringLiteral("model"),
         QStringLiteral("A .json or .onnx model (default: a bundled sample)."));
-    parser.addOptions(
-        {screenshot, size, checkpoint, device, optimizer, amp, batch, timeout, at, snapshot});
+    parser.addOptions({screenshot, size, checkpoint, device, optimizer, amp, batch, fsdp,
+                       paramDtype, timeout, at, snapshot});
   }
 };
 
@@ -143,7 +151,9 @@ struct StartupSettings {
   std::optional<ckpt::OptimizerKind> optimizer;
   std::optional<ckpt::AmpMode> amp;
   std::int64_t batch = 0;  // 0: the model's
-  bool any() const { return device || optimizer || amp || batch > 0; }
+  int fsdp = 0;            // 0: not sharded
+  std::optional<ckpt::DType> param_dtype;
+  bool any() const { return device || optimizer || amp || batch > 0 || fsdp > 0 || param_dtype; }
 };
 
 // The settings, or a message naming the bad value.
@@ -182,6 +192,23 @@ std::optional<StartupSettings> readSettings(const Options& o, QString* error) {
       *error = QStringLiteral("--batch: '%1' is not a positive whole number").arg(p.value(o.batch));
       return std::nullopt;
     }
+  }
+  if (p.isSet(o.fsdp)) {
+    bool ok = false;
+    s.fsdp = p.value(o.fsdp).toInt(&ok);
+    if (!ok || s.fsdp < 1 || s.fsdp > 65536) {
+      *error =
+          QStringLiteral("--fsdp: '%1' is not a number of ranks in 1..65536").arg(p.value(o.fsdp));
+      return std::nullopt;
+    }
+  }
+  if (p.isSet(o.paramDtype)) {
+    const QString d = p.value(o.paramDtype);
+    if (d != QLatin1String("fp32") && d != QLatin1String("bf16")) {
+      *error = QStringLiteral("--param-dtype: '%1' is not fp32 or bf16").arg(d);
+      return std::nullopt;
+    }
+    s.param_dtype = d == QLatin1String("bf16") ? ckpt::DType::bf16 : ckpt::DType::f32;
   }
   return s;
 }
@@ -228,6 +255,12 @@ struct Startup {
       if (settings.optimizer) session->setOptimizer(*settings.optimizer);
       if (settings.amp) session->setPrecision(*settings.amp);
       if (settings.batch > 0) session->setBatch(settings.batch);
+      if (settings.param_dtype) session->setParamDtype(*settings.param_dtype);
+      if (settings.fsdp > 0) {
+        ckpt::FsdpSettings fsdp = session->request().settings.fsdp;
+        fsdp.ranks = settings.fsdp;
+        session->setFsdp(fsdp);
+      }
       for (const QString& m : toCheckpoint) session->toggleModule(m);
     });
     QObject::connect(window.session(), &ckpt::ui::Session::openFailed, &window,

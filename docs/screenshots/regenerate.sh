@@ -31,6 +31,11 @@ shot gpt2_small_dry_run :/samples/gpt2_small.json $(for i in $(seq 0 11); do ech
 # A whole training step on a GPU: GPT-2 small at batch 8 under CUDA's memory semantics with
 # AdamW, whose state is live from the start and whose step ends the run.
 shot training_step :/samples/gpt2_small.json --device cuda --optimizer adamw --batch 8 --at peak
+# One rank of eight: Llama 3 8B sharded with FSDP2 (the Ranks control), its per-rank bands, on
+# the smallest screen the app supports.
+echo "screenshot: llama3_8b_fsdp8" >&2
+"$app" --size 1366x768 --screenshot "$here/llama3_8b_fsdp8.png" :/samples/llama3_8b.json \
+  --device cuda --optimizer adamw --param-dtype bf16 --fsdp 8 --at peak
 # A measured snapshot (the GPU oracle's H200 run of the DenseNet sample) over the engine's run.
 shot measured_snapshot :/samples/densenet_block.json \
   --snapshot "$here/../../tests/engine/data/snapshots/densenet_block__plain.pickle"

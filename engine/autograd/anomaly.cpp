@@ -34,9 +34,10 @@ std::string ordinal(std::size_t i) {
 
 const char* non_finite_kind(const Tensor& t) {
   if (!t.defined() || t.is_meta() || t.dtype() == DType::i64) return "";
+  // float32 and float64 in place; the others (bf16 losses and gradients) through a copy.
   if (t.device() == Device::cpu && t.is_contiguous()) {
     if (t.dtype() == DType::f32) return scan(t.data<float>(), t.numel());
-    return scan(t.data<double>(), t.numel());
+    if (t.dtype() == DType::f64) return scan(t.data<double>(), t.numel());
   }
   const std::vector<double> values = t.to_vector();
   return scan(values.data(), static_cast<std::int64_t>(values.size()));

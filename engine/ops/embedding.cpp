@@ -6,6 +6,7 @@
 
 #include "engine/autograd/node.hpp"
 #include "engine/kernels/kernels.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
@@ -32,8 +33,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   Shape out_shape = indices.shape();
   out_shape.push_back(d);
   Tensor out = Tensor::empty(out_shape, w.dtype());
+  // A gather copies rows: every dtype, the reduced ones (FSDP2's bf16 parameters) included.
   if (live && !out.is_meta())
-    dispatch_all(w.dtype(), [&]<typename T>() {
+    dispatch_every(w.dtype(), [&]<typename T>() {
       const T* wp = w.data<T>();
       T* op_ = out.data<T>();
       for (std::int64_t i = 0; i < idx.numel(); ++i)
@@ -45,12 +47,17 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
            const Tensor idx2 = as_contiguous(c.saved[0]);
            Tensor dw = Tensor::zeros({v, d}, g.dtype());
            if (!dw.is_meta())
-             dispatch_floating(g.dtype(), "embedding backward", [&]<typename T>() {
+             // In bf16 each row's add is rounded, as index_add_ accumulates into the weight's
+             // gradient (float32 and float64: exact as before).
+             dispatch_floating_all(g.dtype(), "embedding backward", [&]<typename T>() {
                const T* gp = g.data<T>();
                const std::int64_t* ip2 = idx2.data<std::int64_t>();
                T* dp = dw.data<T>();
                for (std::int64_t i = 0; i < idx2.numel(); ++i)
-                 for (std::int64_t k = 0; k < d; ++k) dp[ip2[i] * d + k] += gp[i * d + k];
+                 for (std::int64_t k = 0; k < d; ++k)
+                   dp[ip2[i] * d + k] =
+                       from_opmath<T>(static_cast<opmath_t<T>>(dp[ip2[i] * d + k]) +
+                                      static_cast<opmath_t<T>>(gp[i * d + k]));
              });
            return {dw, Tensor()};
          });

@@ -6,6 +6,7 @@
 #include "engine/kernels/kernels.hpp"
 #include "engine/ops/shape_ops.hpp"
 #include "engine/ops/softmax.hpp"
+#include "engine/tensor/reduced_float.hpp"
 
 namespace ckpt {
 
@@ -37,8 +38,9 @@ Tensor nll_core(const Tensor& input, const Tensor& target, Reduction red, std::i
   Tensor out =
       red == Reduction::none ? Tensor::empty(none_shape, x.dtype()) : Tensor::empty({}, x.dtype());
   Tensor total_weight = Tensor::empty({}, x.dtype());
+  // bf16 (FSDP2's bf16 parameters): summed in double as every dtype, rounded once on store.
   if (live)
-    dispatch_floating(x.dtype(), "nll_loss", [&]<typename T>() {
+    dispatch_floating_all(x.dtype(), "nll_loss", [&]<typename T>() {
       const T* xp = x.data<T>();
       T* op_ = out.data<T>();
       double sum = 0, count = 0;
@@ -64,7 +66,7 @@ Tensor nll_core(const Tensor& input, const Tensor& target, Reduction red, std::i
            const Tensor g = as_contiguous(ctx.grads[0]);
            Tensor dx = Tensor::zeros(x.shape(), x.dtype());
            if (!dx.is_meta())
-             dispatch_floating(x.dtype(), "nll_loss backward", [&]<typename T>() {
+             dispatch_floating_all(x.dtype(), "nll_loss backward", [&]<typename T>() {
                const std::int64_t* tp2 = t.data<std::int64_t>();
                const T* gp = g.data<T>();
                T* dp = dx.data<T>();

@@ -14,6 +14,14 @@ std::string step_text(const RunSettings& s) {
   if (s.optimizer.kind != OptimizerKind::none)
     out += std::string(", ") + optimizer_name(s.optimizer.kind);
   if (s.amp != AmpMode::off) out += std::string(", ") + amp_name(s.amp) + " autocast";
+  if (s.param_dtype != DType::f32)
+    out += std::string(", ") + dtype_name(s.param_dtype) + " parameters";
+  if (s.fsdp.ranks > 0) {
+    out += ", FSDP2 on " + std::to_string(s.fsdp.ranks) + (s.fsdp.ranks == 1 ? " rank" : " ranks");
+    if (!s.fsdp.reshard_after_forward) out += " (not resharded after forward)";
+    if (s.fsdp.reduce_dtype != DType::f32)
+      out += std::string(", reduce in ") + dtype_name(s.fsdp.reduce_dtype);
+  }
   return out;
 }
 

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "engine/report/fsdp_all_gather.hpp"
+
 namespace ckpt {
 
 namespace {
@@ -63,26 +65,6 @@ bool counted_as_run(MemoryCategory c) {
 }
 
 }  // namespace
-
-const char* fsdp_category_name(FsdpCategory c) {
-  switch (c) {
-    case FsdpCategory::sharded_parameters:
-      return "sharded parameters";
-    case FsdpCategory::sharded_gradients:
-      return "sharded gradients";
-    case FsdpCategory::optimizer_state:
-      return "optimizer state";
-    case FsdpCategory::unsharded_parameters:
-      return "unsharded parameters";
-    case FsdpCategory::unsharded_gradients:
-      return "unsharded gradients";
-    case FsdpCategory::reduce_scatter:
-      return "reduce-scatter";
-    case FsdpCategory::activations:
-      break;
-  }
-  return "activations";
-}
 
 FsdpParamLayout fsdp_param_layout(const std::string& name, const Shape& shape, int ranks) {
   if (ranks < 1)
@@ -209,6 +191,18 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
   int last_forward_block = -1;
   std::int64_t all_numel = 0, run_at_optimizer = -1;
   for (const auto& u : r.units) all_numel += u.numel;
+  const int root = static_cast<int>(blocks);
+  std::vector<FsdpAllGatherBytes> ag;
+  for (const auto& u : r.units) ag.push_back(fsdp_all_gather_bytes(u, r.ranks, r.param_dtype));
+  // The unit whose flat all-gather output is held beyond its copy-out: in forward, kept until
+  // the next unit's copy-out; in backward, the unit prefetched. -1: none.
+  int forward_flat = -1, backward_flat = -1;
+  int reduce_scatter_held = -1;  // the unit whose reduce-scatter input is kept
+  bool root_unsharded = false;
+  std::int64_t first_backward = -1;
+  auto flat = [&](int x) {
+    return x < 0 ? std::int64_t{0} : ag[static_cast<std::size_t>(x)].output;
+  };
   for (std::int64_t k = 0; k < steps; ++k) {
     const std::int64_t run_before = run;
     std::int64_t run_peak = run;
@@ -225,6 +219,7 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
     // The run's optimizer steps over whole parameters in the param dtype; FSDP's steps over
     // the float32 shards: its temporaries scale by shard bytes over parameter bytes.
     std::int64_t shown = run, shown_peak = run_peak;
+    const std::int64_t shown_before = run_before;
     if (ph == Phase::optimizer) {
       if (run_at_optimizer < 0) run_at_optimizer = run_before;
       const double scale = static_cast<double>(4 * shards) /
@@ -238,63 +233,162 @@ FsdpRankMemory fsdp_rank_memory(const Model& model, const Trace& trace,
     }
     const int u = unit[static_cast<std::size_t>(k)];
     const bool in_block = u < static_cast<int>(blocks);
+    const bool reshard = settings.fsdp.reshard_after_forward;
+    // The units whose parameters are unsharded during the step (the root included), and the
+    // all-gather moments of FSDP2's hooks before its op: what is gathered then and the flat
+    // buffers held then (fsdp_all_gather.hpp), with the run's bytes before the op.
     std::set<int> gathered;
-    FsdpBytes extra = r.states;
-    std::int64_t transient = 0;
+    std::vector<std::pair<std::set<int>, std::int64_t>> moments;
+    const bool root_gathered = ph != Phase::optimizer && (backward_end < 0 || k <= backward_end);
+    if (root_gathered) gathered.insert(root);
     if (ph == Phase::forward) {
-      if (in_block) {
-        if (last_forward_block >= 0 && last_forward_block != u)
+      if (!root_unsharded) {
+        // The root's pre_forward: its all-gather, then its output kept (more than one rank).
+        moments.push_back({{}, ag[root].copy_in + ag[root].output});
+        forward_flat = r.ranks > 1 ? root : -1;
+        root_unsharded = true;
+      }
+      if (in_block && last_forward_block != u) {
+        if (last_forward_block >= 0)
           forward_done[static_cast<std::size_t>(last_forward_block)] = true;
+        std::set<int> before = gathered;
+        if (!reshard)
+          for (std::size_t b = 0; b < blocks; ++b)
+            if (forward_done[b]) before.insert(static_cast<int>(b));
+        // u's pre_forward: unshard() allocates its copy-in and flat output while the previous
+        // unit's output is still kept; wait_for_unshard frees that one, then copies out.
+        moments.push_back({before, flat(forward_flat) + ag[u].copy_in + ag[u].output});
+        before.insert(u);
+        moments.push_back({before, ag[u].output});
+        forward_flat = r.ranks > 1 ? u : -1;
         last_forward_block = u;
-        gathered.insert(u);
-        if (u + 1 < static_cast<int>(blocks)) gathered.insert(u + 1);  // prefetched
-      } else if (last_forward_block >= 0) {
+      } else if (!in_block && last_forward_block >= 0) {
         forward_done[static_cast<std::size_t>(last_forward_block)] = true;
       }
-      if (!settings.fsdp.reshard_after_forward)
+      if (in_block) gathered.insert(u);
+      if (!reshard)
         for (std::size_t b = 0; b < blocks; ++b)
           if (forward_done[b]) gathered.insert(static_cast<int>(b));
     } else if (ph == Phase::backward || ph == Phase::recompute) {
+      forward_flat = -1;  // the root's post_forward freed the last one
       for (std::size_t b = 0; b < blocks; ++b) {
         const bool running = first_back[b] >= 0 && first_back[b] <= k && k <= last_back[b];
         const bool not_yet = first_back[b] < 0 || k < first_back[b];
-        if (running) gathered.insert(static_cast<int>(b));
-        if (!settings.fsdp.reshard_after_forward && not_yet && forward_done[b])
-          gathered.insert(static_cast<int>(b));
+        const bool hook = reshard && b == static_cast<std::size_t>(u) && k == first_back[b];
+        if (running && !hook) gathered.insert(static_cast<int>(b));
+        if (!reshard && not_yet && forward_done[b]) gathered.insert(static_cast<int>(b));
       }
-      if (in_block && u > 0 && first_back[static_cast<std::size_t>(u - 1)] > k)
-        gathered.insert(u - 1);  // the next unit in backward order, prefetched
+      // The root's pre_backward prefetches the last block (the reverse of the post-forward
+      // order, FSDPParamGroup._backward_prefetch); each block's the one before it.
+      auto prefetch = [&](int target) {
+        if (!reshard || target < 0) return;
+        moments.push_back({gathered, ag[static_cast<std::size_t>(target)].copy_in +
+                                         ag[static_cast<std::size_t>(target)].output});
+        backward_flat = target;
+      };
+      if (first_backward < 0) {
+        first_backward = k;
+        prefetch(static_cast<int>(blocks) - 1);
+      }
+      if (in_block && k == first_back[static_cast<std::size_t>(u)]) {
+        if (reshard) {
+          // u's pre_backward: its all-gather unless prefetched, the copy-out, the output freed
+          // at once (not in forward), then the previous block's all-gather prefetched.
+          const std::int64_t other = backward_flat != u ? flat(backward_flat) : 0;
+          if (backward_flat != u)
+            moments.push_back({gathered, other + ag[u].copy_in + ag[u].output});
+          gathered.insert(u);
+          moments.push_back({gathered, other + ag[u].output});
+          backward_flat = -1;
+        }
+        prefetch(u - 1);
+      }
+    } else {
+      forward_flat = backward_flat = -1;
     }
-    const bool root_gathered = ph != Phase::optimizer && (backward_end < 0 || k <= backward_end);
-    std::int64_t unsharded = root_gathered ? r.units[blocks].numel : 0;
-    for (int b : gathered) unsharded += r.units[static_cast<std::size_t>(b)].numel;
-    extra[static_cast<std::size_t>(FsdpCategory::unsharded_parameters)] = unsharded * pbytes;
-    std::int64_t grads = 0, sharded_grads = 0;
+    const std::int64_t steady_flat =
+        ph == Phase::forward ? flat(forward_flat) : flat(backward_flat);
+
+    // Gradients: a unit's unsharded ones (param dtype) from its first backward step to its
+    // post_backward, then its float32 shard's. Its post_backward (_fsdp_param_group.py) frees
+    // the previous unit's reduce-scatter input kept in comm_ctx.reduce_scatter_state, and
+    // foreach_reduce (_fsdp_collectives.py) allocates its own input (each padded shard times
+    // N, reduce dtype), copies the gradients in and frees them, then writes the output (one
+    // shard, reduce dtype; in float32 it is the shard's gradient, in bfloat16 cast to a new
+    // float32 one). The input is kept until the next post_backward; the root's final callback
+    // frees the last one with the backward.
+    std::int64_t grads_start = 0, grads_op = 0, sharded_start = 0, grads = 0, sharded_grads = 0;
+    std::vector<int> reducing;
     for (std::size_t b = 0; b <= blocks; ++b) {
-      if (first_back[b] >= 0 && first_back[b] <= k && k < last_back[b]) grads += r.units[b].numel;
+      const bool started = first_back[b] >= 0 && first_back[b] <= k;
+      if (first_back[b] >= 0 && first_back[b] < k && k <= last_back[b])
+        grads_start += r.units[b].numel;
+      if (started && k < last_back[b]) grads += r.units[b].numel;
+      if (started && k <= last_back[b]) grads_op += r.units[b].numel;
+      if (last_back[b] >= 0 && last_back[b] < k) sharded_start += r.units[b].shard_numel;
       if (last_back[b] >= 0 && k >= last_back[b]) sharded_grads += r.units[b].shard_numel;
-      if (last_back[b] == k) {
-        // The unit's reduce-scatter: the gradients still unsharded, copied into its input.
-        grads += r.units[b].numel;
-        transient += (r.ranks + 1) * r.units[b].shard_numel * rbytes;
-      }
+      if (last_back[b] == k) reducing.push_back(static_cast<int>(b));
     }
-    extra[static_cast<std::size_t>(FsdpCategory::unsharded_gradients)] = grads * pbytes;
-    extra[static_cast<std::size_t>(FsdpCategory::sharded_gradients)] = sharded_grads * 4;
-    extra[static_cast<std::size_t>(FsdpCategory::activations)] = shown;
-    std::int64_t after = 0;
-    for (auto v : extra) after += v;
-    r.total_by_step[static_cast<std::size_t>(k)] = after;
-    const std::int64_t peak = after - shown + shown_peak + transient;
-    if (peak > r.peak_bytes) {
-      r.peak_bytes = peak;
-      r.peak_step = k;
-      r.at_peak = extra;
-      r.at_peak[static_cast<std::size_t>(FsdpCategory::activations)] = shown_peak;
-      r.at_peak[static_cast<std::size_t>(FsdpCategory::reduce_scatter)] = transient;
+    auto rs_input = [&](int x) {
+      return x < 0 ? std::int64_t{0}
+                   : r.ranks * r.units[static_cast<std::size_t>(x)].shard_numel * rbytes;
+    };
+    const std::int64_t rs_start = rs_input(reduce_scatter_held);
+    // What the rank holds with `g` gathered, `buffers` of all-gather buffers, `own` bytes of
+    // the run's own, and the gradients and reduce-scatter buffers given.
+    auto held = [&](const std::set<int>& g, std::int64_t buffers, std::int64_t own,
+                    std::int64_t unsharded_grads, std::int64_t shard_grads, std::int64_t rs) {
+      FsdpBytes b = r.states;
+      std::int64_t unsharded = 0;
+      for (int x : g) unsharded += ag[static_cast<std::size_t>(x)].unsharded;
+      b[static_cast<std::size_t>(FsdpCategory::unsharded_parameters)] = unsharded;
+      b[static_cast<std::size_t>(FsdpCategory::all_gather_buffers)] = buffers;
+      b[static_cast<std::size_t>(FsdpCategory::unsharded_gradients)] = unsharded_grads * pbytes;
+      b[static_cast<std::size_t>(FsdpCategory::sharded_gradients)] = shard_grads * 4;
+      b[static_cast<std::size_t>(FsdpCategory::reduce_scatter)] = rs;
+      b[static_cast<std::size_t>(FsdpCategory::activations)] = own;
+      return b;
+    };
+    // The post_backward moments, after the step's op: gathered blocks already resharded.
+    std::set<int> after_reshard = gathered;
+    std::int64_t post_grads = grads, post_sharded = sharded_start;
+    for (int x : reducing) post_grads += r.units[static_cast<std::size_t>(x)].numel;
+    std::vector<FsdpBytes> posts;
+    for (int x : reducing) {
+      after_reshard.erase(x);
+      const std::int64_t shard = r.units[static_cast<std::size_t>(x)].shard_numel;
+      // Copy-in: the input beside the unsharded gradients (the previous input freed).
+      posts.push_back(
+          held(after_reshard, steady_flat, shown, post_grads, post_sharded, rs_input(x)));
+      post_grads -= r.units[static_cast<std::size_t>(x)].numel;
+      post_sharded += shard;
+      // Output: beside the input; in bfloat16 with its float32 cast (the shard's gradient).
+      posts.push_back(held(after_reshard, steady_flat, shown, post_grads, post_sharded,
+                           rs_input(x) + (rbytes == 4 ? 0 : shard * rbytes)));
+      reduce_scatter_held = x;
     }
+    if (k == backward_end) reduce_scatter_held = -1;  // the root's final callback
+    const std::int64_t rs_after = rs_input(reduce_scatter_held);
+    r.total_by_step[static_cast<std::size_t>(k)] =
+        fsdp_total(held(gathered, steady_flat, shown, grads, sharded_grads, rs_after));
+    // The step's high-water mark: its op's (the input kept from before), the hooks' before it,
+    // the post_backward's after it.
+    FsdpBytes high = held(gathered, steady_flat, shown_peak, grads_op, sharded_start, rs_start);
+    for (const auto& [g, buffers] : moments) {
+      const FsdpBytes at = held(g, buffers, shown_before, grads_start, sharded_start, rs_start);
+      if (fsdp_total(at) > fsdp_total(high)) high = at;
+    }
+    for (const FsdpBytes& at : posts)
+      if (fsdp_total(at) > fsdp_total(high)) high = at;
+    r.timeline.push(high);
+    gathered.erase(root);
     r.gathered_by_step[static_cast<std::size_t>(k)].assign(gathered.begin(), gathered.end());
+    if (k == trace.forward_end()) forward_flat = -1;
   }
+  r.timeline.ranks = r.ranks;
+  r.peak_bytes = r.timeline.peak_bytes;
+  r.peak_step = r.timeline.peak_step;
+  if (r.peak_step >= 0) r.at_peak = r.timeline.by_step[static_cast<std::size_t>(r.peak_step)];
   return r;
 }
 

@@ -12,12 +12,18 @@
 //   rank's chunk is that size. A rank keeps its float32 shard, the shard's gradient (made by
 //   the unit's reduce-scatter) and the optimizer state of its shard.
 // - A unit's parameters are all-gathered in the param dtype before its forward, and again
-//   before its backward; the next unit's all-gather is prefetched while it computes. They are
-//   freed after the unit's forward (reshard_after_forward), after its backward in any case; the
-//   root's stay unsharded from its forward to the end of the backward.
-// - A unit's unsharded gradients (param dtype) live through its backward; at its end the
-//   reduce-scatter copies them into its input (N × the padded shard, in reduce_dtype) and
-//   writes its output (one shard, reduce_dtype), then adds it to the float32 shard gradient.
+//   before its backward, through FSDP2's copy-in and flat output buffers into per-parameter
+//   outputs padded on dim 0 (fsdp_all_gather.hpp, with the PyTorch functions it follows). In
+//   forward the next unit is all-gathered at its own pre-forward (implicit prefetch) and each
+//   unit's flat output is kept until the next copy-out; in backward the previous unit's
+//   all-gather is prefetched while a unit computes. Parameters are freed after the unit's
+//   forward (reshard_after_forward), after its backward in any case; the root's stay unsharded
+//   from its forward to the end of the backward.
+// - A unit's unsharded gradients (param dtype) live through its backward; at its end
+//   (post_backward, foreach_reduce) the reduce-scatter copies them into its input (N × the
+//   padded shard, in reduce_dtype) and frees them, then writes its output (one shard, in
+//   float32 the shard's gradient itself, in bfloat16 cast to it). The input is kept until the
+//   next unit's post_backward (comm_ctx.reduce_scatter_state), the last until the backward ends.
 // - Activations, temporaries and workspaces are the run's own (made in the param dtype).
 
 #include <array>
@@ -27,6 +33,7 @@
 
 #include "engine/model/model.hpp"
 #include "engine/run/run_request.hpp"
+#include "engine/trace/rank_timeline.hpp"
 #include "engine/trace/trace.hpp"
 
 namespace ckpt {
@@ -56,28 +63,19 @@ struct FsdpUnit {
 // root (last). Throws std::invalid_argument for ranks < 1.
 std::vector<FsdpUnit> fsdp_units(const Model& model, int ranks);
 
-enum class FsdpCategory : std::uint8_t {
-  sharded_parameters,
-  sharded_gradients,
-  optimizer_state,
-  unsharded_parameters,
-  unsharded_gradients,
-  reduce_scatter,
-  activations,  // the run's own: saved activations, inputs, temporaries, workspaces, ...
-};
-inline constexpr std::size_t kFsdpCategoryCount = 7;
-const char* fsdp_category_name(FsdpCategory c);
-using FsdpBytes = std::array<std::int64_t, kFsdpCategoryCount>;
-
 struct FsdpRankMemory {
   int ranks = 1;
   FsdpSettings settings;
   DType param_dtype = DType::f32;
   std::vector<FsdpUnit> units;  // blocks, then the root
   // Per trace step: live bytes after the step, and the units (indices into `units`, the root
-  // excluded) whose parameters are gathered during it.
+  // excluded) whose parameters are unsharded during it (a prefetched unit's flat all-gather
+  // output is a buffer, not yet its parameters).
   std::vector<std::int64_t> total_by_step;
   std::vector<std::vector<int>> gathered_by_step;
+  // The rank's high-water mark of each step by category (what the plot stacks); the peak is
+  // its highest, at_peak its breakdown.
+  RankTimeline timeline;
   std::int64_t peak_bytes = 0;
   std::int64_t peak_step = -1;
   FsdpBytes at_peak{};

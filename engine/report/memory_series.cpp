@@ -1,6 +1,7 @@
 #include "engine/report/memory_series.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace ckpt {
 
@@ -58,6 +59,20 @@ MemorySeries memory_series_from_trace(const Trace& trace) {
   s.peak_step = peak.step;
   s.peak_by_category = peak.by_category;
   return s;
+}
+
+void show_per_rank(MemorySeries& series, std::shared_ptr<const RankTimeline> rank) {
+  if (!rank || rank->steps() != series.steps())
+    throw std::logic_error("show_per_rank: the rank's timeline has " +
+                           std::to_string(rank ? rank->steps() : 0) + " steps, the run " +
+                           std::to_string(series.steps()));
+  series.totals = rank->totals;
+  series.peak_bytes = rank->peak_bytes;
+  series.peak_step = rank->peak_step;
+  series.reserved.clear();
+  series.reserved_peak = 0;
+  series.reserved_peak_step = -1;
+  series.per_rank = std::move(rank);
 }
 
 }  // namespace ckpt

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/trace/rank_timeline.hpp"
 #include "engine/trace/trace.hpp"
 
 namespace ckpt {
@@ -21,7 +22,7 @@ struct SeriesSpan {
 
 struct MemorySeries {
   std::vector<CategoryBytes> bytes;  // live bytes by category at step k's high-water mark
-  std::vector<std::int64_t> totals;  // sum of bytes[k]
+  std::vector<std::int64_t> totals;  // sum of bytes[k] (per_rank: the rank's total)
   std::vector<Phase> phases;         // phase of step k
   std::vector<SeriesSpan> recomputes;
   std::int64_t forward_end = -1;  // last forward step
@@ -42,6 +43,10 @@ struct MemorySeries {
   std::int64_t reserved_peak_step = -1;
   // Whose memory the curve is ("PyTorch 2.x on an NVIDIA GPU (CUDA)": MemorySemantics::whose).
   std::string memory_of;
+  // Sharded with FSDP2 (--fsdp, --param-dtype): one rank's memory by its categories. The
+  // curve is then the rank's: totals, peak_bytes and peak_step are the timeline's, `bytes`
+  // stays the run's own (one GPU's), and there is no reserved line (a single GPU's allocator).
+  std::shared_ptr<const RankTimeline> per_rank;
 
   std::int64_t steps() const { return static_cast<std::int64_t>(totals.size()); }
   bool empty() const { return totals.empty(); }
@@ -52,5 +57,7 @@ using MemorySeriesPtr = std::shared_ptr<const MemorySeries>;
 
 // Peak and its breakdown are the trace's own (Trace::peak()), not recomputed here.
 MemorySeries memory_series_from_trace(const Trace& trace);
+// `series` made one rank's: its curve and peak become `rank`'s (same steps as the trace).
+void show_per_rank(MemorySeries& series, std::shared_ptr<const RankTimeline> rank);
 
 }  // namespace ckpt

@@ -33,6 +33,10 @@ struct RunReport {
 // `baseline`: the same settings run without checkpoints (the summary's comparison), or null.
 // `not_computed`: why the real run was not started (the memory guard), for a dry run shown in
 // its place.
+// The memory series of a run of `model` as the plot draws it: the trace's, made one rank's when
+// `settings` shard the run (FSDP2, fsdp_memory.hpp). report_run's series is this one.
+MemorySeries series_of_run(const Model& model, const Trace& trace, const RunSettings& settings);
+
 RunReport report_run(const Model& model, const RunRequest& request, const RunResult& result,
                      const RunResult* baseline = nullptr, ReportDetail detail = ReportDetail::full,
                      const std::string& not_computed = {});

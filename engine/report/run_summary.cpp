@@ -267,7 +267,6 @@ void reserved_text(std::ostream& os, const RunSummary& s) {
        << format_bytes(s.gpu->context) << " (estimate) = " << format_bytes(s.gpu->total()) << " of "
        << format_bytes(s.gpu->capacity)
        << (s.gpu->fits() ? ": fits" : ": DOES NOT FIT (--gpu-memory sets the card's size)") << "\n";
-  if (s.per_rank) os << fsdp_summary_text(*s.per_rank);
 }
 
 // The training step's phases, each with its bytes (figures.hpp: step_phases).
@@ -336,6 +335,8 @@ std::string summary_text(const RunSummary& s) {
   os << "\n";
   category_table(os, s.peak.by_category);
   reserved_text(os, s);
+  // One FSDP2 rank, on any device's semantics (the cpu's included).
+  if (s.per_rank) os << fsdp_summary_text(*s.per_rank);
   if (s.offload)
     os << "offload    host memory " << format_bytes(s.offload->host_peak_bytes)
        << " at most (save_on_cpu's copies); copied " << format_bytes(s.offload->to_host_bytes)

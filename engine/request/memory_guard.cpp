@@ -92,8 +92,17 @@ namespace {
 
 GuardVerdict judge_memory_of_device(const Model& model, const RunResult& dry,
                                     const RunSettings& settings) {
-  if (const auto gpu = gpu_fit(dry, settings))
+  if (const auto gpu = gpu_fit(dry, settings)) {
+    // Sharded (FSDP2), a GPU holds one rank's bytes (engine/report/fsdp_memory.hpp), not the
+    // whole run's: the one-GPU fit would judge a configuration nobody runs.
+    if (settings.fsdp.ranks > 0) {
+      GuardVerdict v;
+      v.dry_peak = dry.trace.peak().bytes;
+      v.limit = gpu->capacity;
+      return no_real_run_on(settings.device, v);
+    }
     return no_real_run_on(settings.device, judge_gpu(dry, *gpu));
+  }
   const std::int64_t limit = settings.max_memory;
   GuardVerdict v;
   v.limit = limit > 0 ? limit : default_memory_limit();

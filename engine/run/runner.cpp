@@ -294,10 +294,25 @@ void run_optimizer_step(Optimizer& optimizer, GradScaler* scaler, RunResult& res
   {
     PhaseScope phase(Phase::optimizer);
     const auto t0 = Clock::now();
-    if (scaler)
-      scaler->step_and_update(optimizer);
-    else
-      optimizer.step();
+    try {
+      if (scaler)
+        scaler->step_and_update(optimizer);
+      else
+        optimizer.step();
+    } catch (const std::invalid_argument& e) {
+      // Parameters in a reduced dtype (--param-dtype bf16): the op without a kernel is the
+      // optimizer's, on the bf16 parameters, not autocast's. FSDP2 steps on float32 shards,
+      // which the per-rank figures model; a dry run shows them.
+      const DType dtype =
+          optimizer.parameters().empty() ? DType::f32 : optimizer.parameters()[0].tensor.dtype();
+      if (!is_reduced_floating(dtype)) throw;
+      throw std::invalid_argument(
+          std::string("the optimizer's step on the ") + dtype_name(dtype) +
+          " parameters of --param-dtype: " + e.what() +
+          ". FSDP2 steps on the float32 shards, which this engine models per rank: run it dry "
+          "(--dry-run), or without --optimizer for a real " +
+          dtype_name(dtype) + " forward and backward");
+    }
     result.times.optimizer_ms = ms_since(t0);
   }
   for (const auto& p : optimizer.parameters()) result.parameters[p.name] = p.tensor;

@@ -31,6 +31,29 @@ class TestCliFsdp : public QObject {
   Q_OBJECT
 
  private slots:
+  // --plot under --fsdp draws one rank: its categories' bands (all-gather buffers included) and
+  // the banner saying the figures are modelled; unsharded, the run's own categories.
+  void plotShowsOneRank() {
+    QTemporaryDir dir;
+    const QString sharded = dir.filePath("rank.svg"), plain = dir.filePath("plain.svg");
+    const Result r = cli({"run", sample("llama_mini.json"), "--dry-run", "--fsdp", "4",
+                          "--param-dtype", "bf16", "--plot", sharded});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(cli({"run", sample("llama_mini.json"), "--dry-run", "--plot", plain}).code == 0);
+    auto read = [](const QString& path) {
+      QFile f(path);
+      return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    };
+    const QString svg = read(sharded), own = read(plain);
+    QVERIFY(!svg.isEmpty() && !own.isEmpty());
+    for (const char* text : {"all-gather buffers", "gathered parameters", "sharded parameters",
+                             "ONE RANK OF 4 (FSDP2)", "not yet measured on a GPU"}) {
+      QVERIFY2(svg.contains(QLatin1String(text)), text);
+      QVERIFY2(!own.contains(QLatin1String(text)), text);
+    }
+    QVERIFY(svg.contains(QStringLiteral("#4fb0b8")));  // the all-gather buffers' band
+  }
+
   // The "done means": Llama 3 8B at 8,192 tokens on 8 ranks, per rank by category.
   void eightBillionOnEightRanks() {
     QElapsedTimer timer;

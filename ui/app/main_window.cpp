@@ -152,6 +152,7 @@ void MainWindow::buildToolBar() {
          "(exact bytes, estimated times) on any machine: the CUDA engine runs no whole model "
          "yet."));
   bar->addWidget(device_);
+  buildRanksControl(bar);
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Variant ")));
   variant_ = new QComboBox;
@@ -261,6 +262,7 @@ void MainWindow::syncControls() {
   for (QWidget* w : std::initializer_list<QWidget*>{device_, variant_, preserveRng_, policy_,
                                                     optimizer_, precision_, batch_})
     w->setEnabled(has);
+  syncRanks();
   syncing_ = false;
 }
 

@@ -20,6 +20,8 @@ class QLabel;
 class QMenu;
 class QSpinBox;
 class QTextBrowser;
+class QToolBar;
+class QToolButton;
 
 namespace ckpt::ui {
 
@@ -116,6 +118,10 @@ class MainWindow : public QMainWindow {
   void showMessage(const QString& text, bool important = false);
   // main_window_run.cpp: the Session's signals to the views, the views' requests back.
   void wireRunOptions();
+  // main_window_ranks.cpp: the Ranks control (FSDP2) beside Device, and its sync.
+  void buildRanksControl(QToolBar* bar);
+  void syncRanks();
+  void sendFsdp();
   void wireSession();
   void wireViews();
   void onModelChanged();
@@ -174,6 +180,11 @@ class MainWindow : public QMainWindow {
   QComboBox* precision_ = nullptr;
   QComboBox* device_ = nullptr;
   QComboBox* optimizer_ = nullptr;
+  QComboBox* ranks_ = nullptr;          // FSDP2's ranks: "none" or N
+  QToolButton* fsdpOptions_ = nullptr;  // reshard after forward, reduce and param dtypes
+  QAction* reshardAction_ = nullptr;
+  QAction* reduceBf16Action_ = nullptr;
+  QAction* paramBf16Action_ = nullptr;
   QSpinBox* batch_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QMenu* sampleMenu_ = nullptr;

@@ -223,22 +223,28 @@ void MainWindow::onRunFinished(RunSnapshotPtr snap) {
   firstRunOfModel_ = false;
   updateBanner();
   const RunSummary& s = snap->summary;
+  // Sharded, the figure that decides is one rank's (the plot's curve): said first.
+  const QString perRank =
+      s.ok && s.per_rank ? tr("One rank of %1 (FSDP2, modelled): peak %2; ")
+                               .arg(s.per_rank->ranks)
+                               .arg(QString::fromStdString(formatBytes(s.per_rank->peak_bytes)))
+                         : QString();
   showMessage(
-      s.ok && snap->dryRun()
-          ? tr("Dry run: peak %1 (exact), %2 recomputed op executions, %3 ms%4")
-                .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
-                .arg(s.executions.recompute)
-                .arg(snap->wallMs)
-                .arg(snap->realRunFollows ? tr("; the real run follows")
-                     : snap->notComputed.empty()
-                         ? QString()
-                         : tr("; %1").arg(QString::fromStdString(snap->notComputed)))
-      : s.ok
-          ? tr("Run: peak %1, %2 recomputed op executions, %3 ms")
-                .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
-                .arg(s.executions.recompute)
-                .arg(snap->wallMs)
-          : tr("Run failed (its figures are no saving): %1").arg(QString::fromStdString(s.error)),
+      perRank + (s.ok && snap->dryRun()
+                     ? tr("Dry run: peak %1 (exact), %2 recomputed op executions, %3 ms%4")
+                           .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
+                           .arg(s.executions.recompute)
+                           .arg(snap->wallMs)
+                           .arg(snap->realRunFollows ? tr("; the real run follows")
+                                : snap->notComputed.empty()
+                                    ? QString()
+                                    : tr("; %1").arg(QString::fromStdString(snap->notComputed)))
+                 : s.ok ? tr("Run: peak %1, %2 recomputed op executions, %3 ms")
+                              .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
+                              .arg(s.executions.recompute)
+                              .arg(snap->wallMs)
+                        : tr("Run failed (its figures are no saving): %1")
+                              .arg(QString::fromStdString(s.error))),
       !s.ok);
   checkReady();
 }

@@ -267,8 +267,26 @@ void PlanView::setModel(std::shared_ptr<const Model> model, const RunRequest& ba
   status_->setText(tr("Plan: every strategy's plan and a budget sweep, each judged by a run."));
 }
 
+QString PlanView::statusText() const {
+  return status_->text();
+}
+
 void PlanView::setCurrentRequest(const RunRequest& request) {
   plot_->setCurrentKey(request.plan.key());
+  if (request.settings == base_.settings) return;
+  // The next plans are made with the settings shown (device, ranks, ...): sharded (FSDP2),
+  // the evaluator judges every plan by one rank's peak.
+  base_.settings = request.settings;
+  offload_->setEnabled(base_.settings.device == Device::cuda);
+  if (busy()) return;
+  const int ranks = base_.settings.fsdp.ranks;
+  status_->setText(
+      (results_ ? tr("The settings changed: press Plan to plan with them. ") : QString()) +
+      (ranks > 0 || base_.settings.param_dtype != DType::f32
+           ? tr("Plans are judged per rank of %1 (FSDP2; %2).")
+                 .arg(std::max(1, ranks))
+                 .arg(QLatin1String(kFsdpNotMeasured))
+           : tr("Plan: every strategy's plan and a budget sweep, each judged by a run.")));
 }
 
 void PlanView::startPlanning() {

@@ -70,6 +70,7 @@ class PlanView : public QWidget {
   FrontierPlot* plot() const { return plot_; }
   QSlider* budgetSlider() const { return slider_; }
   QCheckBox* offloadBox() const { return offload_; }
+  QString statusText() const;
 
  signals:
   // The plan clicked: its modules, ranges and each region's per-op policy.

@@ -63,6 +63,8 @@ QString SummaryView::statusRows(const Palette& pal) const {
   QString html;
   html += row(tr("configuration"), QString::fromStdString(s.label).toHtmlEscaped());
   html += row(tr("memory of"), QString::fromStdString(s.memory_of).toHtmlEscaped());
+  // Sharded, one rank's figures are what decides: they come first.
+  if (s.per_rank) html += rankRows(pal);
   if (!snapshot_->dryRun()) {
     html += row(tr("run"), tr("real run: bytes the allocator held, times measured"));
   } else if (!snapshot_->notComputed.empty()) {
@@ -100,12 +102,17 @@ QString SummaryView::peakRows(const Palette& pal) const {
   const RunSummary& s = snapshot_->summary;
   QString html;
   QString peak = QStringLiteral("<b>%1</b>").arg(fmt(s.peak.bytes));
-  if (ghost_ && ghost_->peak_bytes > 0 && s.ok) {
+  // Sharded, the plot's curve and the previous configuration's are per rank: the comparison
+  // is made there (rankRows), not with the run's own peak.
+  if (ghost_ && ghost_->peak_bytes > 0 && s.ok && !s.per_rank) {
     peak += changeText(peak_change(s.peak.bytes, ghost_->peak_bytes), pal);
     peak += tr("<br><span style='color:gray'>vs %1: %2</span>")
                 .arg(ghostLabel_.toHtmlEscaped(), fmt(ghost_->peak_bytes));
   }
-  html += row(s.ok ? tr("peak memory") : tr("peak (failed run)"), peak);
+  html += row(s.per_rank ? tr("unsharded run")
+              : s.ok     ? tr("peak memory")
+                         : tr("peak (failed run)"),
+              peak);
   // Against the same settings without checkpoints, as `ckptlab-cli run` compares (the line
   // above compares with the previous configuration, whatever it was).
   if (const auto plain = s.ok ? against_plain(s) : std::nullopt) {
@@ -147,6 +154,46 @@ QString SummaryView::peakRows(const Palette& pal) const {
   return html;
 }
 
+// One FSDP2 rank (fsdp_memory.hpp): its peak, what it holds there, and that it is modelled.
+QString SummaryView::rankRows(const Palette& pal) const {
+  const FsdpSummary& r = *snapshot_->summary.per_rank;
+  QString peak = QStringLiteral("<b>%1</b>").arg(fmt(r.peak_bytes));
+  if (ghost_ && ghost_->peak_bytes > 0 && snapshot_->summary.ok) {
+    peak += changeText(peak_change(r.peak_bytes, ghost_->peak_bytes), pal);
+    peak += tr("<br><span style='color:gray'>vs %1: %2%3</span>")
+                .arg(ghostLabel_.toHtmlEscaped(), fmt(ghost_->peak_bytes),
+                     ghost_->per_rank ? tr(" per rank") : tr(", unsharded"));
+  }
+  peak += tr("<br>step %1, %2%3")
+              .arg(r.peak_step)
+              .arg(QString::fromStdString(r.peak_phase))
+              .arg(r.peak_node.empty() ? QString()
+                                       : QStringLiteral(" (%1)").arg(
+                                             QString::fromStdString(r.peak_node).toHtmlEscaped()));
+  QString html = row(tr("peak per rank"), peak);
+  html +=
+      row(tr("sharding"), tr("FSDP2 on <b>%1</b> rank%2: fully_shard on %3 blocks and the root; "
+                             "param_dtype %4, reduce_dtype %5, reshard_after_forward %6")
+                              .arg(r.ranks)
+                              .arg(r.ranks == 1 ? QString() : QStringLiteral("s"))
+                              .arg(r.blocks)
+                              .arg(QLatin1String(dtype_name(r.param_dtype)),
+                                   QLatin1String(dtype_name(r.settings.reduce_dtype)),
+                                   r.settings.reshard_after_forward ? QStringLiteral("true")
+                                                                    : QStringLiteral("false")));
+  for (std::size_t c = 0; c < kFsdpCategoryCount; ++c) {
+    if (r.at_peak[c] == 0) continue;
+    html +=
+        row(QStringLiteral("&nbsp;&nbsp;<span style='color:%1'>■</span> %2")
+                .arg(pal.rankCategories[c].name(), rankCategoryLabel(static_cast<FsdpCategory>(c))),
+            fmt(r.at_peak[c]));
+  }
+  html += row(tr("per-rank figures"),
+              QStringLiteral("<span style='color:%1'>%2</span>")
+                  .arg(pal.warning.name(), QString::fromLatin1(kFsdpNotMeasured)));
+  return html;
+}
+
 // What the checkpoints cost: op executions, recomputes, RNG state, time, and the trace itself.
 QString SummaryView::costRows() const {
   const RunSummary& s = snapshot_->summary;
@@ -160,11 +207,11 @@ QString SummaryView::costRows() const {
                     .arg(s.reserved->segments)
                     .arg(fmt(s.reserved->fragmentation_at_peak)));
   if (s.gpu)
-    html +=
-        row(tr("on the GPU"), tr("reserved %1 + CUDA context ~%2 (estimate) = <b>%3</b> of %4: %5")
-                                  .arg(fmt(s.gpu->reserved_peak), fmt(s.gpu->context),
-                                       fmt(s.gpu->total()), fmt(s.gpu->capacity))
-                                  .arg(s.gpu->fits() ? tr("fits") : tr("<b>does not fit</b>")));
+    html += row(s.per_rank ? tr("unsharded, on one GPU") : tr("on the GPU"),
+                tr("reserved %1 + CUDA context ~%2 (estimate) = <b>%3</b> of %4: %5")
+                    .arg(fmt(s.gpu->reserved_peak), fmt(s.gpu->context), fmt(s.gpu->total()),
+                         fmt(s.gpu->capacity))
+                    .arg(s.gpu->fits() ? tr("fits") : tr("<b>does not fit</b>")));
   html += row(tr("end of forward"), tr("%1 live").arg(fmt(s.end_of_forward_total)));
   html += row(tr("op executions"), tr("forward %1 · recompute %2 · backward %3 (total %4)")
                                        .arg(s.executions.forward)

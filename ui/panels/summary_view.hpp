@@ -25,6 +25,7 @@ class SummaryView : public QTextBrowser {
   // The table's rows, in three groups.
   QString statusRows(const Palette& pal) const;
   QString peakRows(const Palette& pal) const;
+  QString rankRows(const Palette& pal) const;
   QString costRows() const;
   RunSnapshotPtr snapshot_;
   MemorySeriesPtr ghost_;

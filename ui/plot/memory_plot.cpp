@@ -94,7 +94,17 @@ QString MemoryPlot::describeStep(std::int64_t k) const {
   }
   text += tr("<br><b>%1</b> live (high-water of the step)")
               .arg(QString::fromStdString(formatBytes(s.totals[i])));
-  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+  if (s.per_rank) {
+    text += tr("<br>one rank of %1 (FSDP2, modelled):").arg(s.per_rank->ranks);
+    const FsdpBytes& b = s.per_rank->by_step[i];
+    for (std::size_t c = 0; c < kFsdpCategoryCount; ++c)
+      if (b[c] != 0)
+        text += QStringLiteral("<br><span style='color:%1'>■</span> %2: %3")
+                    .arg(renderer_.palette().rankCategories[c].name(),
+                         rankCategoryLabel(static_cast<FsdpCategory>(c)),
+                         QString::fromStdString(formatBytes(b[c])));
+  }
+  for (std::size_t c = 0; c < kMemoryCategoryCount && !s.per_rank; ++c) {
     if (s.bytes[i][c] == 0) continue;
     text += QStringLiteral("<br><span style='color:%1'>■</span> %2: %3")
                 .arg(renderer_.palette().categories[c].name(),

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "engine/report/figures.hpp"
+#include "engine/report/fsdp_memory.hpp"
 #include "ui/plot/memory_plot_renderer.hpp"
 #include "ui/plot/plot_scale.hpp"
 
@@ -149,9 +150,14 @@ MemoryPlotRenderer::RunKindBanner MemoryPlotRenderer::runKindBanner(
   banner.font.setBold(true);
   if (!m.series) return banner;
   // Whose memory the curve is, when it is not this engine's own CPU run: the device decides it.
-  const bool otherDevice = !m.series->reserved.empty() && !m.series->memory_of.empty();
+  const RankTimeline* rank = m.series->per_rank.get();
+  const bool otherDevice = (!m.series->reserved.empty() || rank) && !m.series->memory_of.empty();
   if (!m.series->dry_run && !otherDevice) return banner;
   QStringList parts{m.series->dry_run ? QObject::tr("DRY RUN") : QObject::tr("REAL RUN")};
+  // A sharded run's curve is one rank's, modelled over the run's own bytes: said first.
+  if (rank)
+    parts << QObject::tr("ONE RANK OF %1 (FSDP2)").arg(rank->ranks)
+          << QString::fromLatin1(kFsdpNotMeasured);
   if (m.series->dry_run) parts << QObject::tr("exact bytes") << QObject::tr("estimated times");
   if (otherDevice)
     parts << QObject::tr("memory as %1 holds it").arg(QString::fromStdString(m.series->memory_of));

@@ -67,7 +67,7 @@ std::vector<MemoryPlotRenderer::PinLegendEntry> MemoryPlotRenderer::pinLegend(
   if (m.pins.empty()) return out;
   const QFontMetricsF fm(font_);
   // Under the title and the category legend (drawLegend's row).
-  const double top = rect.top() + (m.title.isEmpty() ? 0 : 20) + 22;
+  const double top = rect.top() + (m.title.isEmpty() ? 0 : 20) + legendHeight(rect, m);
   const double left = rect.left() + 8, right = rect.right() - 8;
   double x = left, y = top;
   for (std::size_t i = 0; i < m.pins.size(); ++i) {

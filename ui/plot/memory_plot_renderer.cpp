@@ -59,7 +59,7 @@ QRectF MemoryPlotRenderer::plotArea(const QRectF& rect, const MemoryPlotModel& m
                              .arg(QLatin1String(unitName(unit)));
   const double left = fm.horizontalAdvance(widest) + 14;
   const double top =
-      kLegendHeight + (m.title.isEmpty() ? 0 : kTitleHeight) + pinLegendHeight(rect, m) + 6;
+      legendHeight(rect, m) + (m.title.isEmpty() ? 0 : kTitleHeight) + pinLegendHeight(rect, m) + 6;
   return rect.adjusted(left, top, -kRightMargin, -kBottomMargin);
 }
 

@@ -102,6 +102,16 @@ class MemoryPlotRenderer {
   void drawGhost(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawReserved(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawLegend(QPainter& p, const QRectF& rect, const MemoryPlotModel& m) const;
+  struct LegendItem {
+    QString text;
+    std::function<void(QPainter&, const QRectF&)> swatch;
+  };
+  std::vector<LegendItem> legendItems(const MemoryPlotModel& m) const;
+  // Each item's box (a null one: no room to draw it).
+  std::vector<QRectF> legendLayout(const QRectF& rect, const MemoryPlotModel& m,
+                                   const std::vector<LegendItem>& items) const;
+  // The category legend's rows (one, or two for a sharded run's bands).
+  double legendHeight(const QRectF& rect, const MemoryPlotModel& m) const;
   // memory_plot_annotations.cpp
   void drawPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;
   void drawGhostPeak(QPainter& p, const QRectF& area, const MemoryPlotModel& m) const;

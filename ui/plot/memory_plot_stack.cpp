@@ -13,6 +13,8 @@
 
 namespace ckpt::ui {
 
+using plot_scale::kLegendHeight;
+using plot_scale::kRankStackOrder;
 using plot_scale::kStackOrder;
 using plot_scale::kTitleHeight;
 
@@ -30,17 +32,31 @@ void MemoryPlotRenderer::drawStack(QPainter& p, const QRectF& area,
   };
   auto yAt = [&](double bytes) { return area.bottom() - area.height() * bytes / top; };
 
+  // The bands: the run's categories, or one rank's when the run is sharded (FSDP2), each
+  // column's breakdown at its highest step.
+  const RankTimeline* rank = s.per_rank.get();
+  const std::size_t bands = rank ? kRankStackOrder.size() : kStackOrder.size();
+  auto bandBytes = [&](const PlotColumn& col, std::size_t l) -> std::int64_t {
+    if (rank)
+      return rank->by_step[static_cast<std::size_t>(col.maxStep)]
+                          [static_cast<std::size_t>(kRankStackOrder[l])];
+    return col.atMax[static_cast<std::size_t>(kStackOrder[l])];
+  };
+  auto bandShown = [&](std::size_t l) {
+    return rank ? rank->max_by_category[static_cast<std::size_t>(kRankStackOrder[l])] > 0
+                : s.max_by_category[static_cast<std::size_t>(kStackOrder[l])] > 0;
+  };
   std::vector<double> cum(cols.size(), 0.0);
   std::vector<std::vector<double>> levels;  // cumulative top per stack level
-  levels.reserve(kStackOrder.size());
-  for (MemoryCategory c : kStackOrder) {
+  levels.reserve(bands);
+  for (std::size_t l = 0; l < bands; ++l) {
     for (std::size_t i = 0; i < cols.size(); ++i)
-      cum[i] += static_cast<double>(cols[i].atMax[static_cast<std::size_t>(c)]);
+      cum[i] += static_cast<double>(bandBytes(cols[i], l));
     levels.push_back(cum);
   }
   p.setPen(Qt::NoPen);
-  for (std::size_t l = kStackOrder.size(); l-- > 0;) {
-    if (s.max_by_category[static_cast<std::size_t>(kStackOrder[l])] <= 0) continue;
+  for (std::size_t l = bands; l-- > 0;) {
+    if (!bandShown(l)) continue;
     QPolygonF poly;
     poly.reserve(static_cast<qsizetype>(cols.size() * 2 + 2));
     poly << QPointF(xAt(cols.front().firstStep), area.bottom());
@@ -49,7 +65,8 @@ void MemoryPlotRenderer::drawStack(QPainter& p, const QRectF& area,
       poly << QPointF(xAt(cols[i].firstStep), y) << QPointF(xAt(cols[i].lastStep + 1), y);
     }
     poly << QPointF(xAt(cols.back().lastStep + 1), area.bottom());
-    p.setBrush(palette_.category(kStackOrder[l]));
+    p.setBrush(rank ? palette_.rankCategory(kRankStackOrder[l])
+                    : palette_.category(kStackOrder[l]));
     p.drawPolygon(poly);
   }
   // Outline of the total, so the curve reads as one line over the bands.
@@ -144,50 +161,105 @@ void MemoryPlotRenderer::drawReserved(QPainter& p, const QRectF& area,
   p.drawText(box, Qt::AlignCenter, label);
 }
 
+std::vector<MemoryPlotRenderer::LegendItem> MemoryPlotRenderer::legendItems(
+    const MemoryPlotModel& m) const {
+  std::vector<LegendItem> items;
+  auto band = [](const QColor& colour) {
+    return [colour](QPainter& p, const QRectF& r) {
+      p.setPen(Qt::NoPen);
+      p.setBrush(colour);
+      p.drawRoundedRect(r, 2, 2);
+    };
+  };
+  if (m.series && m.series->per_rank) {
+    const RankTimeline& rank = *m.series->per_rank;
+    for (auto it = kRankStackOrder.rbegin(); it != kRankStackOrder.rend(); ++it)
+      if (rank.max_by_category[static_cast<std::size_t>(*it)] > 0)
+        items.push_back({rankCategoryLabel(*it), band(palette_.rankCategory(*it))});
+  } else if (m.series) {
+    for (auto it = kStackOrder.rbegin(); it != kStackOrder.rend(); ++it)
+      if (m.series->max_by_category[static_cast<std::size_t>(*it)] > 0)
+        items.push_back({categoryLabel(*it), band(palette_.category(*it))});
+  }
+  if (m.series && !m.series->recomputes.empty())
+    items.push_back(
+        {QObject::tr("recompute"), [shade = palette_.recomputeShade](QPainter& p, const QRectF& r) {
+           QColor c = shade;
+           c.setAlphaF(0.25);
+           p.setPen(QPen(shade, 1));
+           p.setBrush(QBrush(c));
+           p.drawRect(r);
+         }});
+  if (m.series && !m.series->reserved.empty())
+    items.push_back({QObject::tr("reserved"), [text = palette_.text](QPainter& p, const QRectF& r) {
+                       p.setPen(QPen(text, 1.3, Qt::DashDotLine));
+                       p.drawLine(QPointF(r.left(), r.center().y()),
+                                  QPointF(r.right(), r.center().y()));
+                     }});
+  if (m.ghost)
+    items.push_back({m.ghostLabel.isEmpty() ? QObject::tr("previous configuration")
+                                            : QObject::tr("previous: %1").arg(m.ghostLabel),
+                     [ghost = palette_.ghost](QPainter& p, const QRectF& r) {
+                       p.setPen(QPen(ghost, 1.6, Qt::DashLine));
+                       p.drawLine(QPointF(r.left(), r.center().y()),
+                                  QPointF(r.right(), r.center().y()));
+                     }});
+  return items;
+}
+
+// The legend's items flowed left to right; a sharded run's seven bands take a second row
+// where one is too narrow for them (every other legend keeps its one row, as before).
+std::vector<QRectF> MemoryPlotRenderer::legendLayout(const QRectF& rect, const MemoryPlotModel& m,
+                                                     const std::vector<LegendItem>& items) const {
+  const QFontMetricsF fm(font_);
+  const double left = rect.left() + 8;
+  double x = left;
+  double y = rect.top() + (m.title.isEmpty() ? 0 : kTitleHeight) + 4;
+  const int rows = m.series && m.series->per_rank ? 2 : 1;
+  int row = 1;
+  bool full = false;
+  std::vector<QRectF> boxes;
+  for (const LegendItem& item : items) {
+    const double w = fm.horizontalAdvance(item.text);
+    if (full || x + 18 + w > rect.right() - 4) {
+      if (full || row == rows || x == left) {
+        full = true;
+        boxes.emplace_back();  // no room: this and the rest are not drawn
+        continue;
+      }
+      ++row;
+      x = left;
+      y += kLegendHeight;
+    }
+    boxes.emplace_back(x, y, 16 + w + 2, 20);
+    x += 16 + w + 14;
+  }
+  return boxes;
+}
+
+double MemoryPlotRenderer::legendHeight(const QRectF& rect, const MemoryPlotModel& m) const {
+  const auto boxes = legendLayout(rect, m, legendItems(m));
+  double bottom = 0, top = -1;
+  for (const QRectF& b : boxes) {
+    if (b.isNull()) continue;
+    if (top < 0) top = b.top();
+    bottom = std::max(bottom, b.bottom());
+  }
+  return top < 0 ? kLegendHeight : std::max(kLegendHeight, bottom - top + 2);
+}
+
 void MemoryPlotRenderer::drawLegend(QPainter& p, const QRectF& rect,
                                     const MemoryPlotModel& m) const {
-  QFontMetricsF fm(font_);
-  double x = rect.left() + 8;
-  const double y = rect.top() + (m.title.isEmpty() ? 0 : kTitleHeight) + 4;
-  auto item = [&](const QString& text, const std::function<void(const QRectF&)>& swatch) {
-    const double w = fm.horizontalAdvance(text);
-    if (x + 18 + w > rect.right() - 4) return;
-    swatch(QRectF(x, y + 4, 12, 12));
+  const auto items = legendItems(m);
+  const auto boxes = legendLayout(rect, m, items);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const QRectF& b = boxes[i];
+    if (b.isNull()) continue;
+    items[i].swatch(p, QRectF(b.left(), b.top() + 4, 12, 12));
     p.setPen(palette_.text);
-    p.drawText(QRectF(x + 16, y, w + 2, 20), Qt::AlignLeft | Qt::AlignVCenter, text);
-    x += 16 + w + 14;
-  };
-  if (m.series) {
-    for (auto it = kStackOrder.rbegin(); it != kStackOrder.rend(); ++it) {
-      const MemoryCategory c = *it;
-      if (m.series->max_by_category[static_cast<std::size_t>(c)] <= 0) continue;
-      item(categoryLabel(c), [&](const QRectF& r) {
-        p.setPen(Qt::NoPen);
-        p.setBrush(palette_.category(c));
-        p.drawRoundedRect(r, 2, 2);
-      });
-    }
-    if (!m.series->recomputes.empty())
-      item(QObject::tr("recompute"), [&](const QRectF& r) {
-        QColor c = palette_.recomputeShade;
-        c.setAlphaF(0.25);
-        p.setPen(QPen(palette_.recomputeShade, 1));
-        p.setBrush(QBrush(c));
-        p.drawRect(r);
-      });
+    p.drawText(QRectF(b.left() + 16, b.top(), b.width(), 20), Qt::AlignLeft | Qt::AlignVCenter,
+               items[i].text);
   }
-  if (m.series && !m.series->reserved.empty())
-    item(QObject::tr("reserved"), [&](const QRectF& r) {
-      p.setPen(QPen(palette_.text, 1.3, Qt::DashDotLine));
-      p.drawLine(QPointF(r.left(), r.center().y()), QPointF(r.right(), r.center().y()));
-    });
-  if (m.ghost)
-    item(m.ghostLabel.isEmpty() ? QObject::tr("previous configuration")
-                                : QObject::tr("previous: %1").arg(m.ghostLabel),
-         [&](const QRectF& r) {
-           p.setPen(QPen(palette_.ghost, 1.6, Qt::DashLine));
-           p.drawLine(QPointF(r.left(), r.center().y()), QPointF(r.right(), r.center().y()));
-         });
 }
 
 }  // namespace ckpt::ui

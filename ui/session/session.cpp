@@ -398,6 +398,18 @@ void Session::setOptimizer(OptimizerKind kind) {
   configure();
 }
 
+void Session::setFsdp(const FsdpSettings& fsdp) {
+  if (request_.settings.fsdp == fsdp) return;
+  request_.settings.fsdp = fsdp;
+  configure();
+}
+
+void Session::setParamDtype(DType dtype) {
+  if (request_.settings.param_dtype == dtype) return;
+  request_.settings.param_dtype = dtype;
+  configure();
+}
+
 void Session::setBatch(std::int64_t batch) {
   if (model_ && batch == model_->scenario.batch) batch = 0;
   if (request_.settings.batch == batch) return;

@@ -73,6 +73,11 @@ class Session : public QObject {
   bool toggleOffload(const QString& module);
   // The optimizer the training step ends with (none: the run stops after backward).
   void setOptimizer(OptimizerKind kind);
+  // FSDP2 (--fsdp, --reshard-after-forward, --reduce-dtype): ranks 0 is one unsharded GPU;
+  // otherwise the run's report, plot and plans are one rank's (engine/report/fsdp_memory.hpp).
+  void setFsdp(const FsdpSettings& fsdp);
+  // --param-dtype: what FSDP2's MixedPrecisionPolicy computes with (float32 or bfloat16).
+  void setParamDtype(DType dtype);
   std::int64_t effectiveBatch() const;
   void rerun();
   // Undo and redo of configuration changes (toggles, variant, RNG, policy, batch, plans,

@@ -13,6 +13,9 @@ namespace {
 const char* const kCategoryKeys[kMemoryCategoryCount] = {
     "parameter",        "input",      "activation", "temporary", "gradient",
     "checkpoint_input", "recomputed", "rng_state",  "workspace", "optimizer_state"};
+const char* const kRankKeys[kFsdpCategoryCount] = {
+    "sharded_parameters", "sharded_gradients",   "optimizer_state", "unsharded_parameters",
+    "all_gather_buffers", "unsharded_gradients", "reduce_scatter",  "activations"};
 const char* const kStateKeys[kActivationStateCount] = {"pending",          "kept",       "dropped",
                                                        "checkpoint_input", "recomputed", "freed"};
 
@@ -62,6 +65,11 @@ Palette load(const char* which, bool dark) {
   const QJsonObject states = o.value(QLatin1String("states")).toObject();
   for (std::size_t i = 0; i < kActivationStateCount; ++i)
     p.states[i] = colour(states, kStateKeys[i], stateFallback[i]);
+  const char* rankFallback[kFsdpCategoryCount] = {"#b8c0cc", "#6aa84f", "#8a8f2e", "#6f7f99",
+                                                  "#4fb0b8", "#a9d48c", "#e07b91", "#4f7fd1"};
+  const QJsonObject ranks = o.value(QLatin1String("ranks")).toObject();
+  for (std::size_t i = 0; i < kFsdpCategoryCount; ++i)
+    p.rankCategories[i] = colour(ranks, kRankKeys[i], rankFallback[i]);
   return p;
 }
 
@@ -107,6 +115,28 @@ QString categoryLabel(MemoryCategory c) {
       return QObject::tr("workspace (cuBLAS)");
     case MemoryCategory::optimizer_state:
       return QObject::tr("optimizer state");
+  }
+  return {};
+}
+
+QString rankCategoryLabel(FsdpCategory c) {
+  switch (c) {
+    case FsdpCategory::sharded_parameters:
+      return QObject::tr("sharded parameters");
+    case FsdpCategory::sharded_gradients:
+      return QObject::tr("sharded gradients");
+    case FsdpCategory::optimizer_state:
+      return QObject::tr("optimizer state (shards)");
+    case FsdpCategory::unsharded_parameters:
+      return QObject::tr("gathered parameters");
+    case FsdpCategory::all_gather_buffers:
+      return QObject::tr("all-gather buffers");
+    case FsdpCategory::unsharded_gradients:
+      return QObject::tr("unsharded gradients");
+    case FsdpCategory::reduce_scatter:
+      return QObject::tr("reduce-scatter buffers");
+    case FsdpCategory::activations:
+      return QObject::tr("activations and temporaries");
   }
   return {};
 }

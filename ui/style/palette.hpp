@@ -6,6 +6,7 @@
 #include <QColor>
 #include <array>
 
+#include "engine/trace/rank_timeline.hpp"
 #include "engine/trace/trace.hpp"
 
 namespace ckpt::ui {
@@ -18,6 +19,9 @@ struct Palette {
       checkpointMark, highlight, forwardBand, backwardBand, warning, error;
   std::array<QColor, kMemoryCategoryCount> categories;
   std::array<QColor, kActivationStateCount> states;
+  std::array<QColor, kFsdpCategoryCount> rankCategories;  // one FSDP2 rank's bands
+
+  QColor rankCategory(FsdpCategory c) const { return rankCategories[static_cast<std::size_t>(c)]; }
 
   QColor category(MemoryCategory c) const { return categories[static_cast<std::size_t>(c)]; }
   QColor state(ActivationState s) const { return states[static_cast<std::size_t>(s)]; }
@@ -33,5 +37,6 @@ struct Palette {
 // Human names for legends ("checkpoint input", "RNG state").
 QString categoryLabel(MemoryCategory c);
 QString stateLabel(ActivationState s);
+QString rankCategoryLabel(FsdpCategory c);
 
 }  // namespace ckpt::ui
