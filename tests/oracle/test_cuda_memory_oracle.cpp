@@ -117,7 +117,8 @@ const Reason kAfterFusion{
 
 const Reason kReservedAfterFusion{
     "the order of the backward's temporaries",
-    "with the importer's fused ops (issue 27) the peak agrees within 1 %; the segments the "
+    "with the importer's fused ops (issue 27; nn.Linear on windows from issue 40, 0.9365 "
+    "before) the peak agrees within 1 %; the segments the "
     "allocator reserves follow the order and sizes of the backward's temporaries (its "
     "attention's, here), which no snapshot of this case shows yet"};
 
@@ -150,12 +151,12 @@ const ExpectedDeviation kExpected[] = {
     {"tv_efficientnet_b0__plain", Metric::reserved, 0.9529, &kAfterFusion},
     {"tv_resnet34__layers", Metric::reserved, 0.9504, &kCudnnWorkspaces},
     {"nn_transformer_encoder__plain", Metric::peak, 0.9824, &kFusedAttentionBackward},
-    {"nn_transformer_encoder__plain", Metric::reserved, 0.9442, &kFusedAttentionBackward},
+    {"nn_transformer_encoder__plain", Metric::reserved, 0.9577, &kFusedAttentionBackward},
     {"gpt2_small__depth2", Metric::reserved, 0.8568, &kReservedOrder},
     {"tv_resnet34__plain", Metric::reserved, 0.8967, &kCudnnWorkspaces},
     {"tv_regnet_y_400mf__plain", Metric::reserved, 0.8762, &kCudnnWorkspaces},
     {"tv_convnext_tiny__plain", Metric::reserved, 0.8448, &kAfterFusion},
-    {"tv_swin_t__plain", Metric::reserved, 0.9365, &kReservedAfterFusion},
+    {"tv_swin_t__plain", Metric::reserved, 0.9430, &kReservedAfterFusion},
     {"resnet__plain", Metric::peak_less_residue, 0.9530, &kCudnnWorkspaces},
     {"resnet__depth2", Metric::peak_less_residue, 0.9724, &kCudnnWorkspaces},
     {"densenet_block__depth2", Metric::peak, 0.9888, &kCudnnWorkspaces},
