@@ -141,8 +141,8 @@ const Reason kFusedAttentionBackward{
     "the last layer's backward (no snapshot)",
     "with PyTorch 2.x's memory-efficient kernel the forward agrees (end of forward 0.997), and the "
     "attention's backward takes what _efficient_attention_backward takes (the gradients, delta "
-    "and its float32 temporaries; not the split-keys workspace, whose size depends on the "
-    "kernel the dispatch picks at run time). The engine's peak is in the last layer's "
+    "and its float32 temporaries, and its 8 MiB split-keys workspace as kernel_backward.h sizes "
+    "it, which does not reach the peak). The engine's peak is in the last layer's "
     "feed-forward backward, 19 MiB below the H200's; no snapshot of this case shows where "
     "PyTorch's peak is, nor the order of the backward's temporaries that reserved follows"};
 
