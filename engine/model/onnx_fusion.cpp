@@ -62,6 +62,9 @@ class Importer::GraphView final : public OnnxGraphView {
       if (a.name() == "value" && a.has_t()) return of(a.t(), im_.source_);
     return {};
   }
+  bool is_initializer(const std::string& value) const override {
+    return initializers_.count(value) > 0;
+  }
   int index_of(const onnx::NodeProto* n) const {
     if (index_.empty())
       for (int i = 0; i < g_.node_size(); ++i) index_.emplace(&g_.node(i), i);
@@ -138,6 +141,18 @@ class FusionView final : public OnnxFusion {
     } reset{im_};
     const std::string& y = root_.output(0);
     return im_.emit_op(root_, type, inputs, std::move(attrs), y);
+  }
+  const OnnxValue& emit_inner_op(const std::string& type, const std::vector<std::string>& inputs,
+                                 Attributes attrs) override {
+    im_.fusing_ = &claim_;
+    struct Reset {
+      Importer& im;
+      ~Reset() { im.fusing_ = nullptr; }
+    } reset{im_};
+    const OnnxValue& v = im_.emit_op(root_, type, inputs, std::move(attrs));
+    // The replaced nodes are listed once, by the op that takes the subgraph's place.
+    im_.m_.ops.back().fused.clear();
+    return v;
   }
 
  private:

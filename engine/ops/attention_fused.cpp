@@ -136,9 +136,8 @@ void draw_keep(std::vector<T>& keep, double p, Generator& gen) {
 //  - memory-efficient (attention_backward.cu, _efficient_attention_backward): delta [B, H, L]
 //    in float32; for float32 inputs the kernel does not compute it (kKernelComputesDelta is for
 //    half precision), ops do: (grad_out.float() * out.float()).sum(-1).transpose(-2,
-//    -1).contiguous(), a [B, L, H, Ev] product and a [B, L, H] sum on the way. Its split-keys
-//    workspace depends on the kernel's tile sizes, which the dispatch picks at run time: not
-//    taken;
+//    -1).contiguous(), a [B, L, H, Ev] product and a [B, L, H] sum on the way; then its
+//    split-keys workspace (efficient_attention_backward_workspace_bytes);
 //  - flash (flash_api.cpp, mha_bwd): softmax_d [B, H, ceil(L / 128) · 128] and the float32
 //    dq accumulator [B, ceil(L / 128) · 128, H, D rounded up to 32];
 //  - cuDNN: its own workspace, sized by the cuDNN graph: not taken.
@@ -154,6 +153,9 @@ TensorList backward_scratch(AttentionKernel kernel, const Sizes& s, DType dtype)
     } else {
       held.push_back(Tensor::empty(rows, DType::f32));
     }
+    const std::int64_t workspace = efficient_attention_backward_workspace_bytes(
+        dtype, s.slices, s.length, s.head, s.value_head);
+    if (workspace > 0) held.push_back(Tensor::empty({workspace}, DType::b8));  // kByte
   } else if (kernel == AttentionKernel::flash) {
     const std::int64_t rounded = (s.length + 127) / 128 * 128;
     const std::int64_t head = s.head <= 192 ? (s.head + 31) / 32 * 32 : 256;
@@ -164,6 +166,29 @@ TensorList backward_scratch(AttentionKernel kernel, const Sizes& s, DType dtype)
 }
 
 }  // namespace
+
+// attention_backward.cu allocates `workspace = at::empty({p.workspace_size()}, kByte)` after
+// delta, for the kernel dispatch_cutlassB picks: on sm80 and later (an H200 is sm90) the
+// sm80 kernels, the first whose kMaxK covers max(head, value_head) — in float32 64 x 64 tiles
+// (kBlockSizeI x kBlockSizeJ) up to a head of 64, then 128 x 64 (cutlassB.h's
+// dispatch_cutlassB_f32_sm80, the dropout kernels alike). kernel_backward.h sizes it: in float32
+// dK and dV are written directly (output_t is the accumulator), so only dQ's accumulator is
+// there (kNeedsAccumGradQ, set by kEnableSplitKeys, whatever num_splits_key is): per batch and
+// head, ceil(L / kBlockSizeI) x ceil(E / kBlockSizeJ) GradQTempStorage tiles — a 16-byte lock,
+// counter and pad, then a kBlockSizeI x kBlockSizeJ float32 tile (MatmulGradQ's threadblock) —
+// rounded up to 4 elements (workspace_strideBH), in 4-byte elements (workspace_size). Half
+// precision also accumulates dK and dV there, sized by kernel constants (kOutputInRF) not
+// derived here: 0. Zeroing it (should_zero_workspace) is a memset, no allocation.
+std::int64_t efficient_attention_backward_workspace_bytes(DType dtype, std::int64_t slices,
+                                                          std::int64_t queries, std::int64_t head,
+                                                          std::int64_t value_head) {
+  if (dtype != DType::f32 || slices <= 0 || queries <= 0 || head <= 0) return 0;
+  const std::int64_t block_i = std::max(head, value_head) <= 64 ? 64 : 128, block_j = 64;
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  const std::int64_t tile = 4 + block_i * block_j;
+  const std::int64_t per_slice = ceil_div(queries, block_i) * ceil_div(head, block_j) * tile;
+  return slices * ceil_div(per_slice, 4) * 4 * 4;
+}
 
 DType attention_lse_dtype(DType inputs) {
   return is_reduced_floating(inputs) ? DType::f32 : inputs;

@@ -18,4 +18,13 @@ DType attention_lse_dtype(DType inputs);
 
 const char* fused_attention_backward_name(AttentionKernel kernel);
 
+// The bytes of the workspace PyTorch 2.x's memory-efficient backward takes from the allocator
+// (_efficient_attention_backward's `workspace`) for `slices` (batch x heads) attentions of
+// `queries` rows and a head of `head` (and `value_head`) elements, on an sm80-or-later GPU; 0
+// where it is not modelled (half precision) or none is taken. Derived from the source, not
+// measured on a GPU (attention_fused.cpp says how).
+std::int64_t efficient_attention_backward_workspace_bytes(DType dtype, std::int64_t slices,
+                                                          std::int64_t queries, std::int64_t head,
+                                                          std::int64_t value_head);
+
 }  // namespace ckpt

@@ -207,8 +207,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   TensorList inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
+  // PyTorch 1.13's at::linear runs addmm on a 2-D input, and on a contiguous 3-D one viewed as
+  // 2-D; any other goes through matmul, whose mm keeps the batch folded into rows — a copy of a
+  // non-contiguous input (the transposed input of nn.MultiheadAttention's projection). Unless
+  // matmul would run a bmm on it instead (should_fold's exception), that copy is what is kept.
+  const auto& st = x.strides();
+  const bool bmm = x.dim() == 3 && st.back() != 1 && st.front() == x.shape()[1] * x.shape()[2];
+  const Tensor& kept = x.dim() == 2 || bmm ? x : x2;
   record("AddmmBackward0", inputs, {out},
-         {maybe(needs_grad(weight), x), maybe(needs_grad(x), weight)},
+         {maybe(needs_grad(weight), kept), maybe(needs_grad(x), weight)},
          [rows, in, outf, xs = x.shape(),
           has_bias = bias.defined()](BackwardContext& c) -> TensorList {
            Tensor g = as_contiguous(c.grads[0]);

@@ -147,6 +147,8 @@ void onnx_einsum(OnnxNode& n) {
 
 }  // namespace
 
+std::vector<OnnxPattern> linear_patterns();  // linear_patterns.cpp
+
 void register_matmul_ops(OpTable& t) {
   t.add({.type = "linear",
          .min_inputs = 2,
@@ -160,6 +162,7 @@ void register_matmul_ops(OpTable& t) {
                    .translate = onnx_gemm,
                    .module_class = "Linear",
                    .parameter_init = {InitKind::by_shape, InitKind::weight, InitKind::bias}}},
+         .onnx_patterns = linear_patterns(),
          .native_layers = {{.name = "linear",
                             .module_class = "Linear",
                             .parameters = true,

@@ -81,6 +81,34 @@ bool fold_cast(OnnxNode& n) {
   return n.fold_to(make(v, first(n).shape(), d));
 }
 
+// CastLike (opset 15): a Cast to the second input's element type. The torch.export-based
+// exporter gives a Python number the dtype of the tensor it meets this way (folded here, as
+// the number is a constant), and writes type_as as a CastLike of a computed value.
+DType cast_like_target(OnnxNode& n) {
+  const DType t = n.input(1, "target_type").probe.dtype();
+  if (t != DType::f32 && t != DType::f64 && t != DType::i64 && t != DType::b8)
+    n.fail(std::string("CastLike to ") + dtype_name(t) +
+           " is not supported (float32, float64, int64, bool)");
+  return t;
+}
+
+void translate_cast_like(OnnxNode& n) {
+  const DType target = cast_like_target(n);
+  if (first(n).dtype() == target) return n.alias(n.y(), n.input(0, "input"));
+  n.define(n.y(),
+           n.emit_op("cast", {n.operand(0)}, {{"to", std::string(dtype_name(target))}}, n.y()));
+}
+
+bool fold_cast_like(OnnxNode& n) {
+  if (!n.input(0, "input").constant) return false;
+  const DType target = cast_like_target(n);
+  auto v = first(n).to_vector();
+  if (target == DType::b8)
+    for (auto& e : v) e = e != 0 ? 1 : 0;
+  // Constants hold integers and booleans as int64, as fold_cast does.
+  return n.fold_to(make(v, first(n).shape(), target == DType::b8 ? DType::i64 : target));
+}
+
 // axis is in [-rank, rank]; a negative one counts from the end.
 void translate_flatten(OnnxNode& n) {
   const std::int64_t rank = n.rank();

@@ -11,6 +11,8 @@ void translate_identity(OnnxNode& n);
 bool fold_identity(OnnxNode& n);
 void translate_cast(OnnxNode& n);
 bool fold_cast(OnnxNode& n);
+void translate_cast_like(OnnxNode& n);
+bool fold_cast_like(OnnxNode& n);
 void translate_flatten(OnnxNode& n);
 void translate_reshape(OnnxNode& n);
 bool fold_reshape(OnnxNode& n);

@@ -368,7 +368,11 @@ void register_shape_ops_ops(OpTable& t) {
       rows::one_pass_row(
           "identity", run_identity, python_identity,
           {{.op_type = "Identity", .translate = translate_identity, .fold = fold_identity},
-           {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast}},
+           {.op_type = "Cast", .translate = translate_cast, .fold = fold_cast},
+           {.op_type = "CastLike",
+            .since = 15,
+            .translate = translate_cast_like,
+            .fold = fold_cast_like}},
           rows::python_nn<kIdentityModule>),
       {.name = "identity", .module_class = kIdentityModule}));
 }

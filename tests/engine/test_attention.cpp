@@ -8,6 +8,7 @@
 #include <set>
 
 #include "engine/autograd/saved_tensors.hpp"
+#include "engine/ops/attention_fused.hpp"
 #include "test_checkpoint_support.hpp"
 
 using namespace ckpt;
@@ -198,6 +199,40 @@ class TestAttention : public QObject {
       // q, out [2, 3, 5, 8] and k, v [2, 3, 7, 8] in bfloat16; lse [2, 3, 5] in float32.
       QCOMPARE(bytes, (2 * 240 + 2 * 336) * 2 + 2 * 3 * 5 * 4);
     }
+  }
+
+  // Issue 40: _efficient_attention_backward's workspace (attention_backward.cu,
+  // kernel_backward.h), derived from the source for float32 on sm80 and later, not measured on a
+  // GPU. The oracle's encoder: 16 x 8 attentions of 256 queries, heads of 64 — 64 x 64 tiles,
+  // 4 of them per attention, each 16 + 64 · 64 · 4 bytes.
+  void efficientBackwardTakesItsWorkspace() {
+    const auto bytes = [](DType d, std::int64_t slices, std::int64_t l, std::int64_t e) {
+      return efficient_attention_backward_workspace_bytes(d, slices, l, e, e);
+    };
+    QCOMPARE(bytes(DType::f32, 16 * 8, 256, 64), std::int64_t{16 * 8 * 4 * (16 + 64 * 64 * 4)});
+    // A head over 64 takes the 128 x 64 kernel: ceil(256 / 128) x ceil(96 / 64) tiles.
+    QCOMPARE(bytes(DType::f32, 1, 256, 96), std::int64_t{2 * 2 * (16 + 128 * 64 * 4)});
+    // One partial tile: 5 queries, a head of 8.
+    QCOMPARE(bytes(DType::f32, 6, 5, 8), std::int64_t{6 * (16 + 64 * 64 * 4)});
+    QCOMPARE(bytes(DType::bf16, 16 * 8, 256, 64), std::int64_t{0});  // not modelled
+    QCOMPARE(bytes(DType::f64, 16 * 8, 256, 64), std::int64_t{0});   // no such kernel
+    // The backward takes it, after the gradients and delta, and frees it by its end.
+    const std::int64_t workspace = bytes(DType::f32, 6, 5, 8);
+    Run r = run_recorded([] {
+      Inputs in = inputs(5, 7);
+      return sum(scaled_dot_product_attention(in.q, in.kt, in.v, Tensor(), kQueryScaled,
+                                              AttentionKernel::efficient));
+    });
+    int allocated = 0, freed = 0;
+    for (std::int64_t i = r.trace.first_event(r.trace.forward_end() + 1); i < r.trace.event_count();
+         ++i) {
+      const TraceEvent e = r.trace.event(i);
+      if (e.bytes != workspace) continue;
+      allocated += e.kind == TraceEventKind::alloc;
+      freed += e.kind == TraceEventKind::free;
+    }
+    QCOMPARE(allocated, 1);
+    QCOMPARE(freed, 1);
   }
 
   // save-matmul (save:mm,sdpa) in a checkpoint keeps the efficient kernel's output and

@@ -16,6 +16,7 @@
 #include "engine/model/loader.hpp"
 #include "engine/ops/attention.hpp"
 #include "engine/ops/schema/op_schema.hpp"
+#include "engine/run/runner.hpp"
 
 using namespace ckpt;
 
@@ -74,6 +75,15 @@ struct Graph {
     a->set_type(onnx::AttributeProto_AttributeType_FLOAT);
     a->set_f(f);
   }
+  // A weight of any shape with the given elements.
+  void matrix(const std::string& name, std::vector<std::int64_t> dims,
+              const std::vector<float>& values) {
+    auto* w = g->add_initializer();
+    w->set_name(name);
+    w->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    for (auto d : dims) w->add_dims(d);
+    for (float v : values) w->add_float_data(v);
+  }
   void output(const std::string& name) { g->add_output()->set_name(name); }
   std::shared_ptr<Model> load() const {
     return load_model_onnx_bytes(m.SerializeAsString(), "fusion.onnx");
@@ -117,6 +127,49 @@ Graph layer_norm_graph(int opset) {
   g.node("Add", "/ln/Add_1", {"w", "ln.bias"}, {"y"});
   g.output("y");
   return g;
+}
+
+// nn.Linear(4, 5) in module `fc` on an input of `x_shape`, as PyTorch 1.13 exports it in
+// training mode (Transpose of the weight, MatMul, the bias added first) or with constant folding
+// (the transposed weight an initializer of its own, [in, out]).
+Graph linear_graph(std::vector<std::int64_t> x_shape, bool folded, bool bias_from_input = false) {
+  Graph g;
+  g.input("x", x_shape);
+  // W[o][i], and the folded file's Wᵀ[i][o] of the same numbers.
+  const auto w = [](std::int64_t o, std::int64_t i) {
+    return 0.1f * static_cast<float>((o * 4 + i) % 7) - 0.3f;
+  };
+  std::vector<float> values;
+  for (std::int64_t a = 0; a < 20; ++a)
+    values.push_back(folded ? w(a % 5, a / 5) : w(a / 4, a % 4));
+  std::string weight = "fc.weight";
+  if (folded) {
+    weight = "onnx::MatMul_7";
+    g.matrix(weight, {4, 5}, values);
+  } else {
+    g.matrix(weight, {5, 4}, values);
+    g.node("Transpose", "/fc/Transpose", {weight}, {"wt"});
+    weight = "wt";
+  }
+  if (bias_from_input)
+    g.input("fc.bias", {5});
+  else
+    g.matrix("fc.bias", {5}, {0.5f, -0.25f, 0.125f, 1.0f, -1.0f});
+  g.node("MatMul", "/fc/MatMul", {"x", weight}, {"p"});
+  g.node("Add", "/fc/Add", {"fc.bias", "p"}, {"y"});
+  g.output("y");
+  return g;
+}
+
+RunResult run_linear(const std::shared_ptr<const Model>& m, bool bf16_on_cuda) {
+  RunRequest r = scenario_request(*m);
+  r.settings.threads = 1;
+  if (bf16_on_cuda) {
+    r.settings.device = Device::cuda;
+    r.settings.dry_run = true;
+    r.settings.amp = AmpMode::bf16;
+  }
+  return Runner(m).run(r);
 }
 
 std::map<std::string, int> kinds(const Model& m) {
@@ -320,12 +373,62 @@ class TestOnnxFusion : public QObject {
     QVERIFY(attention_kernel_for(q, kt, q, true, o) == AttentionKernel::efficient);
   }
 
+  // Issue 40: nn.Linear on a [B, L, D] input is MatMul + Add in 1.13's export; as two ops the
+  // float32 bias promotes a bfloat16 product under autocast, where F.linear stays bfloat16.
+  void linearOnThreeDimensions() {
+    const auto m = linear_graph({2, 3, 4}, false).load();
+    QCOMPARE(m->ops.size(), std::size_t{1});
+    const OpNode& op = m->ops[0];
+    QCOMPARE(op.op_type, std::string("linear"));
+    QCOMPARE(op.inputs, (std::vector<std::string>{"x", "fc.weight", "fc.bias"}));
+    QCOMPARE(op.fused, (std::vector<std::string>{"/fc/Transpose", "/fc/MatMul", "/fc/Add"}));
+    QCOMPARE(m->find_module("fc")->kind, std::string("Linear"));
+    // Constant folding leaves Wᵀ as the initializer: a transposed view of it is the weight, and
+    // its gradient keeps the file's [in, out].
+    const auto folded = linear_graph({2, 3, 4}, true).load();
+    QCOMPARE(kinds(*folded), (std::map<std::string, int>{{"linear", 1}, {"transpose", 1}}));
+    QVERIFY(folded->ops[0].fused.empty());
+    QCOMPARE(folded->ops[1].fused.size(), std::size_t{2});
+    // Both layouts compute the same, and each weight's gradient is the other's transpose.
+    const RunResult a = run_linear(m, false), b = run_linear(folded, false);
+    QVERIFY2(a.ok && b.ok, (a.error + b.error).c_str());
+    const auto ya = a.outputs.at(0).to_vector(), yb = b.outputs.at(0).to_vector();
+    QCOMPARE(ya.size(), std::size_t{2 * 3 * 5});
+    for (std::size_t i = 0; i < ya.size(); ++i) QVERIFY(std::abs(ya[i] - yb[i]) < 1e-6);
+    const Tensor gw = a.gradients.at("fc.weight"), gwt = b.gradients.at("onnx::MatMul_7");
+    QCOMPARE(gw.shape(), (Shape{5, 4}));
+    QCOMPARE(gwt.shape(), (Shape{4, 5}));
+    for (std::int64_t i = 0; i < 5; ++i)
+      for (std::int64_t j = 0; j < 4; ++j)
+        QVERIFY(std::abs(gw.to_vector()[static_cast<std::size_t>(i * 4 + j)] -
+                         gwt.to_vector()[static_cast<std::size_t>(j * 5 + i)]) < 1e-6);
+    // Under CUDA's bfloat16 autocast the output is bfloat16, as F.linear's.
+    for (const auto& model : {m, folded}) {
+      const RunResult r = run_linear(model, true);
+      QVERIFY2(r.ok, r.error.c_str());
+      QCOMPARE(std::string(dtype_name(r.outputs.at(0).dtype())),
+               std::string(dtype_name(DType::bf16)));
+    }
+  }
+
+  // Not nn.Linear's export, so not fused: a 2-D input (nn.Linear's is one Gemm), and a bias
+  // computed in the forward rather than a module's initializer.
+  void matmulAndAddThatAreNotALinear() {
+    for (const auto& m :
+         {linear_graph({3, 4}, false).load(), linear_graph({2, 3, 4}, false, true).load()}) {
+      QCOMPARE(kinds(*m).count("linear"), std::size_t{0});
+      QCOMPARE(kinds(*m)["matmul"], 1);
+      QCOMPARE(kinds(*m)["add"], 1);
+    }
+  }
+
   void theRowsCarryThePatterns() {
     for (const auto& [type, patterns] : {std::pair{"gelu", 2},
                                          {"silu", 1},
                                          {"mish", 1},
                                          {"hardswish", 1},
                                          {"layer_norm", 3},
+                                         {"linear", 1},
                                          {"scaled_dot_product_attention", 1}}) {
       const OpSchema* row = OpTable::instance().find(type);
       QVERIFY(row);

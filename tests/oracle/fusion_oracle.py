@@ -7,8 +7,9 @@ Each family — torchvision's VisionTransformer, Swin Transformer, ConvNeXt (GEL
 EfficientNet (SiLU) and MobileNetV3 (Hardswish, Hardsigmoid), nn.TransformerEncoder (ReLU
 post-norm; GELU pre-norm with a causal mask), a causal GPT block (masked_fill, the hand-written
 tanh GELU) and the remaining activation forms (Mish, GELU's tanh approximation, hand-written
-hardswish and hardsigmoid) — is exported at opsets 13 and 17 in training mode, in float64, as
-samples/export_onnx.py exports. OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy,
+hardswish and hardsigmoid), each with its nn.Linear on three or more dimensions (MatMul + Add
+in the export, fused back into linear) — is exported at opsets 13 and 17 in training mode, in
+float64, as samples/export_onnx.py exports. OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy,
 grad__<param>.npy and case.json:
   saved        what the eager module keeps for backward (saved_tensors_hooks in a separate
                forward): distinct storages, parameters and buffers excluded, each with its
@@ -153,38 +154,50 @@ def families():
     img = lambda side: torch.randn(2, 3, side, side, dtype=torch.float64)  # noqa: E731
     seq = lambda: torch.randn(2, 6, 16, dtype=torch.float64)  # noqa: E731
     return {
-        # 2 blocks: 2 GELU, 5 LayerNorm (2 per block and the last), 2 attention.
+        # 2 blocks: 2 GELU, 5 LayerNorm (2 per block and the last), 2 attention, 6 nn.Linear on
+        # [B, L, D] exported as MatMul + Add (the in-projection and the MLP's two; the
+        # out-projection and the head are 2-D, one Gemm each).
         "vit": (vit, lambda: img(32),
-                {13: {"gelu": 2, "layer_norm": 5, "scaled_dot_product_attention": 2},
-                 17: {"gelu": 2, "scaled_dot_product_attention": 2}}, True),
+                {13: {"gelu": 2, "layer_norm": 5, "scaled_dot_product_attention": 2, "linear": 6},
+                 17: {"gelu": 2, "scaled_dot_product_attention": 2, "linear": 6}}, True),
         # 4 blocks and a patch merging: the unshifted blocks' attention (the shifted ones add
-        # their window mask through reshapes, which the attention pattern does not span).
+        # their window mask through reshapes, which the attention pattern does not span); each
+        # block's four nn.Linear on windows (qkv, proj, the MLP's two).
         "swin": (swin, lambda: img(40),
-                 {13: {"gelu": 4, "layer_norm": 11, "scaled_dot_product_attention": 2},
-                  17: {"gelu": 4, "scaled_dot_product_attention": 2}}, True),
+                 {13: {"gelu": 4, "layer_norm": 11, "scaled_dot_product_attention": 2,
+                       "linear": 16},
+                  17: {"gelu": 4, "scaled_dot_product_attention": 2, "linear": 16}}, True),
+        # Each CNBlock's two nn.Linear on [N, H, W, C].
         "convnext": (convnext, lambda: img(32),
-                     {13: {"gelu": 3, "layer_norm": 6}, 17: {"gelu": 3}}, True),
+                     {13: {"gelu": 3, "layer_norm": 6, "linear": 6},
+                      17: {"gelu": 3, "linear": 6}}, True),
         # The stem, each MBConv's expansion, depthwise and squeeze-excitation, the head.
         "efficientnet": (efficientnet, lambda: img(32),
                          {13: {"silu": 10}, 17: {"silu": 10}}, True),
         # Hardswish is its own ONNX op from opset 14: only opset 13 needs the pattern.
         "mobilenet_v3": (mobilenet_v3, lambda: img(32), {13: {"hardswish": 19}, 17: {}}, True),
+        # Each layer's in-projection (on the transposed input: its folded copy is kept) and
+        # feed-forward pair are nn.Linear on 3-D.
         "encoder_relu_postnorm": (lambda: encoder("relu", False), seq,
-                                  {13: {"layer_norm": 4, "scaled_dot_product_attention": 2},
-                                   17: {"scaled_dot_product_attention": 2}}, True),
+                                  {13: {"layer_norm": 4, "scaled_dot_product_attention": 2,
+                                        "linear": 6},
+                                   17: {"scaled_dot_product_attention": 2, "linear": 6}}, True),
         "encoder_gelu_prenorm_causal": (CausalEncoder, seq,
                                         {13: {"gelu": 2, "layer_norm": 5,
-                                              "scaled_dot_product_attention": 2},
-                                         17: {"gelu": 2, "scaled_dot_product_attention": 2}},
+                                              "scaled_dot_product_attention": 2, "linear": 6},
+                                         17: {"gelu": 2, "scaled_dot_product_attention": 2,
+                                              "linear": 6}},
                                         True),
         # Dropout 0.1 everywhere: the masks are drawn apart, so only the bytes are compared.
         "encoder_dropout": (lambda: CausalEncoder(dropout=0.1), seq,
-                            {13: {"gelu": 2, "layer_norm": 5, "scaled_dot_product_attention": 2},
-                             17: {"gelu": 2, "scaled_dot_product_attention": 2}}, False),
+                            {13: {"gelu": 2, "layer_norm": 5, "scaled_dot_product_attention": 2,
+                                  "linear": 6},
+                             17: {"gelu": 2, "scaled_dot_product_attention": 2, "linear": 6}},
+                            False),
         # new_gelu is written out, so it stays decomposed, as PyTorch runs it.
         "gpt_block": (GptBlock, seq,
-                      {13: {"layer_norm": 2, "scaled_dot_product_attention": 1},
-                       17: {"scaled_dot_product_attention": 1}}, True),
+                      {13: {"layer_norm": 2, "scaled_dot_product_attention": 1, "linear": 4},
+                       17: {"scaled_dot_product_attention": 1, "linear": 4}}, True),
         "activations": (Activations, lambda: torch.randn(4, 12, dtype=torch.float64),
                         {13: {"mish": 1, "gelu": 1}, 17: {"mish": 1, "gelu": 1}}, True),
         # Issue 38: RMSNorm, rotary tables and the causal mask as buffers (named in the file's

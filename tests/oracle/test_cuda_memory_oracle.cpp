@@ -117,7 +117,8 @@ const Reason kAfterFusion{
 
 const Reason kReservedAfterFusion{
     "the order of the backward's temporaries",
-    "with the importer's fused ops (issue 27) the peak agrees within 1 %; the segments the "
+    "with the importer's fused ops (issue 27; nn.Linear on windows from issue 40, 0.9365 "
+    "before) the peak agrees within 1 %; the segments the "
     "allocator reserves follow the order and sizes of the backward's temporaries (its "
     "attention's, here), which no snapshot of this case shows yet"};
 
@@ -140,8 +141,8 @@ const Reason kFusedAttentionBackward{
     "the last layer's backward (no snapshot)",
     "with PyTorch 2.x's memory-efficient kernel the forward agrees (end of forward 0.997), and the "
     "attention's backward takes what _efficient_attention_backward takes (the gradients, delta "
-    "and its float32 temporaries; not the split-keys workspace, whose size depends on the "
-    "kernel the dispatch picks at run time). The engine's peak is in the last layer's "
+    "and its float32 temporaries, and its 8 MiB split-keys workspace as kernel_backward.h sizes "
+    "it, which does not reach the peak). The engine's peak is in the last layer's "
     "feed-forward backward, 19 MiB below the H200's; no snapshot of this case shows where "
     "PyTorch's peak is, nor the order of the backward's temporaries that reserved follows"};
 
@@ -150,12 +151,12 @@ const ExpectedDeviation kExpected[] = {
     {"tv_efficientnet_b0__plain", Metric::reserved, 0.9529, &kAfterFusion},
     {"tv_resnet34__layers", Metric::reserved, 0.9504, &kCudnnWorkspaces},
     {"nn_transformer_encoder__plain", Metric::peak, 0.9824, &kFusedAttentionBackward},
-    {"nn_transformer_encoder__plain", Metric::reserved, 0.9442, &kFusedAttentionBackward},
+    {"nn_transformer_encoder__plain", Metric::reserved, 0.9577, &kFusedAttentionBackward},
     {"gpt2_small__depth2", Metric::reserved, 0.8568, &kReservedOrder},
     {"tv_resnet34__plain", Metric::reserved, 0.8967, &kCudnnWorkspaces},
     {"tv_regnet_y_400mf__plain", Metric::reserved, 0.8762, &kCudnnWorkspaces},
     {"tv_convnext_tiny__plain", Metric::reserved, 0.8448, &kAfterFusion},
-    {"tv_swin_t__plain", Metric::reserved, 0.9365, &kReservedAfterFusion},
+    {"tv_swin_t__plain", Metric::reserved, 0.9430, &kReservedAfterFusion},
     {"resnet__plain", Metric::peak_less_residue, 0.9530, &kCudnnWorkspaces},
     {"resnet__depth2", Metric::peak_less_residue, 0.9724, &kCudnnWorkspaces},
     {"densenet_block__depth2", Metric::peak, 0.9888, &kCudnnWorkspaces},

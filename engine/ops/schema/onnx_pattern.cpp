@@ -7,7 +7,16 @@ namespace ckpt {
 namespace pattern {
 
 struct Expr {
-  enum class Kind : std::uint8_t { op, any, constant, number, optional_constant, as, one_of };
+  enum class Kind : std::uint8_t {
+    op,
+    any,
+    constant,
+    number,
+    optional_constant,
+    initializer,
+    as,
+    one_of
+  };
   Kind kind = Kind::any;
   std::string type;     // op
   std::vector<P> args;  // op: its inputs; as: the inner expression; one_of: the alternatives
@@ -40,6 +49,9 @@ P number(double value, double relative) {
 P optional_constant(const char* name) {
   return make({.kind = Expr::Kind::optional_constant, .name = name});
 }
+P initializer(const char* name) {
+  return make({.kind = Expr::Kind::initializer, .name = name});
+}
 P as(const char* name, P inner) {
   return make({.kind = Expr::Kind::as, .args = {inner}, .name = name});
 }
@@ -67,6 +79,8 @@ class Matcher {
       case Expr::Kind::constant:
       case Expr::Kind::optional_constant:
         return leaf(e, value, s);
+      case Expr::Kind::initializer:
+        return g_.is_initializer(value) ? leaf(e, value, s) : States{};
       case Expr::Kind::number:
         return number(e, value, s);
       case Expr::Kind::as: {
@@ -94,7 +108,7 @@ class Matcher {
     if (auto it = s.bound.find(e.name); it != s.bound.end() && it->second != value) return {};
     s.bound[e.name] = value;
     s.leaves.insert(value);
-    if (e.kind != Expr::Kind::any) s.constants.insert(value);
+    if (e.kind != Expr::Kind::any && e.kind != Expr::Kind::initializer) s.constants.insert(value);
     return {s};
   }
 

@@ -46,6 +46,9 @@ class OnnxGraphView {
     double number = 0;
   };
   virtual FileValue file_value(const std::string& value) const = 0;
+  // Whether `value` is one of the graph's initializers (a weight, whether or not the file holds
+  // its data).
+  virtual bool is_initializer(const std::string& value) const = 0;
 };
 
 namespace pattern {
@@ -64,6 +67,8 @@ P constant(const char* name);
 P number(double value, double relative = 1e-6);
 // An input that may also be absent (Dropout's ratio and training_mode).
 P optional_constant(const char* name);
+// One of the graph's initializers: a module's weight, not a value computed in the forward.
+P initializer(const char* name);
 // Names what `inner` matched (an op's output, or a leaf): a second use of the name must be the
 // same value (LayerNorm's x - mean, used twice).
 P as(const char* name, P inner);
@@ -107,6 +112,10 @@ class OnnxFusion {
   // Emits the op in the root node's module; its output is the root's output.
   virtual const OnnxValue& emit_op(const std::string& type, const std::vector<std::string>& inputs,
                                    Attributes attrs) = 0;
+  // Emits an op whose output feeds the root's op (a weight's layout), under a fresh name.
+  virtual const OnnxValue& emit_inner_op(const std::string& type,
+                                         const std::vector<std::string>& inputs,
+                                         Attributes attrs) = 0;
 
   // Helpers over the above.
   std::int64_t attr_i(const std::string& name, const std::string& attribute,
