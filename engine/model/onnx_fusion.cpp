@@ -154,6 +154,13 @@ class FusionView final : public OnnxFusion {
     im_.m_.ops.back().fused.clear();
     return v;
   }
+  void note_change(const std::string& why) override {
+    auto& count = im_.changes_[why];
+    if (count++ == 0) im_.change_order_.push_back(why);
+  }
+  std::string producer() const override {
+    return im_.proto_.producer_name() + " " + im_.proto_.producer_version();
+  }
 
  private:
   Importer& im_;

@@ -116,4 +116,38 @@ std::vector<OnnxPattern> rsqrt() {
            .fuse = emit_rsqrt}};
 }
 
+namespace {
+
+// The Split must halve its axis: no sizes (equal halves), or two equal constant ones.
+bool emit_glu(OnnxFusion& f) {
+  if (const OnnxValue* sizes = f.value("sizes")) {
+    if (!sizes->constant || sizes->probe.numel() != 2) return false;
+    const std::vector<double> v = sizes->probe.to_vector();
+    if (v[0] != v[1]) return false;
+  }
+  if (const AttrValue* split = f.attr("split", "split")) {
+    const auto* sizes = std::get_if<std::vector<std::int64_t>>(split);
+    if (!sizes || sizes->size() != 2 || (*sizes)[0] != (*sizes)[1]) return false;
+  }
+  if (f.attr_i("split", "num_outputs", 2) != 2) return false;
+  f.emit_op("glu", {f.operand("x")}, {{"dim", f.attr_i("split", "axis", 0)}});
+  return true;
+}
+
+}  // namespace
+
+// F.glu(x, dim): 1.13's exporter writes Split(x, axis=dim) into two outputs, then
+// Mul(first, Sigmoid(second)). Decomposed, Sigmoid keeps its result and Mul both its operands:
+// 1.5 times the input GluBackward0 keeps.
+std::vector<OnnxPattern> glu() {
+  const P x = any("x");
+  const auto half = [&](int k) {
+    return output("Split", k, 2, "split", {x, optional_constant("sizes")});
+  };
+  return {{.name = "GLU (Split, Sigmoid, Mul)",
+           .root = commutative("Mul", half(0), op("Sigmoid", {half(1)})),
+           .module_class = "GLU",
+           .fuse = emit_glu}};
+}
+
 }  // namespace ckpt::activation_patterns

@@ -16,5 +16,6 @@ std::vector<OnnxPattern> mish();       // x · Tanh(Softplus(x))
 std::vector<OnnxPattern> hardswish();  // x · HardSigmoid(x) (opsets below 14), x · relu6(x + 3) / 6
 std::vector<OnnxPattern> hardsigmoid();  // relu6(x + 3) / 6
 std::vector<OnnxPattern> rsqrt();        // Div(1, Sqrt(x)), Reciprocal(Sqrt(x))
+std::vector<OnnxPattern> glu();          // Mul(Split(x):0, Sigmoid(Split(x):1))
 
 }  // namespace ckpt::activation_patterns

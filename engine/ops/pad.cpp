@@ -198,6 +198,7 @@ void register_pad_ops(OpTable& t) {
          .kernel = run_pad,
          .cost = rows::elementwise_cost,
          .python = python_pad,
+         .onnx_patterns = circular_pad_patterns(),
          .native_layers = {{.name = "pad", .build = layer_pad}}});
 }
 

@@ -2,7 +2,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "engine/ops/schema/onnx_pattern.hpp"
 #include "engine/tensor/tensor.hpp"
 
 namespace ckpt {
@@ -20,6 +22,10 @@ const char* pad_mode_name(PadMode mode);
 // the size; reflect and replicate save their input (ReflectionPad1D/2D/3DBackward0,
 // ReplicationPad...), circular, made of slices and copies in 1.13, saves nothing.
 Tensor pad(const Tensor& x, const Shape& pads, PadMode mode);
+
+// PyTorch 1.13's export of F.pad(mode="circular"), Slice and Concat chains, read as the
+// module's circular pad (pad_patterns.cpp).
+std::vector<OnnxPattern> circular_pad_patterns();
 
 // The rows of `pad` (pad.cpp), added with the shape ops' family.
 void register_pad_ops(OpTable& table);

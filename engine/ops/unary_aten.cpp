@@ -55,6 +55,15 @@ void out_of_place(AtenNode& n) {
 
 }  // namespace
 
+namespace {
+
+// F.glu(x, dim) (nn.GLU: dim -1).
+void aten_glu(AtenNode& n) {
+  n.emit1("glu", {n.tensor("self")}, {{"dim", n.integer_or("dim", -1)}});
+}
+
+}  // namespace
+
 void register_unary_aten(OpTable& t) {
   t.add_aten(kRelu, {{"aten::relu", aten_unary<kRelu>}});
   t.add_aten(kSigmoid, {{"aten::sigmoid", aten_unary<kSigmoid>}});
@@ -70,6 +79,7 @@ void register_unary_aten(OpTable& t) {
   t.add_aten(kSilu,
              {{"aten::silu", aten_unary<kSilu>}, {"aten::silu_", out_of_place<aten_unary<kSilu>>}});
   t.add_aten(kMish, {{"aten::mish", aten_unary<kMish>}});
+  t.add_aten("glu", {{"aten::glu", aten_glu}});
   t.add_aten(kHardswish, {{"aten::hardswish", aten_unary<kHardswish>},
                           {"aten::hardswish_", out_of_place<aten_unary<kHardswish>>}});
   t.add_aten(kHardsigmoid, {{"aten::hardsigmoid", aten_unary<kHardsigmoid>},

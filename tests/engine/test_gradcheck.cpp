@@ -133,6 +133,8 @@ class TestGradcheck : public QObject {
     row("gelu tanh", [](const TensorList& x) { return gelu_tanh(x[0]); }, {L({3, 4}, 18, -3, 3)});
     row("silu", [](const TensorList& x) { return silu(x[0]); }, {L({3, 4}, 36, -4, 4)});
     row("mish", [](const TensorList& x) { return mish(x[0]); }, {L({3, 4}, 37, -4, 4)});
+    row("glu dim 1", [](const TensorList& x) { return glu(x[0], 1); }, {L({2, 6, 3}, 38, -3, 3)});
+    row("glu dim -1", [](const TensorList& x) { return glu(x[0], -1); }, {L({3, 4}, 39, -3, 3)});
     row("tanh", [](const TensorList& x) { return tanh(x[0]); }, {L({3, 4}, 19)});
     row("sigmoid", [](const TensorList& x) { return sigmoid(x[0]); }, {L({3, 4}, 20)});
     row("sin", [](const TensorList& x) { return sin(x[0]); }, {L({3, 4}, 21)});

@@ -422,10 +422,81 @@ class TestOnnxFusion : public QObject {
     }
   }
 
+  // F.glu: Mul(Split:0, Sigmoid(Split:1)), the match reaching the Split through its second
+  // output. The halves the other way round, or a Split in three, is not GLU.
+  void gluFromASplitsTwoOutputs() {
+    for (const int form : {0, 1, 2}) {
+      Graph g(form == 0 ? 17 : 13);
+      g.input("x", {2, 6, 5});
+      const std::vector<std::string> halves =
+          form == 2 ? std::vector<std::string>{"a", "b", "c"} : std::vector<std::string>{"a", "b"};
+      Graph::attr(g.node("Split", "/glu/Split", {"x"}, halves), "axis",
+                  std::vector<std::int64_t>{});
+      g.g->mutable_node(0)->mutable_attribute(0)->set_type(onnx::AttributeProto_AttributeType_INT);
+      g.g->mutable_node(0)->mutable_attribute(0)->set_i(1);
+      g.node("Sigmoid", "/glu/Sigmoid", {form == 1 ? "a" : "b"}, {"s"});
+      g.node("Mul", "/glu/Mul", {form == 1 ? "b" : "a", "s"}, {"y"});
+      g.output("y");
+      const auto m = g.load();
+      QCOMPARE(kinds(*m).count("glu"), form == 0 ? std::size_t{1} : std::size_t{0});
+      if (form == 0) {
+        QCOMPARE(m->ops.size(), std::size_t{1});
+        QCOMPARE(std::get<std::int64_t>(m->ops[0].attrs.at("dim")), std::int64_t{1});
+        QCOMPARE(m->find_module("glu")->kind, std::string("GLU"));
+      }
+    }
+  }
+
+  // F.pad(x, (1, 2), mode="circular") as 1.13 exports it: Concat(x[-3:-1], x, x[0:1]) along
+  // axis 2, read as the module's pad (1, 2), with a load warning; other slices stay.
+  void circularPadAsPyTorch113ExportsIt() {
+    for (const bool exporters : {true, false}) {
+      Graph g;
+      g.m.set_producer_name("pytorch");
+      g.m.set_producer_version("1.13.1");
+      g.input("x", {1, 2, 6});
+      const auto ints = [&](const std::string& name, std::int64_t v) {
+        auto* k = g.node("Constant", name, {}, {name});
+        auto* a = k->add_attribute();
+        a->set_name("value");
+        a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+        a->mutable_t()->set_data_type(onnx::TensorProto_DataType_INT64);
+        a->mutable_t()->add_dims(1);
+        a->mutable_t()->add_int64_data(v);
+      };
+      ints("axes", 2);
+      ints("ls", -3);
+      ints("le", exporters ? -1 : 6);
+      ints("rs", 0);
+      ints("re", 1);
+      g.node("Slice", "/Slice", {"x", "ls", "le", "axes"}, {"left"});
+      g.node("Slice", "/Slice_1", {"x", "rs", "re", "axes"}, {"right"});
+      Graph::attr(g.node("Concat", "/Concat", {"left", "x", "right"}, {"y"}), "axis",
+                  std::vector<std::int64_t>{});
+      auto* axis = g.g->mutable_node(g.g->node_size() - 1)->mutable_attribute(0);
+      axis->set_type(onnx::AttributeProto_AttributeType_INT);
+      axis->set_i(2);
+      g.output("y");
+      const auto m = g.load();
+      QCOMPARE(kinds(*m).count("pad"), exporters ? std::size_t{1} : std::size_t{0});
+      if (!exporters) continue;
+      const OpNode& pad = m->ops.back();
+      QCOMPARE(std::get<std::vector<std::int64_t>>(pad.attrs.at("pads")),
+               (std::vector<std::int64_t>{1, 2}));
+      QCOMPARE(std::get<std::string>(pad.attrs.at("mode")), std::string("circular"));
+      bool warned = false;
+      for (const auto& w : m->load_notes.warnings)
+        warned = warned || w.find("circular") != std::string::npos;
+      QVERIFY(warned);
+    }
+  }
+
   void theRowsCarryThePatterns() {
     for (const auto& [type, patterns] : {std::pair{"gelu", 2},
                                          {"silu", 1},
                                          {"mish", 1},
+                                         {"glu", 1},
+                                         {"pad", 1},
                                          {"hardswish", 1},
                                          {"layer_norm", 3},
                                          {"linear", 1},
@@ -435,8 +506,8 @@ class TestOnnxFusion : public QObject {
       QCOMPARE(static_cast<int>(row->onnx_patterns.size()), patterns);
       for (const auto& p : row->onnx_patterns) QVERIFY(p.fuse && p.name);
     }
-    QCOMPARE(OpTable::instance().onnx_patterns("Mul", 13).size(), std::size_t{6});
-    QCOMPARE(OpTable::instance().onnx_patterns("Mul", 14).size(), std::size_t{5});
+    QCOMPARE(OpTable::instance().onnx_patterns("Mul", 13).size(), std::size_t{7});
+    QCOMPARE(OpTable::instance().onnx_patterns("Mul", 14).size(), std::size_t{6});
   }
 };
 

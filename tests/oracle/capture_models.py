@@ -87,7 +87,7 @@ def llama_8b():
 
 class SmallCnn(nn.Module):
     """Conv, BatchNorm, ReLU, max pooling, an in-place residual, average pooling and a head with
-    in-place activations."""
+    in-place activations and a GLU."""
 
     def __init__(self, classes=10):
         super().__init__()
@@ -100,7 +100,7 @@ class SmallCnn(nn.Module):
         # and MobileNet's do): the engine's out-of-place ops keep the same bytes.
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 16),
                                   nn.SiLU(inplace=True), nn.Linear(16, 16),
-                                  nn.Hardswish(inplace=True), nn.Linear(16, 16),
+                                  nn.Hardswish(inplace=True), nn.Linear(16, 32), nn.GLU(),
                                   nn.ReLU6(inplace=True), nn.Linear(16, classes))
 
     def forward(self, x):

@@ -113,6 +113,10 @@ CKPTLAB_ORACLE_CASE(mish) {
   return {mish(c.input("x"))};
 }
 
+CKPTLAB_ORACLE_CASE(glu) {
+  return {glu(c.input("x"), c.attr_int("dim"))};
+}
+
 CKPTLAB_ORACLE_CASE(rsqrt) {
   return {rsqrt(c.input("x"))};
 }

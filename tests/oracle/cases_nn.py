@@ -232,6 +232,13 @@ def mish_case(c):
     return F.mish(c.input("x", [4, 5], scale=4.0))
 
 
+# F.glu (issue 38), which the importer recovers from Split, Sigmoid and Mul: saves its input.
+@case("glu")
+def glu_case(c):
+    c.attr("dim", 1)
+    return F.glu(c.input("x", [3, 6, 5], scale=3.0), dim=1)
+
+
 # RMSNorm's torch.rsqrt, which the importer recovers from Div(1, Sqrt(x)) and Reciprocal(Sqrt(x))
 # (issue 38), and torch.reciprocal: each saves its result.
 @case("rsqrt")

@@ -8,8 +8,9 @@ EfficientNet (SiLU) and MobileNetV3 (Hardswish, Hardsigmoid), nn.TransformerEnco
 post-norm; GELU pre-norm with a causal mask), a causal GPT block (masked_fill, the hand-written
 tanh GELU) and the remaining activation forms (Mish, GELU's tanh approximation, hand-written
 hardswish and hardsigmoid), each with its nn.Linear on three or more dimensions (MatMul + Add
-in the export, fused back into linear) — is exported at opsets 13 and 17 in training mode, in
-float64, as samples/export_onnx.py exports. OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy,
+in the export, fused back into linear), and F.glu after 1-D convolutions (Wav2Letter, a
+Conformer's convolution module) — is exported at opsets 13 and 17 in training mode, in float64,
+as samples/export_onnx.py exports. OUT_DIR/<case>/ holds model.onnx, input.npy, output.npy,
 grad__<param>.npy and case.json:
   saved        what the eager module keeps for backward (saved_tensors_hooks in a separate
                forward): distinct storages, parameters and buffers excluded, each with its
@@ -117,6 +118,27 @@ class CausalEncoder(nn.Module):
         return self.encoder(x, mask=mask)
 
 
+class GluConv(nn.Module):
+    """F.glu after convolutions: Wav2Letter's gated Conv1d, a Conformer's convolution module
+    (pointwise Conv1d to twice the channels, nn.GLU over them, depthwise Conv1d, BatchNorm1d,
+    SiLU, pointwise Conv1d) and a GLU over the last dim. Exported as Split, Sigmoid and Mul."""
+
+    def __init__(self, channels=6):
+        super().__init__()
+        self.conv1 = nn.Conv1d(3, 2 * channels, 5, padding=2)
+        self.pointwise = nn.Conv1d(channels, 2 * channels, 1)
+        self.glu = nn.GLU(dim=1)
+        self.depthwise = nn.Conv1d(channels, channels, 3, padding=1, groups=channels)
+        self.norm = nn.BatchNorm1d(channels)
+        self.out = nn.Conv1d(channels, 4, 1)
+
+    def forward(self, x):
+        h = F.glu(self.conv1(x), dim=1)
+        h = self.glu(self.pointwise(h))
+        h = F.silu(self.norm(self.depthwise(h)))
+        return F.glu(self.out(h), dim=-1)
+
+
 def families():
     """name -> (make model, input, {engine op: count fused at 13, at 17}, gradients compared)."""
     import torchvision
@@ -200,6 +222,10 @@ def families():
                        17: {"scaled_dot_product_attention": 1, "linear": 4}}, True),
         "activations": (Activations, lambda: torch.randn(4, 12, dtype=torch.float64),
                         {13: {"mish": 1, "gelu": 1}, 17: {"mish": 1, "gelu": 1}}, True),
+        # Issue 38: the GLUs (the Split's second output is the Sigmoid's), and the Conformer's
+        # SiLU.
+        "glu_conv": (GluConv, lambda: torch.randn(2, 3, 20, dtype=torch.float64),
+                     {13: {"glu": 3, "silu": 1}, 17: {"glu": 3, "silu": 1}}, True),
         # Issue 38: RMSNorm, rotary tables and the causal mask as buffers (named in the file's
         # metadata by export_training), grouped-query attention, SwiGLU.
         "llama": (LlamaDecoder, token_ids, {13: LLAMA_FUSED, 17: LLAMA_FUSED}, True),

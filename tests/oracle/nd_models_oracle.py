@@ -214,10 +214,8 @@ class UNet1d(nn.Module):
 
 class Padding(nn.Module):
     """F.pad's other modes in an audio-style Conv1d stack: reflect (HiFi-GAN's and Demucs'
-    ReflectionPad1d) and replicate, exported as Pad with modes reflect and edge. Not circular:
-    PyTorch 1.13 exports it as slices and a Concat that take the wrong elements (for a pad of 1,
-    x[..., -2:-1] where eager reads x[..., -1:]), so the file computes another function than the
-    module; cases_nd.py checks the engine's circular pad against eager PyTorch instead."""
+    ReflectionPad1d) and replicate, exported as Pad with modes reflect and edge. Circular is
+    CircularPadding's."""
 
     def __init__(self, width=8):
         super().__init__()
@@ -231,6 +229,29 @@ class Padding(nn.Module):
         h = torch.tanh(self.conv1(self.reflect(x)))
         h = torch.tanh(self.conv2(self.replicate(h)))
         return self.conv3(F.pad(h, (2, 1), mode="reflect"))
+
+
+class CircularPadding(nn.Module):
+    """Circular padding (periodic signals, Fourier neural operators' grids): Conv1d and Conv2d
+    with padding_mode="circular", and F.pad(mode="circular") on both sides, on the left only and
+    on the right only. PyTorch 1.13 exports each padded dim as Concat(Slice(x, -(r + 1), -1), x,
+    Slice(x, 0, l)): the pads swapped and the left slice one element early (for a pad of
+    (1, 2), [3, 4, 0..5, 0] where the module computes [5, 0..5, 0, 1]); the importer reads the
+    chain as the module's pad (engine/ops/pad_patterns.cpp)."""
+
+    def __init__(self, width=4):
+        super().__init__()
+        self.conv1 = nn.Conv1d(2, width, 5, padding=2, padding_mode="circular")
+        self.conv2 = nn.Conv2d(1, 2, 3, padding=(1, 2), padding_mode="circular")
+        self.conv3 = nn.Conv1d(2 * width, 2, 3)
+
+    def forward(self, x):
+        h = torch.tanh(self.conv1(x))
+        h = F.pad(h, (1, 2), mode="circular")
+        h = F.pad(h, (2, 0), mode="circular")
+        h = F.pad(h, (0, 3), mode="circular")
+        h = torch.tanh(self.conv2(h.unsqueeze(1)))
+        return self.conv3(h.flatten(1, 2))
 
 
 class InstanceNormNet(nn.Module):
@@ -310,6 +331,8 @@ def families():
         "subpixel": (SubPixel, lambda: torch.randn(2, 1, 6, 8, dtype=torch.float64),
                      "to_subpixels"),
         "padding": (Padding, lambda: torch.randn(2, 2, 30, dtype=torch.float64), "conv2"),
+        "circular_padding": (CircularPadding, lambda: torch.randn(2, 2, 12, dtype=torch.float64),
+                             "conv2"),
     }
 
 

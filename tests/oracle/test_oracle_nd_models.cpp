@@ -49,7 +49,7 @@ class TestOracleNdModels : public QObject {
         {oracle::source_dir() + "/tests/oracle/nd_models_oracle.py", dir_.path()});
     QVERIFY2(err.isEmpty(), qPrintable(err));
     cases_ = oracle::script_cases(dir_);
-    QCOMPARE(cases_.size(), 24);  // 12 families, opsets 13 and 17
+    QCOMPARE(cases_.size(), 26);  // 13 families, opsets 13 and 17
   }
 
   void asTheEagerModule_data() {

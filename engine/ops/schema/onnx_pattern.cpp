@@ -19,6 +19,8 @@ struct Expr {
   };
   Kind kind = Kind::any;
   std::string type;     // op
+  int output = 0;       // op: which of the node's outputs the value is
+  int outputs = 0;      // op: how many outputs the node has (0: any)
   std::vector<P> args;  // op: its inputs; as: the inner expression; one_of: the alternatives
   bool commutative = false;
   std::string name;  // the leaves' and as()'s
@@ -36,6 +38,14 @@ P op(const char* type, std::vector<P> args) {
 }
 P commutative(const char* type, P a, P b) {
   return make({.kind = Expr::Kind::op, .type = type, .args = {a, b}, .commutative = true});
+}
+P output(const char* type, int index, int outputs, const char* node, std::vector<P> args) {
+  return make({.kind = Expr::Kind::op,
+               .type = type,
+               .output = index,
+               .outputs = outputs,
+               .args = std::move(args),
+               .name = node});
 }
 P any(const char* name) {
   return make({.kind = Expr::Kind::any, .name = name});
@@ -130,7 +140,14 @@ class Matcher {
   States match_op(const Expr& e, const std::string& value, const OnnxMatch& s) const {
     if (value.empty()) return {};
     const int n = g_.producer(value);
-    if (n < 0 || g_.op_type(n) != e.type || g_.output(n, 0) != value || s.nodes.count(n)) return {};
+    if (n < 0 || g_.op_type(n) != e.type || e.output >= g_.output_count(n) ||
+        g_.output(n, e.output) != value || (e.outputs > 0 && g_.output_count(n) != e.outputs))
+      return {};
+    // A named node met before: its inputs matched then.
+    if (!e.name.empty())
+      if (auto it = s.bound.find(e.name); it != s.bound.end())
+        return g_.producer(it->second) == n ? States{s} : States{};
+    if (s.nodes.count(n)) return {};
     const int inputs = g_.input_count(n);
     if (inputs > static_cast<int>(e.args.size())) return {};
     OnnxMatch claimed = s;
@@ -143,6 +160,9 @@ class Matcher {
       States swapped = in_order(e.args, {1, 0}, input, claimed);
       out.insert(out.end(), swapped.begin(), swapped.end());
     }
+    // Named by its first output, so that attr() and op_type() find the node.
+    if (!e.name.empty())
+      for (auto& m : out) m.bound[e.name] = g_.output(n, 0);
     return out;
   }
 

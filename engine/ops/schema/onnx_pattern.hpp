@@ -60,6 +60,10 @@ using P = std::shared_ptr<const Expr>;
 // `optional` leaves); `commutative` (Add, Mul): its two inputs in either order.
 P op(const char* type, std::vector<P> args);
 P commutative(const char* type, P a, P b);
+// Output `index` of a node of `type` with exactly `outputs` outputs (a Split's second half),
+// the node named `node`: where the name is met again, the same node's other output matches
+// without its inputs being matched twice (GLU: Mul(Split:0, Sigmoid(Split:1))).
+P output(const char* type, int index, int outputs, const char* node, std::vector<P> args);
 // A value from outside the subgraph: any, or one known at load time (a constant), or a scalar
 // constant equal to `value` within `relative` (the exporter's float32 rounding of 1/sqrt(2)).
 P any(const char* name);
@@ -116,6 +120,12 @@ class OnnxFusion {
   virtual const OnnxValue& emit_inner_op(const std::string& type,
                                          const std::vector<std::string>& inputs,
                                          Attributes attrs) = 0;
+  // The subgraph runs otherwise than the file says, for `why` (the load warnings count the
+  // subgraphs per reason, as OnnxNode::note_change's nodes).
+  virtual void note_change(const std::string& why) = 0;
+  // The file's producer_name and producer_version, "pytorch 1.13.1" (an exporter's bug is
+  // known by its version).
+  virtual std::string producer() const = 0;
 
   // Helpers over the above.
   std::int64_t attr_i(const std::string& name, const std::string& attribute,
