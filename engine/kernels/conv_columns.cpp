@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/kernels/conv_impl_detail.hpp"
 
@@ -52,6 +53,55 @@ std::int64_t padded_volume(const Geometry& g) {
 // ledger counts it with the rest of the step's temporary memory.
 Tensor im2col_scratch(const Geometry& g, DType dtype) {
   return Tensor::empty({omp_get_max_threads(), padded_volume(g)}, dtype);
+}
+
+template <typename T>
+void pad_image(const T* x, const Geometry& g, std::int64_t n, T* padded) {
+  const std::int64_t vol = padded_volume(g);
+#pragma omp parallel for schedule(static) if (may_parallelize(g.c * vol))
+  for (std::int64_t c = 0; c < g.c; ++c)
+    pad_volume(x + (n * g.c + c) * g.hw_in(), g, padded + c * vol);
+}
+
+// col[((c*kt + a)*kh + i)*kw + j, p - p0] = image[c, oz*st + a*dt, oh*sh + i*dh, ow*sw + j*dw]
+// for the output pixels p = (oz*Ho + oh)*Wo + ow in [p0, p0 + count) of one image, read from
+// its zero-padded volume. The pixels' rows are found once; each tap is then a few strided
+// copies.
+template <typename T>
+void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int64_t count, T* col) {
+  const std::int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, slab = hp * wp;
+  const std::int64_t vol = padded_volume(g);
+  struct Run {
+    std::int64_t src, dst, len;  // offset in a channel's volume, offset in the tile, pixels
+  };
+  std::vector<Run> runs;
+  for (std::int64_t p = p0, end = p0 + count; p < end;) {
+    const std::int64_t row = p / g.wo, ow = p - row * g.wo;
+    const std::int64_t oz = row / g.ho, oh = row - oz * g.ho;
+    const std::int64_t len = std::min(g.wo - ow, end - p);
+    runs.push_back({oz * g.st * slab + oh * g.sh * wp + ow * g.sw, p - p0, len});
+    p += len;
+  }
+  const std::int64_t sw = g.sw;
+  for (std::int64_t c = 0; c < g.c; ++c)
+    for (std::int64_t a = 0; a < g.kt; ++a)
+      for (std::int64_t i = 0; i < g.kh; ++i)
+        for (std::int64_t j = 0; j < g.kw; ++j) {
+          const T* tap = image + c * vol + a * g.dt * slab + i * g.dh * wp + j * g.dw;
+          T* __restrict dst = col + (((c * g.kt + a) * g.kh + i) * g.kw + j) * count;
+          for (const Run& r : runs) {
+            const T* __restrict s = tap + r.src;
+            T* __restrict d = dst + r.dst;
+            // Constant strides let the compiler vectorise (stride 2 through permutes).
+            if (sw == 1) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k] = s[k];
+            } else if (sw == 2) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k] = s[2 * k];
+            } else {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k] = s[k * sw];
+            }
+          }
+        }
 }
 
 // col[((c*kt + a)*kh + i)*kw + j, m*P + (oz*Ho + oh)*Wo + ow] =
@@ -205,5 +255,14 @@ template void col2im<float16>(const float16*, const Geometry&, std::int64_t, std
 template void col2im_t<bfloat16>(const bfloat16*, const Geometry&, std::int64_t, bfloat16*,
                                  bfloat16*);
 template void col2im_t<float16>(const float16*, const Geometry&, std::int64_t, float16*, float16*);
+
+#define CKPT_PIXELS_INSTANTIATE(T)                                         \
+  template void pad_image<T>(const T*, const Geometry&, std::int64_t, T*); \
+  template void im2col_pixels<T>(const T*, const Geometry&, std::int64_t, std::int64_t, T*);
+CKPT_PIXELS_INSTANTIATE(float)
+CKPT_PIXELS_INSTANTIATE(double)
+CKPT_PIXELS_INSTANTIATE(bfloat16)
+CKPT_PIXELS_INSTANTIATE(float16)
+#undef CKPT_PIXELS_INSTANTIATE
 
 }  // namespace ckpt::conv_detail

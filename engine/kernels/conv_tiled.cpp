@@ -1,0 +1,181 @@
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/kernels/blas.hpp"
+#include "engine/kernels/conv_impl_detail.hpp"
+#include "engine/kernels/kernels.hpp"
+
+// The convolution over large images (volumes) by column tiles: the column matrix of a few
+// hundred output pixels at a time, built from a zero-padded copy of the image and consumed by
+// the GEMM while it is still in cache. A whole image's column matrix is K x pixels: for a 3-D
+// layer (R3D-18's first stage: 1,728 x 50,176 floats) that is 347 MB written, then streamed
+// through the GEMM from memory, where a tile is 1.7 MB or less and stays in L2. Tiles are also
+// what the threads share out, so one image keeps every thread busy.
+
+namespace ckpt::conv_detail {
+
+namespace {
+
+// Column tile: a few hundred pixels (Eigen's GEMM runs [O, K] x [K, 96..256] at its full rate),
+// fewer for deep columns so that a tile stays within ~2 MB.
+std::int64_t tile_pixels(const Geometry& g) {
+  const std::int64_t fit = (std::int64_t{1} << 19) / std::max<std::int64_t>(g.k_rows(), 1);
+  return std::clamp<std::int64_t>(fit / 16 * 16, 64, 256);
+}
+
+bool padded(const Geometry& g) {
+  return g.pt != 0 || g.ph != 0 || g.pw != 0;
+}
+
+int tile_threads(const Geometry& g, std::int64_t tiles) {
+  const double macs = static_cast<double>(g.cols()) * static_cast<double>(g.o * g.k_group());
+  if (macs < 4.0 * (1 << 20) || omp_in_parallel()) return 1;
+  return static_cast<int>(std::clamp<std::int64_t>(omp_get_max_threads(), 1, tiles));
+}
+
+// The image's source for im2col_pixels: x itself when unpadded, else its padded copy.
+template <typename T>
+const T* image_source(const T* x, const Geometry& g, std::int64_t n, T* pad_buffer) {
+  if (!pad_buffer) return x + n * g.c * g.hw_in();
+  pad_image<T>(x, g, n, pad_buffer);
+  return pad_buffer;
+}
+
+}  // namespace
+
+bool tiled_applies(const Geometry& g) {
+  return per_image(g) && !g.pointwise();
+}
+
+template <typename T>
+void tiled_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g,
+                   Tensor& out) {
+  const std::int64_t hw = g.hw_out(), k_rows = g.k_rows(), kg = g.k_group();
+  const std::int64_t tile = tile_pixels(g), tiles = (hw + tile - 1) / tile;
+  const int threads = tile_threads(g, tiles);
+  Tensor pad = padded(g) ? Tensor::empty({g.c, padded_volume(g)}, x.dtype()) : Tensor();
+  Tensor ws = Tensor::empty({threads, k_rows, tile}, x.dtype());
+  // On the meta device (a dry run) the buffers above are allocated as on the cpu, and no
+  // arithmetic runs.
+  if (out.is_meta()) return;
+  const T* xp = x.data<T>();
+  const T* wp = w.data<T>();
+  const T* bp = bias.defined() ? bias.data<T>() : nullptr;
+  T* padp = pad.defined() ? pad.data<T>() : nullptr;
+  T* wsp = ws.data<T>();
+  T* op = out.data<T>();
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    const T* src = image_source<T>(xp, g, n, padp);
+    T* on = op + n * g.o * hw;
+    parallel_for_threads(tiles, threads, [&](std::int64_t t) {
+      const std::int64_t p0 = t * tile, count = std::min(tile, hw - p0);
+      T* col = wsp + omp_get_thread_num() * k_rows * tile;
+      im2col_pixels<T>(src, g, p0, count, col);
+      for (std::int64_t grp = 0; grp < g.groups; ++grp)
+        gemm_rm<T>(false, false, g.og(), count, kg, T(1), wp + grp * g.og() * kg, kg,
+                   col + grp * kg * count, count, T(0), on + grp * g.og() * hw + p0, hw);
+      if (bp)
+        for (std::int64_t o = 0; o < g.o; ++o)
+          for (std::int64_t p = 0; p < count; ++p) on[o * hw + p0 + p] += bp[o];
+    });
+  }
+}
+
+template <typename T>
+void tiled_weight_grad(const Tensor& gy, const Tensor& x, const Geometry& g, Tensor& dw) {
+  const std::int64_t hw = g.hw_out(), k_rows = g.k_rows(), kg = g.k_group();
+  const std::int64_t wsize = g.o * kg;
+  const std::int64_t tile = tile_pixels(g), tiles = (hw + tile - 1) / tile;
+  const int threads = tile_threads(g, tiles);
+  Tensor pad = padded(g) ? Tensor::empty({g.c, padded_volume(g)}, x.dtype()) : Tensor();
+  Tensor ws = Tensor::empty({threads, k_rows, tile}, x.dtype());
+  // Thread 0 accumulates in dw, the others in their own partial sums, added at the end; each
+  // starts by overwriting (no zero-fill pass).
+  Tensor partial = threads > 1 ? Tensor::empty({threads - 1, wsize}, dw.dtype()) : Tensor();
+  if (dw.is_meta()) return;
+  const T* xp = x.data<T>();
+  const T* gp = gy.data<T>();
+  T* padp = pad.defined() ? pad.data<T>() : nullptr;
+  T* wsp = ws.data<T>();
+  T* d = dw.data<T>();
+  std::vector<char> wrote(static_cast<std::size_t>(threads), 0);
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    const T* src = image_source<T>(xp, g, n, padp);
+    const T* gyn = gp + n * g.o * hw;
+    parallel_for_threads(tiles, threads, [&](std::int64_t t) {
+      const int tid = omp_get_thread_num();
+      const std::int64_t p0 = t * tile, count = std::min(tile, hw - p0);
+      T* col = wsp + tid * k_rows * tile;
+      im2col_pixels<T>(src, g, p0, count, col);
+      T* acc = tid == 0 ? d : partial.data<T>() + (tid - 1) * wsize;
+      const bool accumulate = wrote[static_cast<std::size_t>(tid)] != 0;
+      for (std::int64_t grp = 0; grp < g.groups; ++grp)
+        gemm_rm<T>(false, true, g.og(), kg, count, T(1), gyn + grp * g.og() * hw + p0, hw,
+                   col + grp * kg * count, count, accumulate ? T(1) : T(0), acc + grp * g.og() * kg,
+                   kg);
+      wrote[static_cast<std::size_t>(tid)] = 1;
+    });
+  }
+  if (!wrote[0]) std::fill(d, d + wsize, T(0));
+  for (int t = 1; t < threads; ++t) {
+    if (!wrote[static_cast<std::size_t>(t)]) continue;
+    const T* p = partial.data<T>() + (t - 1) * wsize;
+#pragma omp parallel for schedule(static) if (may_parallelize(wsize))
+    for (std::int64_t i = 0; i < wsize; ++i) d[i] += p[i];
+  }
+}
+
+// A stride-1 convolution's input gradient is itself a stride-1 convolution: of dY, padded by
+// dilation * (k - 1) - padding, with the kernel flipped in every spatial dimension and its
+// input and output channels exchanged within each group. So it runs through the tiled forward
+// instead of a column matrix of the whole image and a scatter (col2im) back.
+bool flipped_input_grad_applies(const Geometry& g) {
+  return tiled_applies(g) && g.st == 1 && g.sh == 1 && g.sw == 1 && g.pt <= g.dt * (g.kt - 1) &&
+         g.ph <= g.dh * (g.kh - 1) && g.pw <= g.dw * (g.kw - 1);
+}
+
+template <typename T>
+void flipped_input_grad(const Tensor& gy, const Tensor& w, const Geometry& g, Tensor& dx) {
+  Geometry f = g;
+  f.c = g.o;
+  f.o = g.c;
+  f.t = g.to;
+  f.h = g.ho;
+  f.w = g.wo;
+  f.to = g.t;
+  f.ho = g.h;
+  f.wo = g.w;
+  f.pt = g.dt * (g.kt - 1) - g.pt;
+  f.ph = g.dh * (g.kh - 1) - g.ph;
+  f.pw = g.dw * (g.kw - 1) - g.pw;
+  // w [O, C/g, kt, kh, kw] -> wf [C, O/g, kt, kh, kw], flipped.
+  Tensor wf = Tensor::empty({g.c, g.og(), g.kt, g.kh, g.kw}, w.dtype());
+  if (!wf.is_meta()) {
+    const T* wp = w.data<T>();
+    T* fp = wf.data<T>();
+    const std::int64_t kk = g.kk(), cg = g.cg(), og = g.og();
+    for (std::int64_t grp = 0; grp < g.groups; ++grp)
+      for (std::int64_t o = 0; o < og; ++o)
+        for (std::int64_t c = 0; c < cg; ++c) {
+          const T* src = wp + ((grp * og + o) * cg + c) * kk;
+          T* dst = fp + ((grp * cg + c) * og + o) * kk;
+          for (std::int64_t k = 0; k < kk; ++k) dst[k] = src[kk - 1 - k];
+        }
+  }
+  tiled_forward<T>(gy, wf, Tensor(), f, dx);
+}
+
+#define CKPT_TILED_INSTANTIATE(T)                                                              \
+  template void tiled_forward<T>(const Tensor&, const Tensor&, const Tensor&, const Geometry&, \
+                                 Tensor&);                                                     \
+  template void tiled_weight_grad<T>(const Tensor&, const Tensor&, const Geometry&, Tensor&);  \
+  template void flipped_input_grad<T>(const Tensor&, const Tensor&, const Geometry&, Tensor&);
+CKPT_TILED_INSTANTIATE(float)
+CKPT_TILED_INSTANTIATE(double)
+CKPT_TILED_INSTANTIATE(bfloat16)
+CKPT_TILED_INSTANTIATE(float16)
+#undef CKPT_TILED_INSTANTIATE
+
+}  // namespace ckpt::conv_detail
