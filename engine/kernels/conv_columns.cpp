@@ -66,20 +66,27 @@ void pad_image(const T* x, const Geometry& g, std::int64_t n, T* padded) {
 // col[((c*kt + a)*kh + i)*kw + j, p - p0] = image[c, oz*st + a*dt, oh*sh + i*dh, ow*sw + j*dw]
 // for the output pixels p = (oz*Ho + oh)*Wo + ow in [p0, p0 + count) of one image, read from
 // its zero-padded volume. The pixels' rows are found once; each tap is then a few strided
-// copies.
+// copies. With panel_cols, col is written in panels of that many columns (gemm_packed's B).
 template <typename T>
-void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int64_t count, T* col) {
+void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int64_t count, T* col,
+                   std::int64_t panel_cols) {
   const std::int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, slab = hp * wp;
   const std::int64_t vol = padded_volume(g);
+  const std::int64_t tap_stride = panel_cols ? panel_cols : count;
   struct Run {
-    std::int64_t src, dst, len;  // offset in a channel's volume, offset in the tile, pixels
+    std::int64_t src, dst, len;  // offset in a channel's volume, offset in col of tap 0, pixels
   };
   std::vector<Run> runs;
   for (std::int64_t p = p0, end = p0 + count; p < end;) {
     const std::int64_t row = p / g.wo, ow = p - row * g.wo;
     const std::int64_t oz = row / g.ho, oh = row - oz * g.ho;
-    const std::int64_t len = std::min(g.wo - ow, end - p);
-    runs.push_back({oz * g.st * slab + oh * g.sh * wp + ow * g.sw, p - p0, len});
+    const std::int64_t local = p - p0;
+    std::int64_t len = std::min(g.wo - ow, end - p), dst = local;
+    if (panel_cols) {
+      len = std::min(len, panel_cols - local % panel_cols);
+      dst = local / panel_cols * g.k_rows() * panel_cols + local % panel_cols;
+    }
+    runs.push_back({oz * g.st * slab + oh * g.sh * wp + ow * g.sw, dst, len});
     p += len;
   }
   const std::int64_t sw = g.sw;
@@ -88,7 +95,7 @@ void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int6
       for (std::int64_t i = 0; i < g.kh; ++i)
         for (std::int64_t j = 0; j < g.kw; ++j) {
           const T* tap = image + c * vol + a * g.dt * slab + i * g.dh * wp + j * g.dw;
-          T* __restrict dst = col + (((c * g.kt + a) * g.kh + i) * g.kw + j) * count;
+          T* __restrict dst = col + (((c * g.kt + a) * g.kh + i) * g.kw + j) * tap_stride;
           for (const Run& r : runs) {
             const T* __restrict s = tap + r.src;
             T* __restrict d = dst + r.dst;
@@ -256,9 +263,10 @@ template void col2im_t<bfloat16>(const bfloat16*, const Geometry&, std::int64_t,
                                  bfloat16*);
 template void col2im_t<float16>(const float16*, const Geometry&, std::int64_t, float16*, float16*);
 
-#define CKPT_PIXELS_INSTANTIATE(T)                                         \
-  template void pad_image<T>(const T*, const Geometry&, std::int64_t, T*); \
-  template void im2col_pixels<T>(const T*, const Geometry&, std::int64_t, std::int64_t, T*);
+#define CKPT_PIXELS_INSTANTIATE(T)                                                          \
+  template void pad_image<T>(const T*, const Geometry&, std::int64_t, T*);                  \
+  template void im2col_pixels<T>(const T*, const Geometry&, std::int64_t, std::int64_t, T*, \
+                                 std::int64_t);
 CKPT_PIXELS_INSTANTIATE(float)
 CKPT_PIXELS_INSTANTIATE(double)
 CKPT_PIXELS_INSTANTIATE(bfloat16)

@@ -48,9 +48,11 @@ void col2im_t(const T* dcolT, const Geometry& g, std::int64_t count, T* dx, T* s
 template <typename T>
 void pad_image(const T* x, const Geometry& g, std::int64_t n, T* padded);
 // col [K, count] for output pixels [p0, p0 + count) of one image, read from its zero-padded
-// copy (or the image itself when the convolution has no padding).
+// copy (or the image itself when the convolution has no padding); with panel_cols, in panels of
+// that many columns, each [K, panel_cols] (gemm_packed's B; the last panel's tail unwritten).
 template <typename T>
-void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int64_t count, T* col);
+void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int64_t count, T* col,
+                   std::int64_t panel_cols = 0);
 
 // The tiled path (conv_tiled.cpp): images large enough for per_image() and not pointwise.
 bool tiled_applies(const Geometry& g);

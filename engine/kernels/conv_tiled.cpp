@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/kernels/blas.hpp"
 #include "engine/kernels/conv_impl_detail.hpp"
+#include "engine/kernels/gemm_packed.hpp"
 #include "engine/kernels/kernels.hpp"
 
 // The convolution over large images (volumes) by column tiles: the column matrix of a few
@@ -18,11 +20,17 @@ namespace ckpt::conv_detail {
 
 namespace {
 
-// Column tile: a few hundred pixels (Eigen's GEMM runs [O, K] x [K, 96..256] at its full rate),
-// fewer for deep columns so that a tile stays within ~2 MB.
+// Column tile: a few hundred pixels (the GEMMs run [O, K] x [K, 96..256] at their full rate),
+// fewer for deep columns so that a tile stays within ~2 MB; whole panels of gemm_packed's B.
 std::int64_t tile_pixels(const Geometry& g) {
   const std::int64_t fit = (std::int64_t{1} << 19) / std::max<std::int64_t>(g.k_rows(), 1);
-  return std::clamp<std::int64_t>(fit / 16 * 16, 64, 256);
+  return std::clamp<std::int64_t>(fit / kPackedCols * kPackedCols, 64, 256);
+}
+
+// Whether the forward's products run on gemm_packed (float32; other types on gemm_rm).
+template <typename T>
+constexpr bool packed_forward() {
+  return std::is_same_v<T, float>;
 }
 
 bool padded(const Geometry& g) {
@@ -55,6 +63,9 @@ void tiled_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const G
   const std::int64_t hw = g.hw_out(), k_rows = g.k_rows(), kg = g.k_group();
   const std::int64_t tile = tile_pixels(g), tiles = (hw + tile - 1) / tile;
   const int threads = tile_threads(g, tiles);
+  constexpr bool packed = packed_forward<T>();
+  const std::int64_t packed_w = packed_a_size(g.og(), kg);
+  Tensor wpack = packed ? Tensor::empty({g.groups, packed_w}, w.dtype()) : Tensor();
   Tensor pad = padded(g) ? Tensor::empty({g.c, padded_volume(g)}, x.dtype()) : Tensor();
   Tensor ws = Tensor::empty({threads, k_rows, tile}, x.dtype());
   // On the meta device (a dry run) the buffers above are allocated as on the cpu, and no
@@ -66,16 +77,27 @@ void tiled_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const G
   T* padp = pad.defined() ? pad.data<T>() : nullptr;
   T* wsp = ws.data<T>();
   T* op = out.data<T>();
+  if constexpr (packed)
+    for (std::int64_t grp = 0; grp < g.groups; ++grp)
+      pack_a(wp + grp * g.og() * kg, g.og(), kg, kg, wpack.data<float>() + grp * packed_w);
   for (std::int64_t n = 0; n < g.n; ++n) {
     const T* src = image_source<T>(xp, g, n, padp);
     T* on = op + n * g.o * hw;
     parallel_for_threads(tiles, threads, [&](std::int64_t t) {
       const std::int64_t p0 = t * tile, count = std::min(tile, hw - p0);
       T* col = wsp + omp_get_thread_num() * k_rows * tile;
-      im2col_pixels<T>(src, g, p0, count, col);
-      for (std::int64_t grp = 0; grp < g.groups; ++grp)
-        gemm_rm<T>(false, false, g.og(), count, kg, T(1), wp + grp * g.og() * kg, kg,
-                   col + grp * kg * count, count, T(0), on + grp * g.og() * hw + p0, hw);
+      if constexpr (packed) {
+        im2col_pixels<T>(src, g, p0, count, col, kPackedCols);
+        for (std::int64_t grp = 0; grp < g.groups; ++grp)
+          gemm_packed(wpack.data<float>() + grp * packed_w, g.og(), kg,
+                      col + grp * kg * kPackedCols, k_rows * kPackedCols, count,
+                      on + grp * g.og() * hw + p0, hw);
+      } else {
+        im2col_pixels<T>(src, g, p0, count, col);
+        for (std::int64_t grp = 0; grp < g.groups; ++grp)
+          gemm_rm<T>(false, false, g.og(), count, kg, T(1), wp + grp * g.og() * kg, kg,
+                     col + grp * kg * count, count, T(0), on + grp * g.og() * hw + p0, hw);
+      }
       if (bp)
         for (std::int64_t o = 0; o < g.o; ++o)
           for (std::int64_t p = 0; p < count; ++p) on[o * hw + p0 + p] += bp[o];
