@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/kernels/conv_impl_detail.hpp"
+#include "engine/kernels/gemm_packed.hpp"
 
 // Between image volumes (planes, rows) and the column matrices the convolutions' GEMMs read
 // and write.
@@ -65,26 +66,41 @@ void pad_image(const T* x, const Geometry& g, std::int64_t n, T* padded) {
 
 // col[((c*kt + a)*kh + i)*kw + j, p - p0] = image[c, oz*st + a*dt, oh*sh + i*dh, ow*sw + j*dw]
 // for the output pixels p = (oz*Ho + oh)*Wo + ow in [p0, p0 + count) of one image, read from
-// its zero-padded volume. The pixels' rows are found once; each tap is then a few strided
-// copies. With panel_cols, col is written in panels of that many columns (gemm_packed's B).
+// its zero-padded volume, laid out as `layout` says (conv_impl_detail.hpp). The pixels' rows
+// are found once; each tap is then a few strided copies.
 template <typename T>
 void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int64_t count, T* col,
-                   std::int64_t panel_cols) {
+                   ColumnLayout layout) {
   const std::int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, slab = hp * wp;
   const std::int64_t vol = padded_volume(g);
-  const std::int64_t tap_stride = panel_cols ? panel_cols : count;
+  const std::int64_t panel = layout == ColumnLayout::column_panels ? kPackedCols : kPackedRows;
+  const std::int64_t kg = g.k_group(), kg_rows = (kg + panel - 1) / panel * panel;
+  // Where tap t's first pixel goes, and the distance between its pixels.
+  auto tap_offset = [&](std::int64_t t) -> std::int64_t {
+    switch (layout) {
+      case ColumnLayout::rows:
+        return t * count;
+      case ColumnLayout::column_panels:
+        return t * kPackedCols;
+      case ColumnLayout::row_panels:
+        break;
+    }
+    const std::int64_t row = t / kg * kg_rows + t % kg;
+    return row / kPackedRows * kPackedRows * count + row % kPackedRows;
+  };
+  const std::int64_t step = layout == ColumnLayout::row_panels ? kPackedRows : 1;
   struct Run {
-    std::int64_t src, dst, len;  // offset in a channel's volume, offset in col of tap 0, pixels
+    std::int64_t src, dst, len;  // offset in a channel's volume, offset from a tap's first, pixels
   };
   std::vector<Run> runs;
   for (std::int64_t p = p0, end = p0 + count; p < end;) {
     const std::int64_t row = p / g.wo, ow = p - row * g.wo;
     const std::int64_t oz = row / g.ho, oh = row - oz * g.ho;
     const std::int64_t local = p - p0;
-    std::int64_t len = std::min(g.wo - ow, end - p), dst = local;
-    if (panel_cols) {
-      len = std::min(len, panel_cols - local % panel_cols);
-      dst = local / panel_cols * g.k_rows() * panel_cols + local % panel_cols;
+    std::int64_t len = std::min(g.wo - ow, end - p), dst = local * step;
+    if (layout == ColumnLayout::column_panels) {
+      len = std::min(len, kPackedCols - local % kPackedCols);
+      dst = local / kPackedCols * g.k_rows() * kPackedCols + local % kPackedCols;
     }
     runs.push_back({oz * g.st * slab + oh * g.sh * wp + ow * g.sw, dst, len});
     p += len;
@@ -95,12 +111,14 @@ void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int6
       for (std::int64_t i = 0; i < g.kh; ++i)
         for (std::int64_t j = 0; j < g.kw; ++j) {
           const T* tap = image + c * vol + a * g.dt * slab + i * g.dh * wp + j * g.dw;
-          T* __restrict dst = col + (((c * g.kt + a) * g.kh + i) * g.kw + j) * tap_stride;
+          T* __restrict dst = col + tap_offset(((c * g.kt + a) * g.kh + i) * g.kw + j);
           for (const Run& r : runs) {
             const T* __restrict s = tap + r.src;
             T* __restrict d = dst + r.dst;
             // Constant strides let the compiler vectorise (stride 2 through permutes).
-            if (sw == 1) {
+            if (step != 1) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k * kPackedRows] = s[k * sw];
+            } else if (sw == 1) {
               for (std::int64_t k = 0; k < r.len; ++k) d[k] = s[k];
             } else if (sw == 2) {
               for (std::int64_t k = 0; k < r.len; ++k) d[k] = s[2 * k];
@@ -266,7 +284,7 @@ template void col2im_t<float16>(const float16*, const Geometry&, std::int64_t, f
 #define CKPT_PIXELS_INSTANTIATE(T)                                                          \
   template void pad_image<T>(const T*, const Geometry&, std::int64_t, T*);                  \
   template void im2col_pixels<T>(const T*, const Geometry&, std::int64_t, std::int64_t, T*, \
-                                 std::int64_t);
+                                 ColumnLayout);
 CKPT_PIXELS_INSTANTIATE(float)
 CKPT_PIXELS_INSTANTIATE(double)
 CKPT_PIXELS_INSTANTIATE(bfloat16)

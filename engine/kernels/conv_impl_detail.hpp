@@ -47,12 +47,19 @@ void col2im_t(const T* dcolT, const Geometry& g, std::int64_t count, T* dx, T* s
 // A zero-padded copy [C, padded_volume] of image n's channels.
 template <typename T>
 void pad_image(const T* x, const Geometry& g, std::int64_t n, T* padded);
-// col [K, count] for output pixels [p0, p0 + count) of one image, read from its zero-padded
-// copy (or the image itself when the convolution has no padding); with panel_cols, in panels of
-// that many columns, each [K, panel_cols] (gemm_packed's B; the last panel's tail unwritten).
+// How im2col_pixels lays out a tile's column matrix [K, count]:
+//   rows           row-major [K, count] (gemm_rm's operand)
+//   column_panels  panels of kPackedCols pixels, each [K, kPackedCols] (gemm_packed's B, the
+//                  forward's); the last panel's tail is left unwritten
+//   row_panels     per group, the group's taps rounded up to whole panels of kPackedRows taps,
+//                  each panel [count, kPackedRows] (gemm_packed's packed A, the weight
+//                  gradient's); the rounding rows are left unwritten
+enum class ColumnLayout { rows, column_panels, row_panels };
+// The tile's column matrix for output pixels [p0, p0 + count) of one image, read from its
+// zero-padded copy (or the image itself when the convolution has no padding).
 template <typename T>
 void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int64_t count, T* col,
-                   std::int64_t panel_cols = 0);
+                   ColumnLayout layout = ColumnLayout::rows);
 
 // The tiled path (conv_tiled.cpp): images large enough for per_image() and not pointwise.
 bool tiled_applies(const Geometry& g);

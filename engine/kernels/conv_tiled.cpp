@@ -27,7 +27,7 @@ std::int64_t tile_pixels(const Geometry& g) {
   return std::clamp<std::int64_t>(fit / kPackedCols * kPackedCols, 64, 256);
 }
 
-// Whether the forward's products run on gemm_packed (float32; other types on gemm_rm).
+// Whether the products run on gemm_packed (float32; other types on gemm_rm).
 template <typename T>
 constexpr bool packed_forward() {
   return std::is_same_v<T, float>;
@@ -87,7 +87,7 @@ void tiled_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const G
       const std::int64_t p0 = t * tile, count = std::min(tile, hw - p0);
       T* col = wsp + omp_get_thread_num() * k_rows * tile;
       if constexpr (packed) {
-        im2col_pixels<T>(src, g, p0, count, col, kPackedCols);
+        im2col_pixels<T>(src, g, p0, count, col, ColumnLayout::column_panels);
         for (std::int64_t grp = 0; grp < g.groups; ++grp)
           gemm_packed(wpack.data<float>() + grp * packed_w, g.og(), kg,
                       col + grp * kg * kPackedCols, k_rows * kPackedCols, count,
@@ -105,8 +105,70 @@ void tiled_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const G
   }
 }
 
+// The weight gradient on gemm_packed, as dW^T [K, O] += col [K, P] dY^T [P, O] per tile: the
+// column tile written as packed A (panels of kPackedRows taps), dY's tile transposed into
+// packed B (panels of kPackedCols output channels), one running sum per thread in [K, O], the
+// threads' sums added and transposed into dW at the end.
+void packed_weight_grad(const Tensor& gy, const Tensor& x, const Geometry& g, Tensor& dw) {
+  const std::int64_t hw = g.hw_out(), kg = g.k_group(), og = g.og();
+  const std::int64_t kg_rows = (kg + kPackedRows - 1) / kPackedRows * kPackedRows;
+  const std::int64_t og_cols = (og + kPackedCols - 1) / kPackedCols * kPackedCols;
+  const std::int64_t wsize = g.o * kg;
+  const std::int64_t tile = tile_pixels(g), tiles = (hw + tile - 1) / tile;
+  const int threads = tile_threads(g, tiles);
+  Tensor pad = padded(g) ? Tensor::empty({g.c, padded_volume(g)}, x.dtype()) : Tensor();
+  Tensor cols = Tensor::empty({threads, g.groups * kg_rows * tile}, x.dtype());
+  Tensor gy_t = Tensor::empty({threads, g.groups * og_cols * tile}, x.dtype());
+  Tensor sums = Tensor::empty({threads, wsize}, x.dtype());
+  if (dw.is_meta()) return;
+  const float* xp = x.data<float>();
+  const float* gp = gy.data<float>();
+  float* padp = pad.defined() ? pad.data<float>() : nullptr;
+  std::vector<char> wrote(static_cast<std::size_t>(threads), 0);
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    const float* src = image_source<float>(xp, g, n, padp);
+    const float* gyn = gp + n * g.o * hw;
+    parallel_for_threads(tiles, threads, [&](std::int64_t t) {
+      const int tid = omp_get_thread_num();
+      const std::int64_t p0 = t * tile, count = std::min(tile, hw - p0);
+      float* col = cols.data<float>() + tid * g.groups * kg_rows * tile;
+      im2col_pixels<float>(src, g, p0, count, col, ColumnLayout::row_panels);
+      float* bt = gy_t.data<float>() + tid * g.groups * og_cols * tile;
+      for (std::int64_t grp = 0; grp < g.groups; ++grp)
+        for (std::int64_t o = 0; o < og; ++o) {
+          const float* row = gyn + (grp * og + o) * hw + p0;
+          float* d =
+              bt + grp * og_cols * count + o / kPackedCols * kPackedCols * count + o % kPackedCols;
+          for (std::int64_t p = 0; p < count; ++p) d[p * kPackedCols] = row[p];
+        }
+      float* acc = sums.data<float>() + tid * wsize;
+      for (std::int64_t grp = 0; grp < g.groups; ++grp)
+        gemm_packed(col + grp * kg_rows * count, kg, count, bt + grp * og_cols * count,
+                    kPackedCols * count, og, acc + grp * kg * og, og,
+                    wrote[static_cast<std::size_t>(tid)] != 0);
+      wrote[static_cast<std::size_t>(tid)] = 1;
+    });
+  }
+  float* d = dw.data<float>();
+  const float* sp = sums.data<float>();
+#pragma omp parallel for schedule(static) if (may_parallelize(wsize))
+  for (std::int64_t row = 0; row < g.o; ++row) {
+    const std::int64_t grp = row / og, o = row % og;
+    for (std::int64_t t = 0; t < kg; ++t) {
+      float v = 0.0f;
+      for (int th = 0; th < threads; ++th)
+        if (wrote[static_cast<std::size_t>(th)]) v += sp[th * wsize + (grp * kg + t) * og + o];
+      d[row * kg + t] = v;
+    }
+  }
+}
+
 template <typename T>
 void tiled_weight_grad(const Tensor& gy, const Tensor& x, const Geometry& g, Tensor& dw) {
+  if constexpr (packed_forward<T>()) {
+    packed_weight_grad(gy, x, g, dw);
+    return;
+  }
   const std::int64_t hw = g.hw_out(), k_rows = g.k_rows(), kg = g.k_group();
   const std::int64_t wsize = g.o * kg;
   const std::int64_t tile = tile_pixels(g), tiles = (hw + tile - 1) / tile;

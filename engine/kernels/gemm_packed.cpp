@@ -32,7 +32,7 @@ constexpr int kVectors = static_cast<int>(kPackedCols) / kLanes;
 // eight broadcasts of A per step, in the order of k (each element of C is one running sum).
 // Columns past `cols` are computed from whatever the panel holds there and not stored.
 void block(const float* a, const float* b, std::int64_t k, float* c, std::int64_t ldc, int rows,
-           int cols) {
+           int cols, bool accumulate) {
   Vec acc[kRows][kVectors] = {};
   for (std::int64_t kk = 0; kk < k; ++kk) {
     Vec bv[kVectors];
@@ -44,24 +44,30 @@ void block(const float* a, const float* b, std::int64_t k, float* c, std::int64_
   }
   if (cols == kPackedCols) {
     for (int r = 0; r < rows; ++r)
-      for (int v = 0; v < kVectors; ++v)
-        *reinterpret_cast<Vec*>(c + r * ldc + kLanes * v) = acc[r][v];
+      for (int v = 0; v < kVectors; ++v) {
+        Vec* out = reinterpret_cast<Vec*>(c + r * ldc + kLanes * v);
+        *out = accumulate ? *out + acc[r][v] : acc[r][v];
+      }
     return;
   }
   for (int r = 0; r < rows; ++r)
-    for (int j = 0; j < cols; ++j) c[r * ldc + j] = acc[r][j / kLanes][j % kLanes];
+    for (int j = 0; j < cols; ++j) {
+      const float v = acc[r][j / kLanes][j % kLanes];
+      c[r * ldc + j] = accumulate ? c[r * ldc + j] + v : v;
+    }
 }
 
 }  // namespace
 
 void gemm_packed(const float* a_packed, std::int64_t m, std::int64_t k, const float* b,
-                 std::int64_t panel_stride, std::int64_t n, float* c, std::int64_t ldc) {
+                 std::int64_t panel_stride, std::int64_t n, float* c, std::int64_t ldc,
+                 bool accumulate) {
   for (std::int64_t j = 0; j < n; j += kPackedCols) {
     const auto cols = static_cast<int>(std::min(kPackedCols, n - j));
     const float* bp = b + (j / kPackedCols) * panel_stride;
     for (std::int64_t i = 0; i < m; i += kPackedRows)
       block(a_packed + i * k, bp, k, c + i * ldc + j, ldc,
-            static_cast<int>(std::min(kPackedRows, m - i)), cols);
+            static_cast<int>(std::min(kPackedRows, m - i)), cols, accumulate);
   }
 }
 

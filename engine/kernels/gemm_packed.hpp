@@ -21,10 +21,12 @@ std::int64_t packed_a_size(std::int64_t m, std::int64_t k);
 // A [m, k] row-major (leading dimension lda) into its packed form (rows past m are zero).
 void pack_a(const float* a, std::int64_t m, std::int64_t k, std::int64_t lda, float* packed);
 
-// C[m, n] (leading dimension ldc) = A B, overwriting C. A packed by pack_a; B in panels of
-// kPackedCols columns, panel j at b + j * panel_stride, its row r at + r * kPackedCols (columns
-// of the last panel past n are not read). Single-threaded.
+// C[m, n] (leading dimension ldc) = A B, or += with accumulate. A packed as pack_a packs it
+// (panel i of kPackedRows rows at a + i * kPackedRows * k; its rows past m are computed but not
+// stored); B in panels of kPackedCols columns, panel j at b + j * panel_stride, its row r at
+// + r * kPackedCols (the last panel's columns past n likewise). Single-threaded.
 void gemm_packed(const float* a_packed, std::int64_t m, std::int64_t k, const float* b,
-                 std::int64_t panel_stride, std::int64_t n, float* c, std::int64_t ldc);
+                 std::int64_t panel_stride, std::int64_t n, float* c, std::int64_t ldc,
+                 bool accumulate = false);
 
 }  // namespace ckpt
