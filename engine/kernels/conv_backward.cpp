@@ -170,6 +170,9 @@ TensorList backward_t(const Tensor& gy, const Tensor& x, const Tensor& w, const 
   if (dx_rest.defined() && flipped_input_grad_applies(g)) {
     flipped_input_grad<T>(gy, w, g, dx_rest);
     dx_rest = Tensor();
+  } else if (dx_rest.defined() && tiled_applies(g)) {
+    tiled_input_grad<T>(gy, w, g, dx_rest);
+    dx_rest = Tensor();
   }
   if (dw_rest.defined() && tiled_applies(g)) {
     tiled_weight_grad<T>(gy, x, g, dw_rest);

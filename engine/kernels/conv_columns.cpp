@@ -129,6 +129,53 @@ void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int6
         }
 }
 
+// The adjoint of im2col_pixels (rows layout) for the channels [c0, c1): adds each tap's
+// column of dcol [K, count] into image [C, padded volume] (the zero-padded layout, or the
+// image's own when the convolution has no padding).
+template <typename T>
+void col2im_pixels(const T* dcol, const Geometry& g, std::int64_t p0, std::int64_t count, T* image,
+                   std::int64_t c0, std::int64_t c1) {
+  const std::int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, slab = hp * wp;
+  const std::int64_t vol = padded_volume(g), sw = g.sw;
+  struct Run {
+    std::int64_t dst, src, len;  // offset in a channel's volume, offset in a tap's row, pixels
+  };
+  std::vector<Run> runs;
+  for (std::int64_t p = p0, end = p0 + count; p < end;) {
+    const std::int64_t row = p / g.wo, ow = p - row * g.wo;
+    const std::int64_t oz = row / g.ho, oh = row - oz * g.ho;
+    const std::int64_t len = std::min(g.wo - ow, end - p);
+    runs.push_back({oz * g.st * slab + oh * g.sh * wp + ow * sw, p - p0, len});
+    p += len;
+  }
+  for (std::int64_t c = c0; c < c1; ++c)
+    for (std::int64_t a = 0; a < g.kt; ++a)
+      for (std::int64_t i = 0; i < g.kh; ++i)
+        for (std::int64_t j = 0; j < g.kw; ++j) {
+          T* tap = image + c * vol + a * g.dt * slab + i * g.dh * wp + j * g.dw;
+          const T* src = dcol + (((c * g.kt + a) * g.kh + i) * g.kw + j) * count;
+          for (const Run& r : runs) {
+            T* __restrict d = tap + r.dst;
+            const T* __restrict s = src + r.src;
+            if (sw == 1) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k] += s[k];
+            } else if (sw == 2) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[2 * k] += s[k];
+            } else {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k * sw] += s[k];
+            }
+          }
+        }
+}
+
+template <typename T>
+void unpad_image(const T* padded, const Geometry& g, std::int64_t n, T* x) {
+  const std::int64_t vol = padded_volume(g);
+#pragma omp parallel for schedule(static) if (may_parallelize(g.c * vol))
+  for (std::int64_t c = 0; c < g.c; ++c)
+    unpad_volume(padded + c * vol, g, x + (n * g.c + c) * g.hw_in());
+}
+
 // col[((c*kt + a)*kh + i)*kw + j, m*P + (oz*Ho + oh)*Wo + ow] =
 //   x[n0 + m, c, oz*st - pt + a*dt, oh*sh - ph + i*dh, ow*sw - pw + j*dw]
 // for the `count` images from n0 (zero where the window reads padding; P output pixels per
@@ -285,6 +332,15 @@ template void col2im_t<float16>(const float16*, const Geometry&, std::int64_t, f
   template void pad_image<T>(const T*, const Geometry&, std::int64_t, T*);                  \
   template void im2col_pixels<T>(const T*, const Geometry&, std::int64_t, std::int64_t, T*, \
                                  ColumnLayout);
+#define CKPT_COL2IM_PIXELS_INSTANTIATE(T)                                                   \
+  template void col2im_pixels<T>(const T*, const Geometry&, std::int64_t, std::int64_t, T*, \
+                                 std::int64_t, std::int64_t);                               \
+  template void unpad_image<T>(const T*, const Geometry&, std::int64_t, T*);
+CKPT_COL2IM_PIXELS_INSTANTIATE(float)
+CKPT_COL2IM_PIXELS_INSTANTIATE(double)
+CKPT_COL2IM_PIXELS_INSTANTIATE(bfloat16)
+CKPT_COL2IM_PIXELS_INSTANTIATE(float16)
+#undef CKPT_COL2IM_PIXELS_INSTANTIATE
 CKPT_PIXELS_INSTANTIATE(float)
 CKPT_PIXELS_INSTANTIATE(double)
 CKPT_PIXELS_INSTANTIATE(bfloat16)

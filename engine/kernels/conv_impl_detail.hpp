@@ -61,6 +61,15 @@ template <typename T>
 void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int64_t count, T* col,
                    ColumnLayout layout = ColumnLayout::rows);
 
+// The adjoint of im2col_pixels (rows layout) for the channels [c0, c1): adds dcol [K, count]
+// into image, laid out as pad_image's copy.
+template <typename T>
+void col2im_pixels(const T* dcol, const Geometry& g, std::int64_t p0, std::int64_t count, T* image,
+                   std::int64_t c0, std::int64_t c1);
+// The interior of pad_image's copy back into image n of x.
+template <typename T>
+void unpad_image(const T* padded, const Geometry& g, std::int64_t n, T* x);
+
 // The tiled path (conv_tiled.cpp): images large enough for per_image() and not pointwise.
 bool tiled_applies(const Geometry& g);
 // out [N, O, spatial...] preallocated.
@@ -73,6 +82,9 @@ void tiled_weight_grad(const Tensor& gy, const Tensor& x, const Geometry& g, Ten
 bool flipped_input_grad_applies(const Geometry& g);
 template <typename T>
 void flipped_input_grad(const Tensor& gy, const Tensor& w, const Geometry& g, Tensor& dx);
+// Any other tiled convolution's input gradient: dcol = W^T dY and col2im, tile by tile.
+template <typename T>
+void tiled_input_grad(const Tensor& gy, const Tensor& w, const Geometry& g, Tensor& dx);
 
 template <typename T>
 Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geometry& g);

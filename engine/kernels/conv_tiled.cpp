@@ -251,11 +251,87 @@ void flipped_input_grad(const Tensor& gy, const Tensor& w, const Geometry& g, Te
   tiled_forward<T>(gy, wf, Tensor(), f, dx);
 }
 
+// dcol = W^T dY for one tile at a time, then col2im into a zero-padded accumulator of the
+// image. Tiles run in order (neighbouring tiles add into the same input pixels); within a
+// tile the threads share the GEMM's columns, then, after a barrier, the channels of col2im.
+template <typename T>
+void tiled_input_grad(const Tensor& gy, const Tensor& w, const Geometry& g, Tensor& dx) {
+  constexpr bool packed = packed_forward<T>();
+  const std::int64_t hw = g.hw_out(), k_rows = g.k_rows(), kg = g.k_group(), og = g.og();
+  const std::int64_t kg_rows = (kg + kPackedRows - 1) / kPackedRows * kPackedRows;
+  const std::int64_t tile = tile_pixels(g), tiles = (hw + tile - 1) / tile;
+  const int threads = tile_threads(g, tiles);
+  Tensor wt = packed ? Tensor::empty({g.groups, kg_rows * og}, w.dtype()) : Tensor();
+  Tensor gy_panels = packed ? Tensor::empty({g.o, tile}, w.dtype()) : Tensor();
+  Tensor dcol = Tensor::empty({k_rows, tile}, w.dtype());
+  Tensor acc = padded(g) ? Tensor::empty({g.c, padded_volume(g)}, w.dtype()) : Tensor();
+  if (dx.is_meta()) return;
+  const T* wp = w.data<T>();
+  const T* gp = gy.data<T>();
+  T* dcp = dcol.data<T>();
+  if constexpr (packed) {
+    // W^T per group as packed A: panels of kPackedRows taps, depth og.
+    float* wtp = wt.data<float>();
+    std::fill(wtp, wtp + g.groups * kg_rows * og, 0.0f);
+    for (std::int64_t grp = 0; grp < g.groups; ++grp)
+      for (std::int64_t o = 0; o < og; ++o)
+        for (std::int64_t t = 0; t < kg; ++t)
+          wtp[grp * kg_rows * og + t / kPackedRows * kPackedRows * og + o * kPackedRows +
+              t % kPackedRows] = wp[(grp * og + o) * kg + t];
+  }
+  const std::int64_t vol = padded_volume(g);
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    T* target = acc.defined() ? acc.data<T>() : dx.data<T>() + n * g.c * g.hw_in();
+    std::fill(target, target + g.c * vol, T(0));
+    const T* gyn = gp + n * g.o * hw;
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t p0 = t * tile, count = std::min(tile, hw - p0);
+      const std::int64_t panels = (count + kPackedCols - 1) / kPackedCols;
+      // Columns [panel p0 .. p1) of the tile's dcol.
+      auto columns = [&](std::int64_t q0, std::int64_t q1) {
+        if (q0 >= q1) return;
+        const std::int64_t c0 = q0 * kPackedCols, c1 = std::min(count, q1 * kPackedCols);
+        if constexpr (packed) {
+          float* bp = gy_panels.data<float>();
+          for (std::int64_t o = 0; o < g.o; ++o)
+            for (std::int64_t q = q0; q < q1; ++q) {
+              const std::int64_t from = q * kPackedCols, to = std::min(count, from + kPackedCols);
+              float* d = bp + q * g.o * kPackedCols + o * kPackedCols;
+              std::copy(gyn + o * hw + p0 + from, gyn + o * hw + p0 + to, d);
+            }
+          for (std::int64_t grp = 0; grp < g.groups; ++grp)
+            gemm_packed(wt.data<float>() + grp * kg_rows * og, kg, og,
+                        bp + q0 * g.o * kPackedCols + grp * og * kPackedCols, g.o * kPackedCols,
+                        c1 - c0, dcp + grp * kg * count + c0, count);
+        } else {
+          for (std::int64_t grp = 0; grp < g.groups; ++grp)
+            gemm_rm<T>(true, false, kg, c1 - c0, og, T(1), wp + grp * og * kg, kg,
+                       gyn + grp * og * hw + p0 + c0, hw, T(0), dcp + grp * kg * count + c0, count);
+        }
+      };
+      if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+        {
+          const std::int64_t th = omp_get_thread_num(), nth = omp_get_num_threads();
+          columns(panels * th / nth, panels * (th + 1) / nth);
+#pragma omp barrier
+          col2im_pixels<T>(dcp, g, p0, count, target, g.c * th / nth, g.c * (th + 1) / nth);
+        }
+      } else {
+        columns(0, panels);
+        col2im_pixels<T>(dcp, g, p0, count, target, 0, g.c);
+      }
+    }
+    if (acc.defined()) unpad_image<T>(target, g, n, dx.data<T>());
+  }
+}
+
 #define CKPT_TILED_INSTANTIATE(T)                                                              \
   template void tiled_forward<T>(const Tensor&, const Tensor&, const Tensor&, const Geometry&, \
                                  Tensor&);                                                     \
   template void tiled_weight_grad<T>(const Tensor&, const Tensor&, const Geometry&, Tensor&);  \
-  template void flipped_input_grad<T>(const Tensor&, const Tensor&, const Geometry&, Tensor&);
+  template void flipped_input_grad<T>(const Tensor&, const Tensor&, const Geometry&, Tensor&); \
+  template void tiled_input_grad<T>(const Tensor&, const Tensor&, const Geometry&, Tensor&);
 CKPT_TILED_INSTANTIATE(float)
 CKPT_TILED_INSTANTIATE(double)
 CKPT_TILED_INSTANTIATE(bfloat16)
