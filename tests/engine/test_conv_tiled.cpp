@@ -107,7 +107,7 @@ class TestConvTiled : public QObject {
     QTest::addColumn<int>("index");
     QTest::addColumn<int>("threads");
     QTest::addColumn<int>("dtype");
-    for (int i = 0; i < 5; ++i)
+    for (int i = 0; i < 6; ++i)
       for (int threads : {1, 2})
         for (DType d : {DType::f32, DType::f64})
           QTest::addRow("case %d, %d thread(s), %s", i, threads, d == DType::f32 ? "f32" : "f64")
@@ -128,6 +128,8 @@ class TestConvTiled : public QObject {
         // wav2vec's strided 1-D convolution, and a long padded dilated one.
         {{2, 5, 1, 1, 1400}, {7, 5, 1, 1, 10}, {1, 1, 5}, {0, 0, 0}, {1, 1, 1}, 1, 1},
         {{1, 6, 1, 1, 700}, {6, 2, 1, 1, 3}, {1, 1, 1}, {0, 0, 4}, {1, 1, 4}, 3, 1},
+        // Deep columns (K = 1,728), strided: the input gradient in several spans of pixels.
+        {{1, 64, 8, 40, 40}, {8, 64, 3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, 1, 3},
     };
     const Case& c = cases[static_cast<std::size_t>(index)];
     const auto type = static_cast<DType>(dtype);
@@ -153,7 +155,7 @@ class TestConvTiled : public QObject {
     while (ys.size() < 5) ys.insert(ys.begin() + 2, 1);
     const Result ref =
         direct(c, x64.to_vector(), w64.to_vector(), b64.to_vector(), gy.to_vector(), ys);
-    // float32: the sums run over up to 1,323 products of values in [-1, 1].
+    // float32: the sums run over up to 1,728 products of values in [-1, 1].
     const double tol = type == DType::f64 ? 1e-12 : 2e-5;
     const std::pair<const char*, std::pair<std::vector<double>, const std::vector<double>*>>
         checks[] = {{"y", {y.to_vector(), &ref.y}},
