@@ -20,10 +20,11 @@ void pack_a(const float* a, std::int64_t m, std::int64_t k, std::int64_t lda, fl
 
 namespace {
 
-// 16 floats, read from any 4-byte aligned address: one AVX-512 register (two AVX2 ones
-// elsewhere, where the compiler lowers the same code). GCC's vector extensions keep the kernel
-// free of intrinsics, so every build computes the same thing with the same buffers.
-typedef float Vec __attribute__((vector_size(64), aligned(4)));
+// 16 floats, read from any 4-byte aligned address and aliasing float (as the intrinsics' types
+// do): one AVX-512 register (two AVX2 ones elsewhere, where the compiler lowers the same code).
+// GCC's vector extensions keep the kernel free of intrinsics, so every build computes the same
+// thing with the same buffers.
+typedef float Vec __attribute__((vector_size(64), aligned(4), may_alias));
 constexpr int kLanes = 16;
 constexpr int kRows = static_cast<int>(kPackedRows);
 constexpr int kVectors = static_cast<int>(kPackedCols) / kLanes;
