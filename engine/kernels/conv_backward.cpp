@@ -167,6 +167,17 @@ TensorList backward_t(const Tensor& gy, const Tensor& x, const Tensor& w, const 
     winograd_weight_grad(gy, x, g, dw);
     dw_rest = Tensor();
   }
+  if (dx_rest.defined() && flipped_input_grad_applies(g)) {
+    flipped_input_grad<T>(gy, w, g, dx_rest);
+    dx_rest = Tensor();
+  } else if (dx_rest.defined() && tiled_applies(g)) {
+    tiled_input_grad<T>(gy, w, g, dx_rest);
+    dx_rest = Tensor();
+  }
+  if (dw_rest.defined() && tiled_applies(g)) {
+    tiled_weight_grad<T>(gy, x, g, dw_rest);
+    dw_rest = Tensor();
+  }
   if (dx_rest.defined() || dw_rest.defined()) {
     if (per_image(g))
       per_image_backward<T>(gy, x, w, g, dx_rest, dw_rest);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/kernels/conv_impl_detail.hpp"
+#include "engine/kernels/gemm_packed.hpp"
 
 // Between image volumes (planes, rows) and the column matrices the convolutions' GEMMs read
 // and write.
@@ -52,6 +54,126 @@ std::int64_t padded_volume(const Geometry& g) {
 // ledger counts it with the rest of the step's temporary memory.
 Tensor im2col_scratch(const Geometry& g, DType dtype) {
   return Tensor::empty({omp_get_max_threads(), padded_volume(g)}, dtype);
+}
+
+template <typename T>
+void pad_image(const T* x, const Geometry& g, std::int64_t n, T* padded) {
+  const std::int64_t vol = padded_volume(g);
+#pragma omp parallel for schedule(static) if (may_parallelize(g.c * vol))
+  for (std::int64_t c = 0; c < g.c; ++c)
+    pad_volume(x + (n * g.c + c) * g.hw_in(), g, padded + c * vol);
+}
+
+// col[((c*kt + a)*kh + i)*kw + j, p - p0] = image[c, oz*st + a*dt, oh*sh + i*dh, ow*sw + j*dw]
+// for the output pixels p = (oz*Ho + oh)*Wo + ow in [p0, p0 + count) of one image, read from
+// its zero-padded volume, laid out as `layout` says (conv_impl_detail.hpp). The pixels' rows
+// are found once; each tap is then a few strided copies.
+template <typename T>
+void im2col_pixels(const T* image, const Geometry& g, std::int64_t p0, std::int64_t count, T* col,
+                   ColumnLayout layout) {
+  const std::int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, slab = hp * wp;
+  const std::int64_t vol = padded_volume(g);
+  const std::int64_t panel = layout == ColumnLayout::column_panels ? kPackedCols : kPackedRows;
+  const std::int64_t kg = g.k_group(), kg_rows = (kg + panel - 1) / panel * panel;
+  // Where tap t's first pixel goes, and the distance between its pixels.
+  auto tap_offset = [&](std::int64_t t) -> std::int64_t {
+    switch (layout) {
+      case ColumnLayout::rows:
+        return t * count;
+      case ColumnLayout::column_panels:
+        return t * kPackedCols;
+      case ColumnLayout::row_panels:
+        break;
+    }
+    const std::int64_t row = t / kg * kg_rows + t % kg;
+    return row / kPackedRows * kPackedRows * count + row % kPackedRows;
+  };
+  const std::int64_t step = layout == ColumnLayout::row_panels ? kPackedRows : 1;
+  struct Run {
+    std::int64_t src, dst, len;  // offset in a channel's volume, offset from a tap's first, pixels
+  };
+  std::vector<Run> runs;
+  for (std::int64_t p = p0, end = p0 + count; p < end;) {
+    const std::int64_t row = p / g.wo, ow = p - row * g.wo;
+    const std::int64_t oz = row / g.ho, oh = row - oz * g.ho;
+    const std::int64_t local = p - p0;
+    std::int64_t len = std::min(g.wo - ow, end - p), dst = local * step;
+    if (layout == ColumnLayout::column_panels) {
+      len = std::min(len, kPackedCols - local % kPackedCols);
+      dst = local / kPackedCols * g.k_rows() * kPackedCols + local % kPackedCols;
+    }
+    runs.push_back({oz * g.st * slab + oh * g.sh * wp + ow * g.sw, dst, len});
+    p += len;
+  }
+  const std::int64_t sw = g.sw;
+  for (std::int64_t c = 0; c < g.c; ++c)
+    for (std::int64_t a = 0; a < g.kt; ++a)
+      for (std::int64_t i = 0; i < g.kh; ++i)
+        for (std::int64_t j = 0; j < g.kw; ++j) {
+          const T* tap = image + c * vol + a * g.dt * slab + i * g.dh * wp + j * g.dw;
+          T* __restrict dst = col + tap_offset(((c * g.kt + a) * g.kh + i) * g.kw + j);
+          for (const Run& r : runs) {
+            const T* __restrict s = tap + r.src;
+            T* __restrict d = dst + r.dst;
+            // Constant strides let the compiler vectorise (stride 2 through permutes).
+            if (step != 1) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k * kPackedRows] = s[k * sw];
+            } else if (sw == 1) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k] = s[k];
+            } else if (sw == 2) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k] = s[2 * k];
+            } else {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k] = s[k * sw];
+            }
+          }
+        }
+}
+
+// The adjoint of im2col_pixels (rows layout) for the channels [c0, c1): adds each tap's
+// column of dcol [K, count] into image [C, padded volume] (the zero-padded layout, or the
+// image's own when the convolution has no padding).
+template <typename T>
+void col2im_pixels(const T* dcol, const Geometry& g, std::int64_t p0, std::int64_t count, T* image,
+                   std::int64_t c0, std::int64_t c1) {
+  const std::int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, slab = hp * wp;
+  const std::int64_t vol = padded_volume(g), sw = g.sw;
+  struct Run {
+    std::int64_t dst, src, len;  // offset in a channel's volume, offset in a tap's row, pixels
+  };
+  std::vector<Run> runs;
+  for (std::int64_t p = p0, end = p0 + count; p < end;) {
+    const std::int64_t row = p / g.wo, ow = p - row * g.wo;
+    const std::int64_t oz = row / g.ho, oh = row - oz * g.ho;
+    const std::int64_t len = std::min(g.wo - ow, end - p);
+    runs.push_back({oz * g.st * slab + oh * g.sh * wp + ow * sw, p - p0, len});
+    p += len;
+  }
+  for (std::int64_t c = c0; c < c1; ++c)
+    for (std::int64_t a = 0; a < g.kt; ++a)
+      for (std::int64_t i = 0; i < g.kh; ++i)
+        for (std::int64_t j = 0; j < g.kw; ++j) {
+          T* tap = image + c * vol + a * g.dt * slab + i * g.dh * wp + j * g.dw;
+          const T* src = dcol + (((c * g.kt + a) * g.kh + i) * g.kw + j) * count;
+          for (const Run& r : runs) {
+            T* __restrict d = tap + r.dst;
+            const T* __restrict s = src + r.src;
+            if (sw == 1) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k] += s[k];
+            } else if (sw == 2) {
+              for (std::int64_t k = 0; k < r.len; ++k) d[2 * k] += s[k];
+            } else {
+              for (std::int64_t k = 0; k < r.len; ++k) d[k * sw] += s[k];
+            }
+          }
+        }
+}
+
+template <typename T>
+void unpad_image(const T* padded, const Geometry& g, std::int64_t n, T* x) {
+  const std::int64_t vol = padded_volume(g);
+#pragma omp parallel for schedule(static) if (may_parallelize(g.c * vol))
+  for (std::int64_t c = 0; c < g.c; ++c)
+    unpad_volume(padded + c * vol, g, x + (n * g.c + c) * g.hw_in());
 }
 
 // col[((c*kt + a)*kh + i)*kw + j, m*P + (oz*Ho + oh)*Wo + ow] =
@@ -205,5 +327,24 @@ template void col2im<float16>(const float16*, const Geometry&, std::int64_t, std
 template void col2im_t<bfloat16>(const bfloat16*, const Geometry&, std::int64_t, bfloat16*,
                                  bfloat16*);
 template void col2im_t<float16>(const float16*, const Geometry&, std::int64_t, float16*, float16*);
+
+#define CKPT_PIXELS_INSTANTIATE(T)                                                          \
+  template void pad_image<T>(const T*, const Geometry&, std::int64_t, T*);                  \
+  template void im2col_pixels<T>(const T*, const Geometry&, std::int64_t, std::int64_t, T*, \
+                                 ColumnLayout);
+#define CKPT_COL2IM_PIXELS_INSTANTIATE(T)                                                   \
+  template void col2im_pixels<T>(const T*, const Geometry&, std::int64_t, std::int64_t, T*, \
+                                 std::int64_t, std::int64_t);                               \
+  template void unpad_image<T>(const T*, const Geometry&, std::int64_t, T*);
+CKPT_COL2IM_PIXELS_INSTANTIATE(float)
+CKPT_COL2IM_PIXELS_INSTANTIATE(double)
+CKPT_COL2IM_PIXELS_INSTANTIATE(bfloat16)
+CKPT_COL2IM_PIXELS_INSTANTIATE(float16)
+#undef CKPT_COL2IM_PIXELS_INSTANTIATE
+CKPT_PIXELS_INSTANTIATE(float)
+CKPT_PIXELS_INSTANTIATE(double)
+CKPT_PIXELS_INSTANTIATE(bfloat16)
+CKPT_PIXELS_INSTANTIATE(float16)
+#undef CKPT_PIXELS_INSTANTIATE
 
 }  // namespace ckpt::conv_detail

@@ -77,6 +77,10 @@ Tensor forward_t(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo
   const T* wp = data_or_null<T>(w, live);
   const T* bp = data_or_null<T>(bias, live);
   T* op = data_or_null<T>(out, live);
+  if (tiled_applies(g)) {
+    tiled_forward<T>(x, w, bias, g, out);
+    return out;
+  }
   if (per_image(g)) {
     const int threads = image_threads(g);
     Tensor ws = g.pointwise() ? Tensor() : Tensor::empty({threads, g.k_rows(), hw}, x.dtype());

@@ -75,6 +75,9 @@ void cpu_copy(const Tensor& src, Tensor& dst) {
         if (src.numel() > 0 && copy_blocks<S>(src, dst)) return;
       }
       if (dst.is_contiguous()) {
+        if (for_each_offset_transposed(
+                src, [&](std::int64_t off, std::int64_t i) { o[i] = static_cast<D>(p[off]); }))
+          return;
         for_each_offset(src,
                         [&](std::int64_t off, std::int64_t i) { o[i] = static_cast<D>(p[off]); });
       } else if (src.is_contiguous()) {

@@ -1,5 +1,7 @@
 #include <QtTest>
 
+#include <cmath>
+
 #include "engine/ops/ops.hpp"
 #include "engine/tensor/npy.hpp"
 
@@ -93,6 +95,36 @@ class TestTensor : public QObject {
     QCOMPARE(mean(a).item(), 3.5);
     Tensor x = reshape(Tensor::arange(24), {2, 3, 4});
     QCOMPARE(sum(x, {0, 2}).to_vector(), (std::vector<double>{60, 92, 124}));
+  }
+
+  // Permuted views large enough for the blocked transposed walk (kernels.hpp,
+  // for_each_offset_transposed): a copy and an elementwise map read every element from where
+  // the view says, whatever the ragged blocks, the leading dimensions and the threads.
+  void permutedViewsCopyAndMapByElement() {
+    for (const Shape& shape : {Shape{2, 70, 300}, Shape{3, 33, 5, 81}}) {
+      std::vector<double> values(static_cast<std::size_t>(shape_numel(shape)));
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i) * 0.5;
+      const Tensor t = Tensor::from_vector(values, shape);
+      const auto rank = static_cast<std::int64_t>(shape.size());
+      const Tensor view = transpose(t, 1, rank - 1);  // stride 1 on dimension 1, not the last
+      QVERIFY(!view.is_contiguous());
+      const std::vector<double> copied = contiguous(view).to_vector();
+      const std::vector<double> mapped = sqrt(view).to_vector();
+      QCOMPARE(copied.size(), values.size());
+      // The transposed view's element at row-major index i, read through its strides.
+      const Shape& vs = view.shape();
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(values.size()); ++i) {
+        std::int64_t rest = i, off = 0;
+        for (auto d = rank - 1; d >= 0; --d) {
+          const auto ud = static_cast<std::size_t>(d);
+          off += rest % vs[ud] * view.strides()[ud];
+          rest /= vs[ud];
+        }
+        const auto ui = static_cast<std::size_t>(i);
+        QCOMPARE(copied[ui], values[static_cast<std::size_t>(off)]);
+        QCOMPARE(mapped[ui], std::sqrt(values[static_cast<std::size_t>(off)]));
+      }
+    }
   }
 
   void npyRoundTrip() {
