@@ -48,11 +48,13 @@ struct Task {
   std::size_t slot_of(Node* n) const { return slots.find(n)->second; }
 };
 
-void accumulate(TensorList& buffer, std::uint32_t slot, Tensor g) {
+void accumulate(TensorList& buffer, std::uint32_t slot, Tensor g, const Node& receiver) {
   if (buffer.size() <= slot) buffer.resize(slot + 1);
   if (!buffer[slot].defined()) {
     buffer[slot] = std::move(g);
   } else {
+    // Between two nodes' steps: no op is running, so the bytes are named by what they hold.
+    AllocationPurpose purpose("the sum of the gradients " + receiver.name() + " receives");
     buffer[slot] = add_raw(buffer[slot], g);
   }
 }
@@ -248,7 +250,7 @@ void run(const TensorList& roots, const TensorList& grad_roots, Task& task) {
   auto deliver = [&](const Edge& e, Tensor g, bool counts) {
     const std::size_t slot = task.slot_of(e.function.get());
     if (!keep_alive[slot]) keep_alive[slot] = e.function;
-    if (g.defined()) accumulate(task.buffers[slot], e.input_nr, std::move(g));
+    if (g.defined()) accumulate(task.buffers[slot], e.input_nr, std::move(g), *e.function);
     if (counts && --task.dependencies[slot] > 0) return;
     if (!counts && task.dependencies[slot] > 0) return;
     ready.push({e.function->sequence_nr(), slot});
