@@ -84,13 +84,7 @@ void per_image_backward(const Tensor& gy, const Tensor& x, const Tensor& w, cons
   });
   if (dw.defined()) {
     T* d = dw.data<T>();
-    if (!wrote[0]) std::fill(d, d + wsize, T(0));
-    for (int t = 1; t < threads; ++t) {
-      if (!wrote[static_cast<std::size_t>(t)]) continue;
-      const T* p = partial.data<T>() + (t - 1) * wsize;
-#pragma omp parallel for schedule(static) if (may_parallelize(wsize))
-      for (std::int64_t i = 0; i < wsize; ++i) d[i] += p[i];
-    }
+    add_thread_partials(d, partial, wrote, wsize);
   }
 }
 

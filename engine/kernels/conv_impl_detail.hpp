@@ -10,6 +10,7 @@
 // The templates are instantiated for float and double, and for bfloat16 and float16 (autocast's:
 // the GEMMs widen them to float, reduced_float.hpp; Winograd is float32 and float64 only).
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -28,6 +29,20 @@ bool may_parallelize(std::int64_t work);
 // Threads for the per-image loop: at most one per image, and one when the whole convolution
 // is too small to pay for a thread team.
 int image_threads(const Geometry& g);
+
+// A weight gradient summed by threads: d holds the first thread's sum, partial [threads - 1, n]
+// the others'; a thread that wrote nothing adds nothing (d is zeros if the first wrote nothing).
+template <typename T>
+void add_thread_partials(T* d, const Tensor& partial, const std::vector<char>& wrote,
+                         std::int64_t n) {
+  if (!wrote[0]) std::fill(d, d + n, T(0));
+  for (std::size_t t = 1; t < wrote.size(); ++t) {
+    if (!wrote[t]) continue;
+    const T* p = partial.data<T>() + static_cast<std::int64_t>(t - 1) * n;
+#pragma omp parallel for schedule(static) if (may_parallelize(n))
+    for (std::int64_t i = 0; i < n; ++i) d[i] += p[i];
+  }
+}
 
 // Elements of one channel's input zero-padded on every side.
 std::int64_t padded_volume(const Geometry& g);

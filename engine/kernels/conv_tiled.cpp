@@ -202,13 +202,7 @@ void tiled_weight_grad(const Tensor& gy, const Tensor& x, const Geometry& g, Ten
       wrote[static_cast<std::size_t>(tid)] = 1;
     });
   }
-  if (!wrote[0]) std::fill(d, d + wsize, T(0));
-  for (int t = 1; t < threads; ++t) {
-    if (!wrote[static_cast<std::size_t>(t)]) continue;
-    const T* p = partial.data<T>() + (t - 1) * wsize;
-#pragma omp parallel for schedule(static) if (may_parallelize(wsize))
-    for (std::int64_t i = 0; i < wsize; ++i) d[i] += p[i];
-  }
+  add_thread_partials(d, partial, wrote, wsize);
 }
 
 // A stride-1 convolution's input gradient is itself a stride-1 convolution: of dY, padded by

@@ -134,21 +134,13 @@ class FusionView final : public OnnxFusion {
   }
   const OnnxValue& emit_op(const std::string& type, const std::vector<std::string>& inputs,
                            Attributes attrs) override {
-    im_.fusing_ = &claim_;
-    struct Reset {
-      Importer& im;
-      ~Reset() { im.fusing_ = nullptr; }
-    } reset{im_};
+    const Fusing fusing(im_, claim_);
     const std::string& y = root_.output(0);
     return im_.emit_op(root_, type, inputs, std::move(attrs), y);
   }
   const OnnxValue& emit_inner_op(const std::string& type, const std::vector<std::string>& inputs,
                                  Attributes attrs) override {
-    im_.fusing_ = &claim_;
-    struct Reset {
-      Importer& im;
-      ~Reset() { im.fusing_ = nullptr; }
-    } reset{im_};
+    const Fusing fusing(im_, claim_);
     const OnnxValue& v = im_.emit_op(root_, type, inputs, std::move(attrs));
     // The replaced nodes are listed once, by the op that takes the subgraph's place.
     im_.m_.ops.back().fused.clear();
@@ -163,6 +155,15 @@ class FusionView final : public OnnxFusion {
   }
 
  private:
+  // The ops emitted in this scope take the claimed nodes' place.
+  struct Fusing {
+    Importer& im;
+    Fusing(Importer& importer, const Importer::Claim& claim) : im(importer) { im.fusing_ = &claim; }
+    ~Fusing() { im.fusing_ = nullptr; }
+    Fusing(const Fusing&) = delete;
+    Fusing& operator=(const Fusing&) = delete;
+  };
+
   Importer& im_;
   const Importer::Claim& claim_;
   const Importer::GraphView& g_;
