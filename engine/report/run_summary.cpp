@@ -262,7 +262,16 @@ void reserved_text(std::ostream& os, const RunSummary& s) {
        << " of the peak is a convolution's workspace, modelled as the NHWC copies of its input, "
           "output and filter; cuDNN's heuristics pick the plan on the card, whose workspace can "
           "be smaller or larger, and the peak moves with it\n";
-  if (s.gpu)
+  if (s.gpu && s.per_rank) {
+    // Sharded, a rank's peak decides whether the run fits each GPU, not the unsharded trace's.
+    const std::int64_t rank_total = s.per_rank->peak_bytes + s.gpu->context;
+    os << "gpu        one rank's peak " << format_bytes(s.per_rank->peak_bytes)
+       << " + CUDA context ~" << format_bytes(s.gpu->context)
+       << " (estimate) = " << format_bytes(rank_total) << " of " << format_bytes(s.gpu->capacity)
+       << (rank_total <= s.gpu->capacity ? ": fits"
+                                         : ": DOES NOT FIT (--gpu-memory sets the card's size)")
+       << " (allocated bytes: a rank's reserved memory is not modelled)\n";
+  } else if (s.gpu)
     os << "gpu        reserved " << format_bytes(s.gpu->reserved_peak) << " + CUDA context ~"
        << format_bytes(s.gpu->context) << " (estimate) = " << format_bytes(s.gpu->total()) << " of "
        << format_bytes(s.gpu->capacity)
@@ -329,6 +338,9 @@ std::string summary_text(const RunSummary& s) {
   } else {
     os << "loss       " << s.loss << "\n";
   }
+  if (s.per_rank)
+    os << "unsharded  peak and reserved below are the whole model on one GPU without FSDP2; one "
+          "rank's are under 'per rank'\n";
   os << "peak       " << format_bytes(s.peak.bytes) << " (" << s.peak.bytes << " bytes) at step "
      << s.peak.step << ", " << phase_name(s.peak_phase) << " " << s.peak_op;
   if (!s.peak_node.empty()) os << " (" << s.peak_node << ")";

@@ -231,7 +231,10 @@ void MainWindow::onRunFinished(RunSnapshotPtr snap) {
                          : QString();
   showMessage(
       perRank + (s.ok && snap->dryRun()
-                     ? tr("Dry run: peak %1 (exact), %2 recomputed op executions, %3 ms%4")
+                     ? (s.per_rank ? tr("dry run of the whole model on one GPU, unsharded: "
+                                        "peak %1 (exact), %2 recomputed op executions, %3 ms%4")
+                                   : tr("Dry run: peak %1 (exact), %2 recomputed op executions, "
+                                        "%3 ms%4"))
                            .arg(QString::fromStdString(formatBytes(s.peak.bytes)))
                            .arg(s.executions.recompute)
                            .arg(snap->wallMs)
