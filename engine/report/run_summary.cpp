@@ -123,6 +123,9 @@ nlohmann::json to_json(const RunSummary& s) {
                      {"by_category", by},
                      {"measured", false},
                      {"note", kFsdpNotMeasured}};
+    // Whether one rank fits the card (allocated bytes and the context: reserved is not modelled).
+    j["per_rank"]["fits"] = s.gpu ? nlohmann::json(f.peak_bytes + s.gpu->context <= s.gpu->capacity)
+                                  : nlohmann::json(nullptr);
   }
   j["gpu"] = s.gpu ? nlohmann::json{{"capacity_bytes", s.gpu->capacity},
                                     {"reserved_peak_bytes", s.gpu->reserved_peak},

@@ -83,6 +83,7 @@ class TestCliFsdp : public QObject {
         QJsonDocument::fromJson(j.out.toUtf8()).object().value("per_rank").toObject();
     QCOMPARE(per_rank.value("ranks").toInt(), 8);
     QCOMPARE(per_rank.value("measured").toBool(true), false);
+    QVERIFY(per_rank.value("fits").toBool(false));
     QCOMPARE(per_rank.value("param_dtype").toString(), QString("bfloat16"));
     const QJsonObject by = per_rank.value("by_category").toObject();
     // AdamW's two float32 states of an eighth of 8,030,261,248 parameters (each padded to 8).
