@@ -4,9 +4,9 @@
 #include "engine/model/capture_loader.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <unordered_set>
 
 #include "engine/model/capture_import.hpp"

@@ -25,10 +25,10 @@ inline constexpr std::array<MemoryCategory, kMemoryCategoryCount> kStackOrder = 
 // One FSDP2 rank's bands, bottom to top: the shards that live all step long, then what is
 // gathered, the run's own bytes, and the gradients' transient buffers.
 inline constexpr std::array<FsdpCategory, kFsdpCategoryCount> kRankStackOrder = {
-    FsdpCategory::sharded_parameters,   FsdpCategory::optimizer_state,
-    FsdpCategory::sharded_gradients,    FsdpCategory::unsharded_parameters,
-    FsdpCategory::all_gather_buffers,   FsdpCategory::activations,
-    FsdpCategory::unsharded_gradients,  FsdpCategory::reduce_scatter};
+    FsdpCategory::sharded_parameters,  FsdpCategory::optimizer_state,
+    FsdpCategory::sharded_gradients,   FsdpCategory::unsharded_parameters,
+    FsdpCategory::all_gather_buffers,  FsdpCategory::activations,
+    FsdpCategory::unsharded_gradients, FsdpCategory::reduce_scatter};
 
 inline constexpr double kLegendHeight = 22;
 inline constexpr double kTitleHeight = 20;
