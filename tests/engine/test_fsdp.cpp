@@ -36,6 +36,26 @@ RunResult dry_run(const std::shared_ptr<Model>& model, const RunSettings& base) 
   return r;
 }
 
+// llama_mini on 4 ranks with bf16 parameters and AdamW, dry on the cuda device: the model, the
+// settings, the run and what one rank holds.
+struct MiniOnFourRanks {
+  std::shared_ptr<Model> model;
+  RunSettings settings;
+  RunResult run;
+  FsdpRankMemory memory;
+};
+
+MiniOnFourRanks mini_on_four_ranks() {
+  MiniOnFourRanks x;
+  x.model = load_model(sample("llama_mini.json"));
+  x.settings.param_dtype = DType::bf16;
+  x.settings.fsdp.ranks = 4;
+  x.settings.optimizer.kind = OptimizerKind::adamw;
+  x.run = dry_run(x.model, x.settings);
+  x.memory = fsdp_rank_memory(*x.model, x.run.trace, x.settings);
+  return x;
+}
+
 std::size_t index_of(const std::vector<FsdpUnit>& units, const std::string& path) {
   for (std::size_t i = 0; i < units.size(); ++i)
     if (units[i].path == path) return i;
@@ -137,13 +157,7 @@ class TestFsdp : public QObject {
   // output is the one prefetched. Without resharding after forward, the blocks that have run
   // stay gathered until their backward, and nothing is all-gathered in backward.
   void gatheredBlocksAtEachStep() {
-    const auto model = load_model(sample("llama_mini.json"));
-    RunSettings s;
-    s.param_dtype = DType::bf16;
-    s.fsdp.ranks = 4;
-    s.optimizer.kind = OptimizerKind::adamw;
-    const RunResult r = dry_run(model, s);
-    const FsdpRankMemory m = fsdp_rank_memory(*model, r.trace, s);
+    auto [model, s, r, m] = mini_on_four_ranks();
     QCOMPARE(m.units.size(), std::size_t{5});
     const std::int64_t flat = fsdp_all_gather_bytes(m.units[0], 4, DType::bf16).output;
     const auto buffers = static_cast<std::size_t>(FsdpCategory::all_gather_buffers);
@@ -191,13 +205,7 @@ class TestFsdp : public QObject {
   // buffers exist only at the step that ends a unit's backward, (N + 1) shards in the reduce
   // dtype; the shard gradients only grow; the peak is the timeline's highest step.
   void rankTimelineByCategory() {
-    const auto model = load_model(sample("llama_mini.json"));
-    RunSettings s;
-    s.param_dtype = DType::bf16;
-    s.fsdp.ranks = 4;
-    s.optimizer.kind = OptimizerKind::adamw;
-    const RunResult r = dry_run(model, s);
-    const FsdpRankMemory m = fsdp_rank_memory(*model, r.trace, s);
+    auto [model, s, r, m] = mini_on_four_ranks();
     const RankTimeline& t = m.timeline;
     QCOMPARE(t.steps(), r.trace.step_count());
     QCOMPARE(t.ranks, 4);
